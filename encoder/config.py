@@ -1,0 +1,41 @@
+"""Settings of the encoder's shape and of its training recipe."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ModelConfig(BaseModel):
+    """The encoder's width; depth is swept, so it is not here."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    d_model: int = Field(128, ge=8, description="Width of the residual stream.")
+    n_heads: int = Field(4, ge=1, description="Attention heads per block; must divide d_model.")
+    d_ff: int = Field(512, ge=8, description="Hidden width of each block's MLP.")
+    dropout: float = Field(0.1, ge=0, lt=1, description="Dropout on attention, MLP and embeddings.")
+    max_len: int = Field(128, ge=4, description="Tokens kept per text (longer texts are truncated).")
+    vocab_size: int = Field(8000, ge=100, description="WordPiece vocabulary size trained on the train split.")
+    pooling: Literal["mean", "cls"] = Field("mean", description="Mean over real tokens, or the first ([CLS]) token.")
+
+
+class TrainConfig(BaseModel):
+    """The training recipe shared by every depth."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_epochs: int = Field(10, ge=1, description="Upper bound on epochs; early stopping usually ends sooner.")
+    patience: int = Field(3, ge=1, description="Epochs without validation improvement before stopping.")
+    batch_size: int = Field(32, ge=1, description="Examples per training step.")
+    learning_rate: float = Field(1e-3, gt=0, description="Peak AdamW learning rate (after warm-up).")
+    weight_decay: float = Field(0.01, ge=0, description="AdamW weight decay (not applied to norms, biases, embeddings).")
+    warmup_fraction: float = Field(0.1, ge=0, lt=1, description="Share of steps spent in linear warm-up.")
+    grad_clip: float = Field(1.0, gt=0, description="Gradient norm clip.")
+    class_weights: Literal["auto", "on", "off"] = Field(
+        "auto", description="Weight the loss by inverse class frequency; auto = when the audit reports imbalance."
+    )
+    accelerator: Literal["auto", "cpu", "gpu"] = Field("auto", description="Lightning accelerator.")
+    precision: Literal["32-true", "bf16-mixed", "16-mixed"] = Field("32-true", description="Lightning precision.")
+    seed: int = Field(1, description="Seed of initialisation and batching.")

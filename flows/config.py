@@ -1,0 +1,99 @@
+"""The run's settings: one frozen model per concern, loaded from YAML with CLI overrides.
+
+The same objects are the CLI's target, the Prefect flow's parameters (so the UI renders
+them as forms) and what is logged to MLflow.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from encoder.config import ModelConfig, TrainConfig
+from expectations.config import AuditConfig, DataConfig
+
+Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
+
+
+class SweepConfig(BaseModel):
+    """Which depths to try and how to choose among them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    depths: list[int] = Field([1, 2, 4, 6], min_length=1, description="Candidate numbers of encoder blocks.")
+    metric: Metric = Field("macro_f1", description="Validation metric the rule chooses by.")
+    tolerance: float = Field(0.01, ge=0, description="Quality a cheaper depth may give up against the best.")
+    cost: Literal["flops_per_example", "latency_ms_p50", "params"] = Field(
+        "flops_per_example", description="Cost the rule minimises among depths within tolerance."
+    )
+    max_latency_ms: float | None = Field(None, gt=0, description="Hard limit on p50 latency at batch 1.")
+    max_params: int | None = Field(None, gt=0, description="Hard limit on parameter count.")
+
+    @field_validator("depths")
+    @classmethod
+    def _positive_unique(cls, depths: list[int]) -> list[int]:
+        if any(d < 1 for d in depths) or len(set(depths)) != len(depths):
+            raise ValueError(f"depths must be distinct positive integers, got {depths}")
+        return sorted(depths)
+
+
+class RegistryConfig(BaseModel):
+    """Where runs and models are recorded."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tracking_uri: str = Field("sqlite:///mlflow.db", description="MLflow tracking and registry URI.")
+    experiment: str = Field("depthfinder", description="MLflow experiment of the sweep runs.")
+    model_name: str = Field("depthfinder", description="Registered model name.")
+    workdir: Path = Field(Path(".depthfinder"), description="Folder for prepared data, tokenizers and checkpoints.")
+
+
+class RunConfig(BaseModel):
+    """Everything one retraining run needs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    data: DataConfig
+    audit: AuditConfig = AuditConfig()
+    model: ModelConfig = ModelConfig()
+    train: TrainConfig = TrainConfig()
+    sweep: SweepConfig = SweepConfig()
+    registry: RegistryConfig = RegistryConfig()
+
+
+def load_run_config(path: Path | None, overrides: dict[str, dict[str, Any]]) -> RunConfig:
+    """Read a YAML config (sections named like RunConfig's fields) and apply CLI overrides.
+
+    Raises ValueError naming the file or the setting at fault.
+    """
+    sections: dict[str, dict[str, Any]] = {}
+    if path is not None:
+        sections = _read_yaml(path)
+    for section, values in overrides.items():
+        sections.setdefault(section, {}).update({k: v for k, v in values.items() if v is not None})
+    try:
+        return RunConfig.model_validate(sections)
+    except ValidationError as exc:
+        raise ValueError(_first_error(exc, path)) from None
+
+
+def _read_yaml(path: Path) -> dict[str, dict[str, Any]]:
+    if not path.is_file():
+        raise ValueError(f"config file {path} does not exist")
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ValueError(f"config file {path} is not valid YAML: {exc}") from None
+    if not isinstance(loaded, dict) or not all(isinstance(v, dict) for v in loaded.values()):
+        raise ValueError(f"config file {path} must map sections ({', '.join(RunConfig.model_fields)}) to settings")
+    return loaded
+
+
+def _first_error(exc: ValidationError, path: Path | None) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "config"
+    source = f" (in {path})" if path is not None else ""
+    return f"setting {where}{source}: {error['msg']}"
