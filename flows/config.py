@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from encoder.config import ModelConfig, TrainConfig
 from expectations.config import AuditConfig, DataConfig
 
+DATA_SOURCES = {"path", "dataset"}
 Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
 
 
@@ -73,7 +74,11 @@ def load_run_config(path: Path | None, overrides: dict[str, dict[str, Any]]) -> 
     if path is not None:
         sections = _read_yaml(path)
     for section, values in overrides.items():
-        sections.setdefault(section, {}).update({k: v for k, v in values.items() if v is not None})
+        given = {k: v for k, v in values.items() if v is not None}
+        if section == "data" and given.keys() & DATA_SOURCES:
+            for source in DATA_SOURCES - given.keys():  # the CLI's data source wins over the file's
+                sections.get("data", {}).pop(source, None)
+        sections.setdefault(section, {}).update(given)
     try:
         return RunConfig.model_validate(sections)
     except ValidationError as exc:

@@ -1,0 +1,120 @@
+"""The LightningModule: loss, metrics and optimiser around a network it is given."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.optim.lr_scheduler import LambdaLR
+from torchmetrics import MetricCollection
+from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score, MulticlassRecall
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+STAGES = ("train", "val", "test")
+
+
+def stage_metrics(n_classes: int, stage: str) -> MetricCollection:
+    """Accuracy, balanced accuracy (macro recall) and macro-F1, logged as `{stage}/<name>`."""
+    return MetricCollection(
+        {
+            "accuracy": MulticlassAccuracy(num_classes=n_classes, average="micro"),
+            "balanced_accuracy": MulticlassRecall(num_classes=n_classes, average="macro"),
+            "macro_f1": MulticlassF1Score(num_classes=n_classes, average="macro"),
+        },
+        prefix=f"{stage}/",
+    )
+
+
+def warmup_cosine(total_steps: int, warmup_steps: int) -> Callable[[int], float]:
+    """Learning-rate multiplier per step: linear warm-up to 1, then cosine decay to 0."""
+
+    def multiplier(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / (warmup_steps + 1)
+        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+    return multiplier
+
+
+class DepthClassifier(L.LightningModule):
+    """Trains a sequence classifier with (optionally class-weighted) cross-entropy.
+
+    Args:
+        network: maps (input_ids (B, T), attention_mask (B, T)) to logits (B, n_classes).
+        n_classes: number of classes.
+        learning_rate: peak AdamW learning rate, reached after warm-up.
+        weight_decay: AdamW decay on weight matrices (not on norms, biases, embeddings).
+        warmup_fraction: share of all optimiser steps spent in linear warm-up.
+        class_weights: per-class loss weights (n_classes,), or None for unweighted.
+    """
+
+    def __init__(
+        self,
+        network: nn.Module,
+        *,
+        n_classes: int,
+        learning_rate: float = 1e-3,
+        weight_decay: float = 0.01,
+        warmup_fraction: float = 0.1,
+        class_weights: torch.Tensor | None = None,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters(ignore=["network", "class_weights"])
+        self.network = network
+        if class_weights is not None and class_weights.shape != (n_classes,):
+            raise ValueError(f"class_weights must have shape ({n_classes},), got {tuple(class_weights.shape)}")
+        self.register_buffer("class_weights", class_weights, persistent=False)
+        # Attribute names, not a ModuleDict: "train" is taken by nn.Module.train.
+        self.train_metrics = stage_metrics(n_classes, "train")
+        self.val_metrics = stage_metrics(n_classes, "val")
+        self.test_metrics = stage_metrics(n_classes, "test")
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.network(input_ids, attention_mask)
+
+    def _shared_step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
+        labels = batch["labels"]
+        logits = self(batch["input_ids"], batch["attention_mask"]).float()  # (B, n_classes)
+        loss = F.cross_entropy(logits, labels, weight=self.class_weights)
+        metrics = getattr(self, f"{stage}_metrics")
+        metrics.update(logits.argmax(dim=-1), labels)
+        batch_size = labels.shape[0]
+        self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=batch_size)
+        self.log_dict(metrics, on_step=False, on_epoch=True, prog_bar=stage == "val", batch_size=batch_size)
+        return loss
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return self._shared_step(batch, "train")
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return self._shared_step(batch, "val")
+
+    def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return self._shared_step(batch, "test")
+
+    def parameter_groups(self) -> list[dict[str, Any]]:
+        """Two AdamW groups: weight matrices decay; norms, biases and embeddings do not."""
+        embeddings = {id(m.weight) for m in self.network.modules() if isinstance(m, nn.Embedding)}
+        decay, no_decay = [], []
+        for param in self.network.parameters():
+            if not param.requires_grad:
+                continue
+            (decay if param.ndim >= 2 and id(param) not in embeddings else no_decay).append(param)
+        return [
+            {"params": decay, "weight_decay": self.hparams.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ]
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        optimizer = torch.optim.AdamW(self.parameter_groups(), lr=self.hparams.learning_rate)
+        total_steps = int(self.trainer.estimated_stepping_batches)
+        warmup_steps = int(self.hparams.warmup_fraction * total_steps)
+        scheduler = LambdaLR(optimizer, warmup_cosine(total_steps, warmup_steps))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

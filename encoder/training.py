@@ -1,0 +1,218 @@
+"""Train one candidate depth: the plain function behind the Prefect training task."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import lightning as L
+import numpy as np
+import torch
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+
+from encoder.datamodule import TextDataModule
+from encoder.metrics import classification_metrics
+from encoder.model import EncoderClassifier, EncoderConfig
+from encoder.module import DepthClassifier
+from encoder.predict import predict_labels
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from pathlib import Path
+
+    import pandas as pd
+    from lightning.pytorch.loggers import Logger
+    from tokenizers import Tokenizer
+
+    from encoder.config import ModelConfig, TrainConfig
+
+MONITOR = "val/macro_f1"
+# Lightning loggers whose INFO lines (GPU/TPU available, CUDA_VISIBLE_DEVICES, ...) a
+# normal run does not need; warnings still come through.
+_CHATTY_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.accelerators.cuda")
+
+
+@dataclass(frozen=True)
+class TrainedCandidate:
+    depth: int
+    network: EncoderClassifier  # best weights restored, eval mode, on CPU
+    metrics: dict[str, float]  # validation: accuracy, balanced_accuracy, macro_f1
+    test_metrics: dict[str, float]  # test split, same keys
+    train_seconds: float
+    epochs: int  # epochs actually run
+    median_length: int  # median token length of the train split (for FLOPs)
+
+
+def inverse_frequency_weights(train_labels: Sequence[str], labels: Sequence[str]) -> torch.Tensor:
+    """Per-class loss weights proportional to 1 / train count, with mean 1 over the classes."""
+    counts = Counter(train_labels)
+    absent = [label for label in labels if counts[label] == 0]
+    if absent:
+        raise ValueError(f"class(es) {absent[:5]} have no train rows; cannot weight them by frequency")
+    inverse = torch.tensor([1.0 / counts[label] for label in labels], dtype=torch.float32)
+    return inverse / inverse.mean()
+
+
+def train_candidate(
+    frame: pd.DataFrame,
+    labels: list[str],
+    tokenizer: Tokenizer,
+    depth: int,
+    model_cfg: ModelConfig,
+    train_cfg: TrainConfig,
+    *,
+    class_weights: bool,
+    out_dir: Path,
+    logger: Logger | None = None,
+    progress: bool = True,
+) -> TrainedCandidate:
+    """Train the encoder at one depth, early-stopped on validation macro-F1.
+
+    Args:
+        frame: columns `text`, `label`, `split` (train/val/test); others are ignored.
+        labels: the class order; a label's index is its class id.
+        tokenizer: fitted on the train split.
+        depth: number of Transformer blocks.
+        model_cfg: width, heads, dropout, max_len, pooling.
+        train_cfg: the training recipe.
+        class_weights: weight the loss by inverse train-class frequency.
+        out_dir: where the best checkpoint is written.
+        logger: a Lightning logger (e.g. MLFlowLogger), or None for no logging.
+        progress: show Lightning's progress bars.
+
+    Returns:
+        The candidate with its best-validation weights restored, on CPU in eval mode,
+        and validation and test metrics computed by `encoder.metrics` from its predictions.
+    """
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}")
+    if not (frame["split"] == "test").any():
+        raise ValueError("the 'test' split is empty; test metrics need test rows")
+    L.seed_everything(train_cfg.seed, workers=True, verbose=False)
+    data = TextDataModule(frame, tokenizer, labels, model_cfg.max_len, train_cfg.batch_size, train_cfg.seed)
+    data.setup()
+    network = EncoderClassifier(_encoder_config(model_cfg, depth, tokenizer.get_vocab_size(), len(labels)))
+    train_labels = frame.loc[frame["split"] == "train", "label"].astype(str).tolist()
+    weights = inverse_frequency_weights(train_labels, labels) if class_weights else None
+    module = DepthClassifier(
+        network,
+        n_classes=len(labels),
+        learning_rate=train_cfg.learning_rate,
+        weight_decay=train_cfg.weight_decay,
+        warmup_fraction=train_cfg.warmup_fraction,
+        class_weights=weights,
+    )
+    checkpoint = ModelCheckpoint(
+        dirpath=out_dir, filename=f"depth{depth}-best-{{epoch}}", monitor=MONITOR, mode="max",
+        save_top_k=1, save_weights_only=True,
+    )
+    with _quiet_lightning():
+        trainer = _build_trainer(train_cfg, checkpoint, out_dir, logger, progress, len(data.train_dataloader()))
+        device = trainer.strategy.root_device
+        started = time.perf_counter()
+        trainer.fit(module, datamodule=data)
+        train_seconds = time.perf_counter() - started
+    if not checkpoint.best_model_path:
+        raise RuntimeError(f"depth {depth}: no checkpoint was saved; was {MONITOR!r} ever logged?")
+    restore_network_weights(network, checkpoint.best_model_path)
+    val_metrics, test_metrics = (
+        _split_metrics(network, tokenizer, frame, labels, split, device) for split in ("val", "test")
+    )
+    return TrainedCandidate(
+        depth=depth,
+        network=network.cpu().eval(),
+        metrics=val_metrics,
+        test_metrics=test_metrics,
+        train_seconds=train_seconds,
+        epochs=trainer.current_epoch,
+        median_length=int(np.median(data.token_lengths("train"))),
+    )
+
+
+def restore_network_weights(network: EncoderClassifier, checkpoint_path: str | Path) -> None:
+    """Load the `network.*` weights of a DepthClassifier checkpoint into `network`."""
+    state = torch.load(checkpoint_path, map_location="cpu", weights_only=True)["state_dict"]
+    prefix = "network."
+    weights = {key.removeprefix(prefix): value for key, value in state.items() if key.startswith(prefix)}
+    network.load_state_dict(weights)
+
+
+def _encoder_config(model_cfg: ModelConfig, depth: int, vocab_size: int, n_classes: int) -> EncoderConfig:
+    """The network's config: the swept depth plus the shared width settings."""
+    return EncoderConfig(
+        vocab_size=vocab_size,
+        n_classes=n_classes,
+        depth=depth,
+        d_model=model_cfg.d_model,
+        n_heads=model_cfg.n_heads,
+        d_ff=model_cfg.d_ff,
+        max_len=model_cfg.max_len,
+        dropout=model_cfg.dropout,
+        pooling=model_cfg.pooling,
+    )
+
+
+def _build_trainer(
+    train_cfg: TrainConfig,
+    checkpoint: ModelCheckpoint,
+    out_dir: Path,
+    logger: Logger | None,
+    progress: bool,
+    train_batches: int,
+) -> L.Trainer:
+    """A single-device Trainer that early-stops and keeps the best checkpoint."""
+    on_cpu = train_cfg.accelerator == "cpu" or (train_cfg.accelerator == "auto" and not torch.cuda.is_available())
+    return L.Trainer(
+        max_epochs=train_cfg.max_epochs,
+        accelerator=train_cfg.accelerator,
+        devices=1,  # never DDP behind the caller's back on a multi-GPU machine
+        precision=train_cfg.precision,
+        gradient_clip_val=train_cfg.grad_clip,
+        callbacks=[EarlyStopping(monitor=MONITOR, mode="max", patience=train_cfg.patience), checkpoint],
+        logger=logger if logger is not None else False,
+        default_root_dir=out_dir,
+        enable_progress_bar=progress,
+        enable_model_summary=False,
+        # Deterministic CPU kernels cost next to nothing; on GPU they can slow attention and
+        # embedding backward, so there we rely on seeding alone.
+        deterministic=True if on_cpu else None,
+        log_every_n_steps=max(1, min(10, train_batches)),
+    )
+
+
+def _split_metrics(
+    network: EncoderClassifier,
+    tokenizer: Tokenizer,
+    frame: pd.DataFrame,
+    labels: list[str],
+    split: str,
+    device: torch.device,
+) -> dict[str, float]:
+    """Quality on one split, from the network's predicted labels."""
+    rows = frame[frame["split"] == split]
+    predicted = predict_labels(network, tokenizer, rows["text"].astype(str).tolist(), labels, device=device)
+    return classification_metrics(rows["label"].astype(str).tolist(), predicted)
+
+
+@contextlib.contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """Hide Lightning's routine notices for the duration; restore global torch state after."""
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    deterministic_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    levels = {name: logging.getLogger(name).level for name in _CHATTY_LOGGERS}
+    for name in _CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    # A permanent, targeted filter (catch_warnings is not thread-safe): loaders use no
+    # worker processes on purpose, since tokenised batches are cheap to collate.
+    warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+        torch.use_deterministic_algorithms(deterministic, warn_only=deterministic_warn_only)

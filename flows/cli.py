@@ -1,0 +1,222 @@
+"""The `depthfinder` command line: run, audit, predict, deploy, datasets.
+
+Exit codes: 0 success; 1 the audit blocked training or a run failed; 2 bad input or usage.
+Errors are one line on stderr; heavy libraries are imported only by the command that needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from flows.config import RunConfig, load_run_config
+
+# Nothing phones home from a training run, and Prefect's temporary server stays quiet.
+OFFLINE_DEFAULTS = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "GX_ANALYTICS_ENABLED": "false",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "DO_NOT_TRACK": "true",
+}
+
+
+class UsageError(ValueError):
+    """Bad input or usage: exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not usage + message
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _depths(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--depths takes comma-separated integers like 1,2,4,6, got {text!r}") from None
+
+
+def _add_data_options(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--data", type=Path, help="CSV, Parquet or JSONL file")
+    source.add_argument("--dataset", help="built-in dataset (see `depthfinder datasets`)")
+    parser.add_argument("--text-col", help="text column (default: text)")
+    parser.add_argument("--label-col", help="label column (default: label)")
+    parser.add_argument("--split-col", help="column with train/val/test (default: made by depthfinder)")
+    parser.add_argument("--config", type=Path, help="YAML file with sections data, audit, model, train, sweep, registry")
+    parser.add_argument("--strict", action="store_true", default=None, help="audit warnings block training too")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="depthfinder", description="How deep should your Transformer encoder be?")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = commands.add_parser("run", help="audit the data, sweep depth, register the chosen model")
+    _add_data_options(run)
+    run.add_argument("--depths", type=_depths, help="candidate depths, e.g. 1,2,4,6")
+    run.add_argument("--max-epochs", type=int, help="upper bound on epochs per depth")
+    run.add_argument("--metric", choices=["macro_f1", "balanced_accuracy", "accuracy"], help="selection metric")
+    run.add_argument("--tolerance", type=float, help="quality a cheaper depth may give up")
+    run.add_argument("--experiment", help="MLflow experiment name")
+    run.add_argument("--model-name", help="registered model name")
+    run.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlflow.db)")
+    run.add_argument("--workdir", type=Path, help="folder for prepared data and checkpoints")
+    run.add_argument("--summary-json", type=Path, help="write what the run decided to this file")
+    run.set_defaults(handler=_run)
+
+    audit = commands.add_parser("audit", help="audit a labelled table without training")
+    _add_data_options(audit)
+    audit.add_argument("--report-json", type=Path, help="write the audit report to this file")
+    audit.add_argument("--workdir", type=Path, help="folder for the prepared data")
+    audit.set_defaults(handler=_audit)
+
+    predict = commands.add_parser("predict", help="label texts with a registered model")
+    predict.add_argument("--model", required=True, help="model URI, e.g. models:/depthfinder@champion")
+    texts = predict.add_mutually_exclusive_group(required=True)
+    texts.add_argument("--text", action="append", help="a text to label (repeatable)")
+    texts.add_argument("--data", type=Path, help="file whose text column to label")
+    predict.add_argument("--text-col", default="text", help="text column of --data (default: text)")
+    predict.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow tracking URI")
+    predict.set_defaults(handler=_predict)
+
+    deploy = commands.add_parser("deploy", help="serve the retrain flow on a nightly schedule")
+    deploy.add_argument("--cron", default="0 2 * * *", help="cron schedule (default: 0 2 * * *)")
+    deploy.add_argument("--config", type=Path, help="YAML config of the scheduled runs")
+    deploy.set_defaults(handler=_deploy)
+
+    datasets = commands.add_parser("datasets", help="list the built-in datasets")
+    datasets.set_defaults(handler=_datasets)
+    return parser
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """CLI flags as config sections; flags not given are left to the YAML file or the defaults."""
+    get = lambda name: getattr(args, name, None)  # noqa: E731
+    return {
+        "data": {"path": get("data"), "dataset": get("dataset"), "text_col": get("text_col"),
+                 "label_col": get("label_col"), "split_col": get("split_col")},
+        "audit": {"strict": get("strict")},
+        "train": {"max_epochs": get("max_epochs")},
+        "sweep": {"depths": get("depths"), "metric": get("metric"), "tolerance": get("tolerance")},
+        "registry": {"tracking_uri": get("tracking_uri"), "experiment": get("experiment"),
+                     "model_name": get("model_name"), "workdir": get("workdir")},
+    }
+
+
+def _load_config(args: argparse.Namespace) -> RunConfig:
+    """Validate the config and the input table before any run starts (bad input: exit 2)."""
+    from expectations.table import load_table
+
+    config = load_run_config(args.config, _overrides(args))
+    load_table(config.data)
+    return config
+
+
+def _write_json(path: Path | None, payload: dict) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from flows.report import format_summary
+
+    config = _load_config(args)
+    from flows.retrain import retrain
+
+    state = retrain(**dict(config), return_state=True)
+    summary = state.result(raise_on_failure=False)
+    if not isinstance(summary, dict):
+        print(f"depthfinder: the run failed: {state.message or summary}", file=sys.stderr)
+        return 1
+    _write_json(args.summary_json, summary)
+    print(format_summary(summary))
+    return 0 if state.is_completed() else 1
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from flows.report import audit_lines
+
+    config = _load_config(args)
+    from flows.audit import audit_data
+
+    state = audit_data(config.data, config.audit, config.registry.workdir, return_state=True)
+    report = state.result(raise_on_failure=False)
+    if not isinstance(report, dict):
+        print(f"depthfinder: the audit failed: {state.message or report}", file=sys.stderr)
+        return 1
+    _write_json(args.report_json, report)
+    print(f"Audit: {'passed' if report['success'] else 'failed'}", *audit_lines(report), sep="\n")
+    return 0 if state.is_completed() else 1
+
+
+def _predict(args: argparse.Namespace) -> int:
+    import mlflow
+    import pandas as pd
+    from mlflow.exceptions import MlflowException
+
+    texts = args.text or _read_texts(args.data, args.text_col)
+    mlflow.set_tracking_uri(args.tracking_uri)
+    try:
+        model = mlflow.pyfunc.load_model(args.model)
+    except MlflowException as exc:
+        raise UsageError(f"cannot load model {args.model} from {args.tracking_uri}: {exc.message.splitlines()[0]}") from None
+    predictions = model.predict(pd.DataFrame({"text": texts}))
+    if args.text:
+        print(*predictions["label"], sep="\n")
+    else:
+        print(predictions.assign(text=texts).to_csv(index=False), end="")
+    return 0
+
+
+def _read_texts(path: Path, text_col: str) -> list[str]:
+    from expectations.table import read_table
+
+    table = read_table(path)
+    if text_col not in table.columns:
+        raise UsageError(f"{path} has no column {text_col!r}; columns are {', '.join(map(str, table.columns))}")
+    return table[text_col].fillna("").astype(str).tolist()
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():
+        raise UsageError(
+            "schedules need a Prefect server: start one with `prefect server start` and set "
+            "PREFECT_API_URL=http://127.0.0.1:4200/api"
+        )
+    config = load_run_config(args.config, {})
+    from flows.retrain import retrain
+
+    retrain.serve(name="nightly-retrain", cron=args.cron, parameters=config.model_dump(mode="json"))
+    return 0
+
+
+def _datasets(args: argparse.Namespace) -> int:
+    from expectations.datasets import list_datasets
+
+    for dataset in list_datasets():
+        print(f"{dataset.name:<20} {dataset.description}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    for key, value in OFFLINE_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    try:
+        args = build_parser().parse_args(argv)
+        return args.handler(args)
+    except UsageError as exc:
+        print(str(exc) if str(exc).startswith("depthfinder") else f"depthfinder: {exc}", file=sys.stderr)
+    except ValueError as exc:  # raised at the boundary: config, input table
+        print(f"depthfinder: {exc}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

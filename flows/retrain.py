@@ -1,0 +1,125 @@
+"""The retrain flow: audit -> tokenizer -> one training task per depth -> rule -> registry."""
+
+from __future__ import annotations
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact
+from prefect.futures import PrefectFuture
+from prefect.states import Failed
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from encoder.config import ModelConfig, TrainConfig
+from expectations.config import AuditConfig, DataConfig
+from flows.audit import blocking_checks
+from flows.config import RegistryConfig, RunConfig, SweepConfig
+from flows.report import audit_markdown, decision_markdown
+from tasks.audit import audit_dataset
+from tasks.data import PreparedData, prepare_dataset
+from tasks.registry import register_model
+from tasks.tracking import SweepRun, flatten, set_tags, start_sweep_run
+from tasks.train import fit_tokenizer, train_depth
+
+
+@flow(name="retrain", task_runner=ThreadPoolTaskRunner(max_workers=1))
+def retrain(
+    data: DataConfig,
+    audit: AuditConfig = AuditConfig(),
+    model: ModelConfig = ModelConfig(),
+    train: TrainConfig = TrainConfig(),
+    sweep: SweepConfig = SweepConfig(),
+    registry: RegistryConfig = RegistryConfig(),
+) -> dict:
+    """Audit the data, sweep depth, choose by accuracy per cost and register the winner."""
+    config = RunConfig(data=data, audit=audit, model=model, train=train, sweep=sweep, registry=registry)
+    dataset = prepare_dataset(data, registry.workdir)
+    run = start_sweep_run(
+        registry.tracking_uri, registry.experiment, f"sweep-{dataset.data_hash[:8]}",
+        params=flatten("", config.model_dump(mode="json")),
+        tags={"depthfinder.data_hash": dataset.data_hash},
+    )
+    try:
+        summary = _audit_then_sweep(config, dataset, run)
+    except BaseException:
+        run.client.set_terminated(run.run_id, "FAILED")
+        raise
+    run.client.log_dict(run.run_id, summary, "summary.json")
+    if summary["selected_depth"] is None:
+        run.client.set_terminated(run.run_id, "FAILED")
+        blocking = ", ".join(blocking_checks(summary["audit"], config.audit.strict))
+        return Failed(message=f"the audit blocks training: {blocking}", data=summary)
+    run.client.set_terminated(run.run_id, "FINISHED")
+    return summary
+
+
+def _audit_then_sweep(config: RunConfig, dataset: PreparedData, run: SweepRun) -> dict:
+    logger = get_run_logger()
+    report = audit_dataset(dataset, config.audit)
+    run.client.log_dict(run.run_id, report, "audit/report.json")
+    create_markdown_artifact(key="audit-report", markdown=audit_markdown(report), description="depthfinder audit")
+    audit = {k: report[k] for k in ("success", "blocking_failures", "warnings", "checks")}
+    summary = {"audit": audit, "candidates": [], "selected_depth": None, "mlflow_run_id": run.run_id,
+               "data_hash": dataset.data_hash}
+    set_tags(run.client, run.run_id, {"depthfinder.audit": "passed" if report["success"] else "failed"})
+    if blocking_checks(report, config.audit.strict):
+        logger.error("The audit blocks training: %s", ", ".join(blocking_checks(report, config.audit.strict)))
+        return summary
+
+    class_weights = config.train.class_weights == "on" or (
+        config.train.class_weights == "auto" and "class_imbalance" in report["warnings"]
+    )
+    out_dir = config.registry.workdir / "runs" / run.run_id
+    tokenizer_path = fit_tokenizer(dataset, config.model, out_dir)
+    futures = {
+        depth: train_depth.submit(dataset, tokenizer_path, depth, config.model, config.train, class_weights, run, out_dir)
+        for depth in config.sweep.depths
+    }
+    candidates = [_collect(depth, future) for depth, future in futures.items()]
+    return summary | _decide_and_register(config, dataset, run, candidates, report)
+
+
+def _collect(depth: int, future: PrefectFuture) -> dict:
+    """A trained candidate, or a failed one that the rule will skip."""
+    try:
+        return future.result()
+    except Exception as exc:  # a depth that fails must not sink the sweep
+        get_run_logger().error("depth %d failed: %s", depth, exc)
+        return {"depth": depth, "status": "failed", "error": str(exc)}
+
+
+def _decide_and_register(config: RunConfig, dataset: PreparedData, run: SweepRun, candidates: list[dict], report: dict) -> dict:
+    from encoder.rule import choose_depth
+
+    sweep = config.sweep
+    decision = choose_depth(
+        candidates, metric=sweep.metric, tolerance=sweep.tolerance, cost=sweep.cost,
+        max_latency_ms=sweep.max_latency_ms, max_params=sweep.max_params,
+    )
+    selected = next(c for c in candidates if c["depth"] == decision.selected_depth)
+    tags = {
+        "data_hash": dataset.data_hash,
+        "depth": str(decision.selected_depth),
+        "audit": "passed" if report["success"] else "warnings: " + ", ".join(report["warnings"]),
+        "code_version": _code_version(),
+        "decision": decision.reason,
+    }
+    registration = register_model(selected, dataset, run, config.registry.model_name, sweep.metric, tags)
+    result = {
+        "candidates": [{k: v for k, v in c.items() if k != "bundle"} for c in candidates],
+        "selected_depth": decision.selected_depth,
+        "rule": decision.to_dict("tolerance"),
+        **{k: registration[k] for k in ("model", "promoted", "champion_version")},
+    }
+    set_tags(run.client, run.run_id, {"depthfinder.selected_depth": decision.selected_depth,
+                                      "depthfinder.decision": decision.reason})
+    create_markdown_artifact(key="depth-decision", markdown=decision_markdown(result), description="depthfinder decision")
+    get_run_logger().info("%s", decision.reason)
+    return result
+
+
+def _code_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("depthfinder")
+    except PackageNotFoundError:
+        return "unknown"

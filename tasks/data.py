@@ -1,0 +1,56 @@
+"""Tasks that turn the user's table into a prepared, split, content-addressed file."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from prefect import task
+from prefect.cache_policies import NONE
+
+from expectations.config import DataConfig
+from expectations.split import assign_splits
+from expectations.table import load_table
+
+TRAINING_COLUMNS = ["text", "label", "split"]
+
+
+@dataclass(frozen=True)
+class PreparedData:
+    """A prepared table on disk and what identifies it."""
+
+    path: str
+    data_hash: str
+    rows: int
+    labels: list[str]
+
+
+def prepare_table(data: DataConfig) -> pd.DataFrame:
+    """Load the table and give every row a split (the user's, or a stable grouped one)."""
+    table = load_table(data)
+    if data.split_col is None:
+        table = assign_splits(table, data.val_fraction, data.test_fraction, data.seed)
+    return table
+
+
+def table_hash(table: pd.DataFrame) -> str:
+    """A content hash of what training sees: texts, labels and splits, in order."""
+    row_hashes = pd.util.hash_pandas_object(table[TRAINING_COLUMNS], index=False).to_numpy()
+    return hashlib.sha256(row_hashes.tobytes()).hexdigest()[:16]
+
+
+@task(name="prepare_dataset", cache_policy=NONE)
+def prepare_dataset(data: DataConfig, workdir: Path) -> PreparedData:
+    """Load, split and write the table to `workdir/data/<hash>.parquet`."""
+    table = prepare_table(data)
+    data_hash = table_hash(table)
+    path = Path(workdir) / "data" / f"{data_hash}.parquet"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        table.to_parquet(partial, index=False)
+        partial.replace(path)
+    labels = sorted(table["label"].unique().tolist())
+    return PreparedData(path=str(path), data_hash=data_hash, rows=len(table), labels=labels)

@@ -1,0 +1,50 @@
+"""The registry task: log the chosen depth, register it as challenger, promote it if it earns it."""
+
+from __future__ import annotations
+
+import pandas as pd
+from prefect import task
+from prefect.cache_policies import NONE
+
+from tasks.data import TRAINING_COLUMNS, PreparedData
+from tasks.tracking import SweepRun
+
+
+@task(name="register_model", cache_policy=NONE)
+def register_model(
+    candidate: dict, dataset: PreparedData, sweep: SweepRun, model_name: str, metric: str, tags: dict[str, str]
+) -> dict:
+    """Register `candidate` as challenger; score it and the champion on the same test split; promote."""
+    import mlflow
+
+    from encoder.registry import (
+        current_champion,
+        evaluate_model,
+        log_text_classifier,
+        promote_if_better,
+        register_challenger,
+    )
+
+    frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
+    test = frame[frame["split"] == "test"]
+    mlflow.set_tracking_uri(sweep.tracking_uri)
+    with mlflow.start_run(run_id=sweep.run_id):
+        model_uri = log_text_classifier(candidate["bundle"], input_example=test["text"].head(3).tolist())
+    client = sweep.client
+    champion = current_champion(client, model_name)
+    challenger = register_challenger(client, model_uri, model_name, tags)
+    version_uri = f"models:/{model_name}/{challenger.version}"
+    challenger_metrics = evaluate_model(version_uri, test["text"].tolist(), test["label"].tolist())
+    champion_metrics = None
+    if champion is not None:
+        champion_metrics = evaluate_model(
+            f"models:/{model_name}/{champion.version}", test["text"].tolist(), test["label"].tolist()
+        )
+    promoted = promote_if_better(client, model_name, challenger, challenger_metrics, champion_metrics, metric)
+    return {
+        "model": {"name": model_name, "version": str(challenger.version), "uri": version_uri},
+        "promoted": promoted,
+        "champion_version": str(challenger.version if promoted else champion.version),
+        "challenger_test_metrics": challenger_metrics,
+        "champion_test_metrics": champion_metrics,
+    }

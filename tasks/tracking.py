@@ -1,0 +1,74 @@
+"""MLflow runs of a sweep: one parent run per flow run, one child run per depth.
+
+The active MLflow run is thread-local, so every call names its run id explicitly.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import mlflow
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunTag
+
+PARENT_TAG = "mlflow.parentRunId"
+RUN_NAME_TAG = "mlflow.runName"
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """Where a sweep's parent run lives; small enough to pass to tasks."""
+
+    tracking_uri: str
+    experiment_id: str
+    run_id: str
+
+    @property
+    def client(self) -> MlflowClient:
+        return MlflowClient(tracking_uri=self.tracking_uri)
+
+
+def start_sweep_run(tracking_uri: str, experiment: str, run_name: str, params: dict[str, Any], tags: dict[str, str]) -> SweepRun:
+    """Create the parent run of a sweep, with the flattened config as params."""
+    mlflow.set_tracking_uri(tracking_uri)
+    client = MlflowClient(tracking_uri=tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    experiment_id = found.experiment_id if found else client.create_experiment(experiment)
+    run = client.create_run(experiment_id, tags={RUN_NAME_TAG: run_name, **tags})
+    sweep = SweepRun(tracking_uri, experiment_id, run.info.run_id)
+    log_params(sweep.client, sweep.run_id, params)
+    return sweep
+
+
+def start_child_run(sweep: SweepRun, run_name: str, tags: dict[str, str]) -> str:
+    """Create a child run under the sweep's parent run and return its id."""
+    tags = {PARENT_TAG: sweep.run_id, RUN_NAME_TAG: run_name, **tags}
+    return sweep.client.create_run(sweep.experiment_id, tags=tags).info.run_id
+
+
+def log_params(client: MlflowClient, run_id: str, params: dict[str, Any]) -> None:
+    client.log_batch(run_id, params=[Param(k, str(v)) for k, v in params.items()])
+
+
+def log_metrics(client: MlflowClient, run_id: str, metrics: dict[str, float | None]) -> None:
+    timestamp = int(time.time() * 1000)
+    rows = [Metric(k, float(v), timestamp, 0) for k, v in metrics.items() if v is not None]
+    client.log_batch(run_id, metrics=rows)
+
+
+def set_tags(client: MlflowClient, run_id: str, tags: dict[str, str]) -> None:
+    client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+
+def flatten(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
+    """`{"a": {"b": 1}}` -> `{"prefix.a.b": 1}`, for params and metrics."""
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        name = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict):
+            flat.update(flatten(name, value))
+        else:
+            flat[name] = value
+    return flat

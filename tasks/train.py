@@ -1,0 +1,69 @@
+"""Tasks of the depth sweep: fit the tokenizer once, train and measure one depth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from prefect import task
+from prefect.cache_policies import NONE
+
+from encoder.config import ModelConfig, TrainConfig
+from tasks.data import TRAINING_COLUMNS, PreparedData
+from tasks.tracking import SweepRun, flatten, log_metrics, log_params, start_child_run
+
+
+@task(name="train_tokenizer", cache_policy=NONE)
+def fit_tokenizer(dataset: PreparedData, model: ModelConfig, out_dir: Path) -> str:
+    """Train WordPiece on the train split only and save it as tokenizer.json."""
+    from encoder.tokenizer import train_tokenizer
+
+    frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
+    tokenizer = train_tokenizer(frame.loc[frame["split"] == "train", "text"], model.vocab_size)
+    path = Path(out_dir) / "tokenizer.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(str(path))
+    return str(path)
+
+
+@task(name="train_depth", task_run_name="train-depth-{depth}", cache_policy=NONE)
+def train_depth(
+    dataset: PreparedData,
+    tokenizer_path: str,
+    depth: int,
+    model: ModelConfig,
+    train: TrainConfig,
+    class_weights: bool,
+    sweep: SweepRun,
+    out_dir: Path,
+) -> dict:
+    """Train one depth in its own MLflow child run; return its metrics, cost and bundle path."""
+    from lightning.pytorch.loggers import MLFlowLogger
+    from tokenizers import Tokenizer
+
+    from encoder.bundle import save_bundle
+    from encoder.cost import measure_cost
+    from encoder.training import train_candidate
+
+    client = sweep.client
+    run_id = start_child_run(sweep, f"depth-{depth}", {"depthfinder.depth": str(depth)})
+    try:
+        log_params(client, run_id, {"depth": depth, "class_weights": class_weights})
+        tokenizer = Tokenizer.from_file(tokenizer_path)
+        frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
+        candidate_dir = Path(out_dir) / f"depth-{depth}"
+        trained = train_candidate(
+            frame, dataset.labels, tokenizer, depth, model, train,
+            class_weights=class_weights, out_dir=candidate_dir / "checkpoints",
+            logger=MLFlowLogger(tracking_uri=sweep.tracking_uri, run_id=run_id),
+        )
+        cost = measure_cost(trained.network, trained.median_length) | {"train_seconds": trained.train_seconds}
+        bundle = save_bundle(candidate_dir / "bundle", trained.network, tokenizer, dataset.labels)
+        result = {"metrics": trained.metrics, "test_metrics": trained.test_metrics, "cost": cost}
+        log_metrics(client, run_id, flatten("", {"best_val": trained.metrics, "test": trained.test_metrics, "cost": cost}))
+        client.set_terminated(run_id, "FINISHED")
+    except BaseException:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    return {"depth": depth, "status": "trained", **result, "epochs": trained.epochs,
+            "mlflow_run_id": run_id, "bundle": str(bundle)}

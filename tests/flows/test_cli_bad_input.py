@@ -1,0 +1,63 @@
+"""Bad input: one line on stderr naming the problem, exit code 2, nothing left behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flows.cli import main
+
+
+def _write(path: Path, content: str | bytes) -> Path:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+CASES = {
+    "missing file": (None, ["run", "--data", "absent.csv"], "absent.csv"),
+    "unknown text column": ("text,label\na,x\nb,y\n", ["run", "--data", "t.csv", "--text-col", "body"], "body"),
+    "unknown label column": ("text,label\na,x\nb,y\n", ["run", "--data", "t.csv", "--label-col", "y"], "'y'"),
+    "empty table": ("text,label\n", ["run", "--data", "t.csv"], "no rows"),
+    "single class": ("text,label\na,x\nb,x\nc,x\n", ["run", "--data", "t.csv"], "one class"),
+    "NaN labels": ("text,label\na,x\nb,\nc,y\n", ["run", "--data", "t.csv"], "label"),
+    "non-UTF-8": ("text,label\nna\xefve,x\nb,y\n".encode("latin-1"), ["run", "--data", "t.csv"], "UTF-8"),
+    "binary": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", ["run", "--data", "t.csv"], "t.csv"),
+    "unknown format": ("text,label\n", ["run", "--data", "t.xlsx"], "t.xlsx"),
+    "unknown dataset": (None, ["run", "--dataset", "nope"], "nope"),
+    "bad depths": (None, ["run", "--dataset", "topics", "--depths", "1,x"], "--depths"),
+    "audit of a missing file": (None, ["audit", "--data", "absent.csv"], "absent.csv"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_exits_2_with_one_line(case: str, tmp_path: Path, monkeypatch, capsys) -> None:
+    content, argv, named = CASES[case]
+    monkeypatch.chdir(tmp_path)
+    if content is not None:
+        _write(tmp_path / argv[2], content)
+    before = set(tmp_path.iterdir())
+
+    code = main(argv)
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert named in err
+    assert "Traceback" not in err
+    assert set(tmp_path.iterdir()) == before  # no mlflow.db, no .depthfinder, no summary
+
+
+def test_predict_with_unknown_model_exits_2(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+    code = main(["predict", "--model", "models:/nothing@champion", "--text", "hi", "--tracking-uri", uri])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert "models:/nothing@champion" in err

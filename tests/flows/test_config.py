@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flows.config import load_run_config
+
+
+def test_yaml_sections_are_loaded_and_cli_overrides_win(tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text("data: {dataset: topics}\nsweep: {depths: [4, 1], tolerance: 0.05}\ntrain: {max_epochs: 3}\n")
+
+    config = load_run_config(path, {"sweep": {"tolerance": 0.02, "depths": None}, "train": {}})
+
+    assert config.data.dataset == "topics"
+    assert config.sweep.depths == [1, 4]  # sorted
+    assert config.sweep.tolerance == 0.02  # the flag beats the file
+    assert config.train.max_epochs == 3
+
+
+def test_cli_data_path_replaces_the_files_builtin_dataset(tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text("data: {dataset: topics}\n")
+
+    config = load_run_config(path, {"data": {"path": Path("mine.csv"), "dataset": None}})
+
+    assert config.data.path == Path("mine.csv")
+    assert config.data.dataset is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("data: {dataset: topics}\nsweep: {depths: [0, 2]}\n", "sweep.depths"),
+        ("data: {dataset: topics}\ntrain: {max_epochs: 3, lr: 1}\n", "train.lr"),
+        ("data: {dataset: topics}\nsweep: [1, 2]\n", "must map sections"),
+        ("data: [unclosed\n", "not valid YAML"),
+        ("audit: {strict: true}\n", "data"),
+    ],
+)
+def test_bad_config_names_the_setting(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+
+    with pytest.raises(ValueError, match=message):
+        load_run_config(path, {})
+
+
+def test_missing_config_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="nope.yaml does not exist"):
+        load_run_config(tmp_path / "nope.yaml", {})

@@ -1,0 +1,139 @@
+"""End to end: the retrain flow on a tiny built-in dataset with a tiny encoder at two depths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from flows.cli import main
+
+TINY = """
+data: {dataset: topics, dataset_rows: 600}
+model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
+train: {max_epochs: 3, patience: 2, batch_size: 32, learning_rate: 0.003}
+sweep: {depths: [1, 2]}
+"""
+
+
+@pytest.fixture(scope="module")
+def sweep(prefect_server, tmp_path_factory):
+    """Two runs in one folder: a normal one, then one whose model is left untrained."""
+    folder = tmp_path_factory.mktemp("sweep")
+    (folder / "tiny.yaml").write_text(TINY)
+    (folder / "untrained.yaml").write_text(TINY.replace("learning_rate: 0.003", "learning_rate: 1.0e-9"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        codes = [
+            main(["run", "--config", f"{name}.yaml", "--summary-json", f"{name}.json"])
+            for name in ("tiny", "untrained")
+        ]
+        yield folder, codes, MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")
+
+
+def _summary(folder: Path, name: str) -> dict:
+    return json.loads((folder / f"{name}.json").read_text())
+
+
+def test_summary_reports_every_depth_and_the_decision(sweep) -> None:
+    folder, codes, _ = sweep
+    summary = _summary(folder, "tiny")
+
+    assert codes[0] == 0
+    assert summary["audit"]["success"] in (True, False) and summary["audit"]["blocking_failures"] == []
+    assert [c["depth"] for c in summary["candidates"]] == [1, 2]
+    for candidate in summary["candidates"]:
+        assert candidate["status"] == "trained"
+        assert set(candidate["metrics"]) == set(candidate["test_metrics"]) == {"accuracy", "balanced_accuracy", "macro_f1"}
+        assert {"params", "flops_per_example", "latency_ms_p50", "latency_ms_p95", "train_seconds"} <= set(candidate["cost"])
+    assert summary["candidates"][1]["cost"]["flops_per_example"] > summary["candidates"][0]["cost"]["flops_per_example"]
+    assert summary["selected_depth"] in (1, 2)
+    assert summary["rule"]["name"] == "tolerance" and summary["rule"]["metric"] == "macro_f1"
+    assert f"depth {summary['selected_depth']}" in summary["rule"]["reason"]
+    assert summary["model"] == {"name": "depthfinder", "version": "1", "uri": "models:/depthfinder/1"}
+    assert summary["promoted"] is True and summary["champion_version"] == "1"
+    assert len(summary["data_hash"]) == 16
+
+
+def test_mlflow_has_a_parent_run_with_one_child_per_depth(sweep) -> None:
+    folder, _, client = sweep
+    summary = _summary(folder, "tiny")
+    parent = client.get_run(summary["mlflow_run_id"])
+    children = client.search_runs(
+        [parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
+    )
+
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["depthfinder.data_hash"] == summary["data_hash"]
+    assert parent.data.params["sweep.depths"] == "[1, 2]"
+    assert sorted(run.data.tags["depthfinder.depth"] for run in children) == ["1", "2"]
+    for child in children:
+        assert child.info.status == "FINISHED"
+        assert len(client.get_metric_history(child.info.run_id, "val/macro_f1")) >= 1  # one per epoch
+        assert child.data.metrics["cost.flops_per_example"] > 0
+    assert {c["mlflow_run_id"] for c in summary["candidates"]} == {run.info.run_id for run in children}
+
+
+def test_registry_aliases_and_predict(sweep, capsys) -> None:
+    folder, _, client = sweep
+    version = client.get_model_version_by_alias("depthfinder", "champion")
+
+    assert version.version == "1"
+    assert version.tags["data_hash"] == _summary(folder, "tiny")["data_hash"]
+    assert version.tags["depth"] == str(_summary(folder, "tiny")["selected_depth"])
+    capsys.readouterr()
+    code = main(["predict", "--model", "models:/depthfinder@champion", "--text", "the striker scored a late goal",
+                 "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}"])
+    assert code == 0
+    labels = set(__import__("pandas").read_parquet(next((folder / ".depthfinder" / "data").glob("*.parquet")))["label"])
+    assert capsys.readouterr().out.strip() in labels
+
+
+def test_a_worse_challenger_is_registered_but_not_promoted(sweep) -> None:
+    folder, codes, client = sweep
+    second = _summary(folder, "untrained")
+
+    assert codes[1] == 0
+    assert second["model"]["version"] == "2"
+    assert second["promoted"] is False and second["champion_version"] == "1"
+    assert client.get_model_version_by_alias("depthfinder", "challenger").version == "2"
+    assert client.get_model_version_by_alias("depthfinder", "champion").version == "1"
+
+
+def test_the_audit_gate_blocks_a_cross_split_duplicate(prefect_server, tmp_path, monkeypatch, capsys) -> None:
+    rows = ["text,label,split"]
+    rows += [f"match report {i} with goals,sport,train" for i in range(30)]
+    rows += [f"stock market {i} fell sharply,finance,train" for i in range(30)]
+    rows += [f"the keeper saved {i} shots,sport,val" for i in range(5)] + [f"bond yields {i} rose,finance,val" for i in range(5)]
+    rows += [f"a derby {i} ended level,sport,test" for i in range(5)] + [f"shares {i} rallied,finance,test" for i in range(5)]
+    rows.append("Stock market 3 fell  sharply!,finance,test")  # planted: row 80 repeats train row 33
+    (tmp_path / "leaky.csv").write_text("\n".join(rows) + "\n")
+    monkeypatch.chdir(tmp_path)
+
+    code = main(["run", "--data", "leaky.csv", "--split-col", "split", "--depths", "1", "--summary-json", "s.json"])
+
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert code == 1
+    assert summary["audit"]["blocking_failures"] == ["cross_split_duplicates"]
+    assert summary["candidates"] == [] and summary["selected_depth"] is None
+    check = next(c for c in summary["audit"]["checks"] if c["name"] == "cross_split_duplicates")
+    assert sorted(e["row"] for e in check["examples"]) in ([33, 80], [80])
+    assert "row 80" in capsys.readouterr().out
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert client.search_registered_models() == []
+    assert client.get_run(summary["mlflow_run_id"]).info.status == "FAILED"
+
+
+def test_audit_command_passes_a_clean_table(prefect_server, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    code = main(["audit", "--dataset", "topics", "--report-json", "report.json"])
+
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert code == 0
+    assert report["success"] is True or report["blocking_failures"] == []
+    assert {c["name"] for c in report["checks"]} >= {
+        "schema", "empty_text", "cross_split_duplicates", "conflicting_labels", "class_imbalance"
+    }
