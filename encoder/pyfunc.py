@@ -61,16 +61,15 @@ def texts_from_input(model_input: object) -> list[str]:
     for row, value in enumerate(values):
         if not isinstance(value, str):
             raise ValueError(f"text in row {row} is {value!r}, expected a string")
-    return values
+    return [str(value) for value in values]  # plain str, also from numpy str_ values
 
 
 def predictions_frame(classifier: TextClassifier, texts: list[str]) -> pd.DataFrame:
     """Label, confidence and per-class probabilities of each text, rows in input order."""
     probs = classifier.predict_proba(texts).astype(np.float64)  # (N, K)
     frame = pd.DataFrame(probs, columns=proba_columns(classifier.labels))
-    best = probs.argmax(axis=1) if len(texts) else np.empty(0, dtype=int)
-    frame.insert(0, LABEL_COLUMN, pd.Series([classifier.labels[k] for k in best], dtype=object))
-    frame.insert(1, CONFIDENCE_COLUMN, probs.max(axis=1) if len(texts) else np.empty(0))
+    frame.insert(0, LABEL_COLUMN, pd.Series([classifier.labels[k] for k in probs.argmax(axis=1)], dtype=str))
+    frame.insert(1, CONFIDENCE_COLUMN, probs.max(axis=1))
     return frame
 
 

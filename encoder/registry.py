@@ -32,8 +32,9 @@ PREVIOUS_CHAMPION = "previous-champion"
 # requirement inference (a subprocess that loads the model).
 _SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
 
-# Loading a models-from-code pyfunc goes through one process-wide slot
-# (mlflow.models.set_model), so concurrent loads in threads could swap models.
+# Logging or loading a models-from-code pyfunc passes the model object through one
+# process-wide slot (mlflow.models.set_model), so two threads doing it at once could swap
+# models. Our own calls take turns.
 _LOAD_LOCK = threading.Lock()
 
 
@@ -53,15 +54,16 @@ def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example:
     if not input_example or not all(isinstance(text, str) for text in input_example):
         raise ValueError(f"input_example must be a non-empty list of strings, got {input_example!r}")
     cfg, labels = read_bundle_config(bundle_dir)
-    info = mlflow.pyfunc.log_model(
-        name=name,
-        python_model=Path(pyfunc.__file__),
-        artifacts={pyfunc.BUNDLE_ARTIFACT: str(bundle_dir)},
-        signature=pyfunc.text_classifier_signature(labels),
-        input_example=pd.DataFrame({pyfunc.TEXT_COLUMN: list(input_example)}),
-        pip_requirements=_pinned_requirements(),
-        metadata={"labels": labels, "depth": cfg.depth},
-    )
+    with _LOAD_LOCK:  # logging executes the model's code file too
+        info = mlflow.pyfunc.log_model(
+            name=name,
+            python_model=Path(pyfunc.__file__),
+            artifacts={pyfunc.BUNDLE_ARTIFACT: str(bundle_dir)},
+            signature=pyfunc.text_classifier_signature(labels),
+            input_example=pd.DataFrame({pyfunc.TEXT_COLUMN: list(input_example)}),
+            pip_requirements=_pinned_requirements(),
+            metadata={"labels": labels, "depth": cfg.depth},
+        )
     return info.model_uri
 
 
@@ -96,10 +98,17 @@ def register_challenger(
         if exc.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
             raise
     model_id = _logged_model_id(model_uri)
-    run_id = client.get_logged_model(model_id).source_run_id if model_id else None
+    source, run_id = model_uri, None
+    if model_id is not None:
+        logged = client.get_logged_model(model_id)
+        run_id = logged.source_run_id
+        if client.tracking_uri != mlflow.get_tracking_uri():
+            # The SQL registry resolves a models:/ source through the *global* tracking URI;
+            # when this client points at another store, hand it the artifact location instead.
+            source = logged.artifact_location
     created = client.create_model_version(
         name=model_name,
-        source=model_uri,
+        source=source,
         run_id=run_id,
         tags={key: str(value) for key, value in tags.items()},
         model_id=model_id,
@@ -140,7 +149,7 @@ def evaluate_model(model_uri: str, texts: Sequence[str], labels: Sequence[str]) 
 def should_promote(
     challenger_metrics: dict[str, float], champion_metrics: dict[str, float] | None, metric: str
 ) -> bool:
-    """True when there is no champion, or the challenger is at least as good on `metric`."""
+    """True when there is no champion or the challenger is at least as good on `metric` (NaN never wins)."""
     if metric not in challenger_metrics:
         raise ValueError(f"challenger metrics lack '{metric}', have {sorted(challenger_metrics)}")
     if champion_metrics is None:
@@ -177,7 +186,7 @@ def promote_if_better(
     if not should_promote(challenger_metrics, champion_metrics, metric):
         return False
     champion = current_champion(client, model_name)
-    if champion is not None and champion.version != challenger.version:
+    if champion is not None and str(champion.version) != str(challenger.version):
         client.set_registered_model_alias(model_name, PREVIOUS_CHAMPION, champion.version)
     client.set_registered_model_alias(model_name, CHAMPION, challenger.version)
     return True

@@ -210,6 +210,8 @@ def _quiet_lightning() -> Iterator[None]:
     # A permanent, targeted filter (catch_warnings is not thread-safe): loaders use no
     # worker processes on purpose, since tokenised batches are cheap to collate.
     warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
+    # Lightning 2.6 still builds LeafSpec, which torch 2.13 deprecates: not ours to fix.
+    warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
     try:
         yield
     finally:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -14,7 +13,9 @@ class DataConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: Path | None = Field(None, description="CSV, Parquet or JSONL file with one row per example.")
-    dataset: str | None = Field(None, description="A built-in dataset (see `depthfinder datasets`), used when no path is given.")
+    dataset: str | None = Field(
+        None, description="A built-in dataset (see `depthfinder datasets`), used when no path is given."
+    )
     dataset_rows: int = Field(3000, ge=20, description="Rows generated for a built-in dataset.")
     text_col: str = Field("text", description="Column holding the text.")
     label_col: str = Field("label", description="Column holding the label.")
@@ -37,7 +38,10 @@ class AuditConfig(BaseModel):
 
     strict: bool = Field(False, description="Warnings block training too.")
     max_empty_text_fraction: float = Field(
-        0.01, ge=0, le=1, description="Empty texts above this share of rows block training; below it they warn and are dropped."
+        0.01,
+        ge=0,
+        le=1,
+        description="Empty texts above this share of rows block training; below it they warn and are dropped.",
     )
     max_imbalance_ratio: float = Field(
         10.0, gt=1, description="Majority/minority ratio above which class imbalance is reported."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 import unicodedata
 from functools import lru_cache
@@ -33,7 +34,11 @@ def _unicode_table() -> dict[int, str | None]:
 
 
 # bytes.translate is ~10x faster than str.translate with a dict: the fast path for ASCII.
-_ASCII_TABLE = bytes(ord(" ") if _is_punctuation(code) else code for code in range(256))
+# Characters str.split() treats as whitespace but bytes.split() does not (\x1c-\x1f)
+# become spaces, so both paths agree.
+_ASCII_TABLE = bytes(
+    ord(" ") if code < 128 and (_is_punctuation(code) or chr(code).isspace()) else code for code in range(256)
+)
 _ASCII_DELETE = b"'"
 
 
@@ -59,6 +64,18 @@ def _normalize_bytes(text: object) -> bytes:
     return " ".join(folded.translate(_unicode_table()).split()).encode("utf-8")
 
 
+_USABLE = re.compile(r"[^\W_]")  # a letter or digit in any script (Unicode \w minus "_")
+
+
+def has_usable_token(texts: pd.Series) -> np.ndarray:
+    """Per text: True when it has at least one letter or digit (a non-string has none)."""
+    values = texts.to_numpy(dtype=object)  # iterating an Arrow-backed Series directly is 4x slower
+    return np.fromiter(
+        (isinstance(text, str) and _USABLE.search(text) is not None for text in values),
+        dtype=bool, count=len(values),
+    )
+
+
 def text_key(text: object) -> str:
     """The hex key of one text (blake2b of its normalised form)."""
     return hashlib.blake2b(_normalize_bytes(text), digest_size=KEY_BYTES).hexdigest()
@@ -75,5 +92,5 @@ def text_keys(texts: pd.Series) -> pd.Series:
     """
     # Normalise and hash each distinct raw text once: real data repeats texts a lot.
     codes, uniques = pd.factorize(texts, use_na_sentinel=False)
-    unique_keys = np.array([text_key(text) for text in uniques], dtype=object)
+    unique_keys = np.array([text_key(text) for text in np.asarray(uniques, dtype=object)], dtype=object)
     return pd.Series(unique_keys[codes], index=texts.index, dtype="str", name="key")

@@ -1,0 +1,84 @@
+"""What every audit check is: a name, a category, a severity and a GX plan with evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import pandas as pd
+
+from expectations.config import AuditConfig
+
+if TYPE_CHECKING:
+    from great_expectations.expectations import Expectation
+
+Category = Literal["schema", "leakage", "noise", "imbalance", "text"]
+Severity = Literal["error", "warning"]
+
+# The audit adds this column to its copy of the table: the normalised-text key of each row.
+KEY_COLUMN = "_text_key"
+# ... and whether the text has a usable token (a letter or digit); rows without one are
+# empty_text's business and left out of the duplicate checks.
+USABLE_COLUMN = "_has_usable_token"
+# Our severity -> the GX expectation severity it is validated with.
+GX_SEVERITY: dict[Severity, str] = {"error": "critical", "warning": "warning"}
+
+
+@dataclass
+class CheckPlan:
+    """What a check asks Great Expectations to validate, and what it measured on the way.
+
+    `frame` is the derived table the expectations run over. For a row-level check it
+    has the audit table's index, so GX's unexpected indices are the offending rows.
+    """
+
+    frame: pd.DataFrame
+    expectations: list[Expectation]
+    observed: dict[str, Any] = field(default_factory=dict)
+
+
+class Check:
+    """Base class of a check; subclasses set the class attributes and implement `plan`.
+
+    The audit validates `plan(...)` with GX, takes the unexpected indices of the failed
+    expectations as the failing rows, and asks `examples(...)` for evidence about a few.
+    """
+
+    name: ClassVar[str]
+    category: ClassVar[Category]
+    severity: ClassVar[Severity] = "error"
+    description: ClassVar[str]
+    # Columns of the audit table the check needs; without them it cannot run.
+    requires: ClassVar[tuple[str, ...]] = ()
+    # False for checks whose derived frame has one row per class, not per table row.
+    counts_rows: ClassVar[bool] = True
+    evidence_columns: ClassVar[tuple[str, ...]] = ("row", "text", "split", "label")
+
+    def plan(self, table: pd.DataFrame, config: AuditConfig) -> CheckPlan:
+        """Compute the derived frame, the GX expectations over it and observed figures."""
+        raise NotImplementedError
+
+    def examples(self, table: pd.DataFrame, plan: CheckPlan, failing: list[Any], limit: int) -> list[dict[str, Any]]:
+        """Evidence for the first `limit` failing rows (indices of `plan.frame`)."""
+        columns = [column for column in self.evidence_columns if column in table.columns]
+        rows = table.loc[failing[:limit], columns]
+        return [to_jsonable(record) for record in rows.to_dict(orient="records")]
+
+    def meta(self, why: str, **evidence: Any) -> dict[str, Any]:
+        """The `meta` of a GX expectation: which check, why it matters, and evidence."""
+        return to_jsonable({"check": self.name, "why": why, **evidence})
+
+
+def to_jsonable(value: Any) -> Any:
+    """Numpy/pandas scalars and containers as plain JSON types (NaN becomes None)."""
+    if isinstance(value, dict):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(item) for item in value]
+    if value is pd.NA or value is pd.NaT:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value

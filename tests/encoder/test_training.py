@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from tokenizers import Tokenizer
+
+from encoder.metrics import METRICS, classification_metrics
+from encoder.predict import predict_labels
+from encoder.tokenizer import encode_texts, train_tokenizer
+from encoder.training import TrainedCandidate, inverse_frequency_weights, train_candidate
+from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return keyword_frame(360)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(frame: pd.DataFrame) -> Tokenizer:
+    return train_tokenizer(frame.loc[frame["split"] == "train", "text"], vocab_size=200)
+
+
+def train(frame: pd.DataFrame, tokenizer: Tokenizer, out_dir: Path, **overrides: object) -> TrainedCandidate:
+    return train_candidate(
+        frame, LABELS, tokenizer, 2, tiny_model_config(), tiny_train_config(**overrides),
+        class_weights=True, out_dir=out_dir, progress=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def trained(frame: pd.DataFrame, tokenizer: Tokenizer, tmp_path_factory) -> tuple[TrainedCandidate, Path]:
+    out_dir = tmp_path_factory.mktemp("depth-2")
+    return train(frame, tokenizer, out_dir), out_dir
+
+
+def test_an_easy_keyword_task_is_learned_and_early_stopped(trained) -> None:
+    candidate, _ = trained
+    assert candidate.depth == 2
+    assert set(candidate.metrics) == set(candidate.test_metrics) == set(METRICS)
+    assert candidate.metrics["macro_f1"] > 0.9
+    assert candidate.test_metrics["macro_f1"] > 0.9
+    assert 2 <= candidate.epochs < 12
+    assert candidate.train_seconds > 0
+
+
+def test_the_best_checkpoint_is_restored_and_scored_by_the_shared_metrics(trained, frame, tokenizer) -> None:
+    candidate, out_dir = trained
+    (checkpoint,) = out_dir.glob("*.ckpt")
+    best = torch.load(checkpoint, map_location="cpu", weights_only=True)["state_dict"]
+    restored = candidate.network.state_dict()
+    assert set(restored) == {key.removeprefix("network.") for key in best}
+    assert all(torch.equal(value, best[f"network.{key}"]) for key, value in restored.items())
+    assert not candidate.network.training
+    assert next(candidate.network.parameters()).device.type == "cpu"
+    for split, metrics in (("val", candidate.metrics), ("test", candidate.test_metrics)):
+        rows = frame[frame["split"] == split]
+        predicted = predict_labels(candidate.network, tokenizer, rows["text"].tolist(), LABELS)
+        assert classification_metrics(rows["label"].tolist(), predicted) == metrics
+
+
+def test_median_length_is_that_of_the_train_split(trained, frame, tokenizer) -> None:
+    train_texts = frame.loc[frame["split"] == "train", "text"].tolist()
+    lengths = [len(ids) for ids in encode_texts(tokenizer, train_texts, tiny_model_config().max_len)]
+    assert trained[0].median_length == int(np.median(lengths))
+
+
+def test_training_is_reproducible_for_a_seed(frame, tokenizer, tmp_path) -> None:
+    first = train(frame, tokenizer, tmp_path / "first", max_epochs=2)
+    second = train(frame, tokenizer, tmp_path / "second", max_epochs=2)
+    second_weights = second.network.state_dict()
+    assert all(torch.equal(value, second_weights[key]) for key, value in first.network.state_dict().items())
+    assert first.metrics == second.metrics
+
+
+def test_class_weights_are_inverse_frequencies_with_mean_one() -> None:
+    weights = inverse_frequency_weights(["a", "a", "a", "b", "c", "c"], ["a", "b", "c"])
+    assert weights.tolist() == pytest.approx([6 / 11, 18 / 11, 9 / 11])
+    assert weights.mean().item() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="'d'"):
+        inverse_frequency_weights(["a", "b"], ["a", "b", "d"])
+
+
+def test_a_table_without_test_rows_is_refused(frame, tokenizer, tmp_path) -> None:
+    with pytest.raises(ValueError, match="'test' split is empty"):
+        train(frame[frame["split"] != "test"], tokenizer, tmp_path)
