@@ -30,7 +30,9 @@ class TrainConfig(BaseModel):
     patience: int = Field(3, ge=1, description="Epochs without validation improvement before stopping.")
     batch_size: int = Field(32, ge=1, description="Examples per training step.")
     learning_rate: float = Field(1e-3, gt=0, description="Peak AdamW learning rate (after warm-up).")
-    weight_decay: float = Field(0.01, ge=0, description="AdamW weight decay (not applied to norms, biases, embeddings).")
+    weight_decay: float = Field(
+        0.01, ge=0, description="AdamW weight decay (not applied to norms, biases, embeddings)."
+    )
     warmup_fraction: float = Field(0.1, ge=0, lt=1, description="Share of steps spent in linear warm-up.")
     grad_clip: float = Field(1.0, gt=0, description="Gradient norm clip.")
     class_weights: Literal["auto", "on", "off"] = Field(

@@ -110,7 +110,7 @@ class EncoderClassifier(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """input_ids (B, T) int64, attention_mask (B, T) bool (True = real token) -> logits (B, n_classes)."""
         B, T = input_ids.shape
-        assert T <= self.cfg.max_len, f"sequence of {T} tokens exceeds max_len {self.cfg.max_len}"
+        assert self.cfg.max_len >= T, f"sequence of {T} tokens exceeds max_len {self.cfg.max_len}"
         positions = torch.arange(T, device=input_ids.device)
         x = self.emb_dropout(self.tok_emb(input_ids) + self.pos_emb(positions))  # (B, T, C)
         key_mask = attention_mask[:, None, None, :]  # (B, 1, 1, T), broadcast over heads and queries

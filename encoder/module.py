@@ -87,7 +87,8 @@ class DepthClassifier(L.LightningModule):
         metrics.update(logits.argmax(dim=-1), labels)
         batch_size = labels.shape[0]
         self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=batch_size)
-        self.log_dict(metrics, on_step=False, on_epoch=True, prog_bar=stage == "val", batch_size=batch_size)
+        for name, metric in metrics.items():  # epoch values, computed and reset by Lightning
+            self.log(name, metric, on_step=False, on_epoch=True, prog_bar=name == "val/macro_f1", batch_size=batch_size)
         return loss
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:

@@ -8,6 +8,7 @@ import time
 import warnings
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import lightning as L
@@ -15,15 +16,14 @@ import numpy as np
 import torch
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
+from encoder.bundle import TextClassifier
 from encoder.datamodule import TextDataModule
 from encoder.metrics import classification_metrics
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.module import DepthClassifier
-from encoder.predict import predict_labels
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
-    from pathlib import Path
 
     import pandas as pd
     from lightning.pytorch.loggers import Logger
@@ -81,51 +81,38 @@ def train_candidate(
         model_cfg: width, heads, dropout, max_len, pooling.
         train_cfg: the training recipe.
         class_weights: weight the loss by inverse train-class frequency.
-        out_dir: where the best checkpoint is written.
+        out_dir: where the best checkpoint is written, replacing any earlier one of this depth.
         logger: a Lightning logger (e.g. MLFlowLogger), or None for no logging.
         progress: show Lightning's progress bars.
 
     Returns:
-        The candidate with its best-validation weights restored, on CPU in eval mode,
-        and validation and test metrics computed by `encoder.metrics` from its predictions.
+        The candidate with its best-validation weights restored, on CPU in eval mode, and
+        validation and test metrics: `encoder.metrics` over the labels predicted by
+        `encoder.bundle.TextClassifier`, the path a registered champion is scored by.
     """
     if depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
-    if not (frame["split"] == "test").any():
-        raise ValueError("the 'test' split is empty; test metrics need test rows")
     L.seed_everything(train_cfg.seed, workers=True, verbose=False)
     data = TextDataModule(frame, tokenizer, labels, model_cfg.max_len, train_cfg.batch_size, train_cfg.seed)
     data.setup()
+    if len(data.splits["test"]) == 0:
+        raise ValueError("the 'test' split is empty; test metrics need test rows")
     network = EncoderClassifier(_encoder_config(model_cfg, depth, tokenizer.get_vocab_size(), len(labels)))
-    train_labels = frame.loc[frame["split"] == "train", "label"].astype(str).tolist()
-    weights = inverse_frequency_weights(train_labels, labels) if class_weights else None
-    module = DepthClassifier(
-        network,
-        n_classes=len(labels),
-        learning_rate=train_cfg.learning_rate,
-        weight_decay=train_cfg.weight_decay,
-        warmup_fraction=train_cfg.warmup_fraction,
-        class_weights=weights,
-    )
-    checkpoint = ModelCheckpoint(
-        dirpath=out_dir, filename=f"depth{depth}-best-{{epoch}}", monitor=MONITOR, mode="max",
-        save_top_k=1, save_weights_only=True,
-    )
+    module = _classifier(network, frame, labels, train_cfg, class_weights)
+    checkpoint = _best_checkpoint(Path(out_dir), depth)
     with _quiet_lightning():
         trainer = _build_trainer(train_cfg, checkpoint, out_dir, logger, progress, len(data.train_dataloader()))
-        device = trainer.strategy.root_device
         started = time.perf_counter()
         trainer.fit(module, datamodule=data)
         train_seconds = time.perf_counter() - started
     if not checkpoint.best_model_path:
         raise RuntimeError(f"depth {depth}: no checkpoint was saved; was {MONITOR!r} ever logged?")
     restore_network_weights(network, checkpoint.best_model_path)
-    val_metrics, test_metrics = (
-        _split_metrics(network, tokenizer, frame, labels, split, device) for split in ("val", "test")
-    )
+    classifier = TextClassifier(network, tokenizer, labels)  # CPU, eval mode: as served from the registry
+    val_metrics, test_metrics = (_split_metrics(classifier, frame, split) for split in ("val", "test"))
     return TrainedCandidate(
         depth=depth,
-        network=network.cpu().eval(),
+        network=classifier.network,
         metrics=val_metrics,
         test_metrics=test_metrics,
         train_seconds=train_seconds,
@@ -157,6 +144,31 @@ def _encoder_config(model_cfg: ModelConfig, depth: int, vocab_size: int, n_class
     )
 
 
+def _classifier(
+    network: EncoderClassifier, frame: pd.DataFrame, labels: list[str], train_cfg: TrainConfig, class_weights: bool
+) -> DepthClassifier:
+    """The LightningModule around `network`, with inverse-frequency class weights if asked."""
+    train_labels = frame.loc[frame["split"] == "train", "label"].astype(str).tolist()
+    return DepthClassifier(
+        network,
+        n_classes=len(labels),
+        learning_rate=train_cfg.learning_rate,
+        weight_decay=train_cfg.weight_decay,
+        warmup_fraction=train_cfg.warmup_fraction,
+        class_weights=inverse_frequency_weights(train_labels, labels) if class_weights else None,
+    )
+
+
+def _best_checkpoint(out_dir: Path, depth: int) -> ModelCheckpoint:
+    """Keep only the best-validation weights of this depth in out_dir, after removing older ones."""
+    for stale in out_dir.glob(f"depth{depth}-best-*.ckpt"):
+        stale.unlink()
+    return ModelCheckpoint(
+        dirpath=out_dir, filename=f"depth{depth}-best-{{epoch}}", monitor=MONITOR, mode="max",
+        save_top_k=1, save_weights_only=True,
+    )
+
+
 def _build_trainer(
     train_cfg: TrainConfig,
     checkpoint: ModelCheckpoint,
@@ -178,24 +190,18 @@ def _build_trainer(
         default_root_dir=out_dir,
         enable_progress_bar=progress,
         enable_model_summary=False,
-        # Deterministic CPU kernels cost next to nothing; on GPU they can slow attention and
-        # embedding backward, so there we rely on seeding alone.
+        # Deterministic CPU kernels cost next to nothing. On CUDA determinism means slower
+        # kernels for some ops (attention backward) and a fixed cuBLAS workspace, so there
+        # we rely on seeding alone.
         deterministic=True if on_cpu else None,
         log_every_n_steps=max(1, min(10, train_batches)),
     )
 
 
-def _split_metrics(
-    network: EncoderClassifier,
-    tokenizer: Tokenizer,
-    frame: pd.DataFrame,
-    labels: list[str],
-    split: str,
-    device: torch.device,
-) -> dict[str, float]:
-    """Quality on one split, from the network's predicted labels."""
+def _split_metrics(classifier: TextClassifier, frame: pd.DataFrame, split: str) -> dict[str, float]:
+    """Quality on one split, from the labels the served model would predict."""
     rows = frame[frame["split"] == split]
-    predicted = predict_labels(network, tokenizer, rows["text"].astype(str).tolist(), labels, device=device)
+    predicted = classifier.predict(rows["text"].astype(str).tolist())
     return classification_metrics(rows["label"].astype(str).tolist(), predicted)
 
 
@@ -207,9 +213,13 @@ def _quiet_lightning() -> Iterator[None]:
     levels = {name: logging.getLogger(name).level for name in _CHATTY_LOGGERS}
     for name in _CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
-    # A permanent, targeted filter (catch_warnings is not thread-safe): loaders use no
-    # worker processes on purpose, since tokenised batches are cheap to collate.
+    # Permanent, targeted filters (catch_warnings is not thread-safe). Loaders use no worker
+    # processes on purpose: tokenised batches are cheap to collate. A CPU run on a GPU machine
+    # was asked for. Other files in out_dir are the caller's (stale checkpoints of the same
+    # depth are removed before training).
     warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
+    warnings.filterwarnings("ignore", message=r"GPU available but not used.*")
+    warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty.*")
     # Lightning 2.6 still builds LeafSpec, which torch 2.13 deprecates: not ours to fix.
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
     try:

@@ -15,12 +15,15 @@ from typing import Any
 
 from flows.config import RunConfig, load_run_config
 
-# Nothing phones home from a training run, and Prefect's temporary server stays quiet.
+# Nothing phones home, and the libraries' start-up chatter stays out of the terminal
+# (the Prefect temporary server's telemetry heartbeat also races its own SQLite writes).
 OFFLINE_DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "GX_ANALYTICS_ENABLED": "false",
     "MLFLOW_DISABLE_TELEMETRY": "true",
     "DO_NOT_TRACK": "true",
+    "MLFLOW_LOGGING_LEVEL": "WARNING",
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
 }
 
 
@@ -160,6 +163,9 @@ def _predict(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
     texts = args.text or _read_texts(args.data, args.text_col)
+    database = args.tracking_uri.removeprefix("sqlite:///")
+    if args.tracking_uri.startswith("sqlite:///") and not Path(database).is_file():
+        raise UsageError(f"no MLflow database at {database}; run `depthfinder run` first or pass --tracking-uri")
     mlflow.set_tracking_uri(args.tracking_uri)
     try:
         model = mlflow.pyfunc.load_model(args.model)

@@ -71,7 +71,7 @@ def format_summary(summary: dict) -> str:
         for cells in [header, *rows]:
             lines.append("  ".join(cell.rjust(width) for cell, width in zip(cells, widths)))
     if summary.get("selected_depth") is not None:
-        lines += ["", f"Chosen depth: {summary['selected_depth']}. {summary['rule']['reason']}"]
+        lines += ["", f"Decision: {summary['rule']['reason']}."]
         model = summary["model"]
         promotion = "promoted to champion" if summary["promoted"] else f"not promoted; champion stays version {summary['champion_version']}"
         lines.append(f"Registered {model['uri']} as challenger, {promotion}.")

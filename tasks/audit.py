@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pandas as pd
 from prefect import task
 from prefect.cache_policies import NONE
@@ -15,4 +17,5 @@ def audit_dataset(dataset: PreparedData, audit: AuditConfig) -> dict:
     """Run every registered check; return the report as DESIGN.md's JSON shape."""
     from expectations.audit import run_audit
 
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)  # its INFO is about temp dirs
     return run_audit(pd.read_parquet(dataset.path), audit).to_dict()

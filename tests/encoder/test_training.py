@@ -8,8 +8,8 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
+from encoder.bundle import TextClassifier
 from encoder.metrics import METRICS, classification_metrics
-from encoder.predict import predict_labels
 from encoder.tokenizer import encode_texts, train_tokenizer
 from encoder.training import TrainedCandidate, inverse_frequency_weights, train_candidate
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
@@ -61,7 +61,7 @@ def test_the_best_checkpoint_is_restored_and_scored_by_the_shared_metrics(traine
     assert next(candidate.network.parameters()).device.type == "cpu"
     for split, metrics in (("val", candidate.metrics), ("test", candidate.test_metrics)):
         rows = frame[frame["split"] == split]
-        predicted = predict_labels(candidate.network, tokenizer, rows["text"].tolist(), LABELS)
+        predicted = TextClassifier(candidate.network, tokenizer, LABELS).predict(rows["text"].tolist())
         assert classification_metrics(rows["label"].tolist(), predicted) == metrics
 
 

@@ -22,7 +22,7 @@ CASES = {
     "unknown text column": ("text,label\na,x\nb,y\n", ["run", "--data", "t.csv", "--text-col", "body"], "body"),
     "unknown label column": ("text,label\na,x\nb,y\n", ["run", "--data", "t.csv", "--label-col", "y"], "'y'"),
     "empty table": ("text,label\n", ["run", "--data", "t.csv"], "no rows"),
-    "single class": ("text,label\na,x\nb,x\nc,x\n", ["run", "--data", "t.csv"], "one class"),
+    "single class": ("text,label\na,x\nb,x\nc,x\n", ["run", "--data", "t.csv"], "single class"),
     "NaN labels": ("text,label\na,x\nb,\nc,y\n", ["run", "--data", "t.csv"], "label"),
     "non-UTF-8": ("text,label\nna\xefve,x\nb,y\n".encode("latin-1"), ["run", "--data", "t.csv"], "UTF-8"),
     "binary": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", ["run", "--data", "t.csv"], "t.csv"),
@@ -51,9 +51,24 @@ def test_bad_input_exits_2_with_one_line(case: str, tmp_path: Path, monkeypatch,
     assert set(tmp_path.iterdir()) == before  # no mlflow.db, no .depthfinder, no summary
 
 
+def test_predict_without_a_database_exits_2_and_creates_none(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    code = main(["predict", "--model", "models:/nothing@champion", "--text", "hi"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "no MLflow database at mlflow.db" in err
+    assert not (tmp_path / "mlflow.db").exists()
+
+
 def test_predict_with_unknown_model_exits_2(tmp_path: Path, monkeypatch, capsys) -> None:
+    from mlflow import MlflowClient
+
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    MlflowClient(tracking_uri=uri).search_experiments()  # an empty registry
+    capsys.readouterr()
 
     code = main(["predict", "--model", "models:/nothing@champion", "--text", "hi", "--tracking-uri", uri])
 
