@@ -40,7 +40,9 @@ def _depths(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--depths takes comma-separated integers like 1,2,4,6, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"--depths takes comma-separated integers like 1,2,4,6, got {text!r}"
+        ) from None
 
 
 def _add_data_options(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +52,9 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text-col", help="text column (default: text)")
     parser.add_argument("--label-col", help="label column (default: label)")
     parser.add_argument("--split-col", help="column with train/val/test (default: made by depthfinder)")
-    parser.add_argument("--config", type=Path, help="YAML file with sections data, audit, model, train, sweep, registry")
+    parser.add_argument(
+        "--config", type=Path, help="YAML file with sections data, audit, model, train, sweep, registry"
+    )
     parser.add_argument("--strict", action="store_true", default=None, help="audit warnings block training too")
 
 
@@ -100,13 +104,22 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """CLI flags as config sections; flags not given are left to the YAML file or the defaults."""
     get = lambda name: getattr(args, name, None)  # noqa: E731
     return {
-        "data": {"path": get("data"), "dataset": get("dataset"), "text_col": get("text_col"),
-                 "label_col": get("label_col"), "split_col": get("split_col")},
+        "data": {
+            "path": get("data"),
+            "dataset": get("dataset"),
+            "text_col": get("text_col"),
+            "label_col": get("label_col"),
+            "split_col": get("split_col"),
+        },
         "audit": {"strict": get("strict")},
         "train": {"max_epochs": get("max_epochs")},
         "sweep": {"depths": get("depths"), "metric": get("metric"), "tolerance": get("tolerance")},
-        "registry": {"tracking_uri": get("tracking_uri"), "experiment": get("experiment"),
-                     "model_name": get("model_name"), "workdir": get("workdir")},
+        "registry": {
+            "tracking_uri": get("tracking_uri"),
+            "experiment": get("experiment"),
+            "model_name": get("model_name"),
+            "workdir": get("workdir"),
+        },
     }
 
 
@@ -162,15 +175,19 @@ def _predict(args: argparse.Namespace) -> int:
     import pandas as pd
     from mlflow.exceptions import MlflowException
 
+    from tasks.tracking import resolve_tracking_uri
+
     texts = args.text or _read_texts(args.data, args.text_col)
     database = args.tracking_uri.removeprefix("sqlite:///")
     if args.tracking_uri.startswith("sqlite:///") and not Path(database).is_file():
         raise UsageError(f"no MLflow database at {database}; run `depthfinder run` first or pass --tracking-uri")
-    mlflow.set_tracking_uri(args.tracking_uri)
+    mlflow.set_tracking_uri(resolve_tracking_uri(args.tracking_uri))
     try:
         model = mlflow.pyfunc.load_model(args.model)
     except MlflowException as exc:
-        raise UsageError(f"cannot load model {args.model} from {args.tracking_uri}: {exc.message.splitlines()[0]}") from None
+        raise UsageError(
+            f"cannot load model {args.model} from {args.tracking_uri}: {exc.message.splitlines()[0]}"
+        ) from None
     predictions = model.predict(pd.DataFrame({"text": texts}))
     if args.text:
         print(*predictions["label"], sep="\n")

@@ -38,7 +38,9 @@ def audit_lines(report: dict) -> list[str]:
     lines = []
     for check in report["checks"]:
         verdict = "ok  " if check["success"] else ("FAIL" if check["severity"] == "error" else "warn")
-        observed = ", ".join(f"{k}={_short(v)}" for k, v in check["observed"].items() if not isinstance(v, (dict, list)))
+        observed = ", ".join(
+            f"{k}={_short(v)}" for k, v in check["observed"].items() if not isinstance(v, (dict, list))
+        )
         lines.append(f"  {verdict} {check['name']:<28} {observed}")
         if not check["success"]:
             lines += [f"         {_example(example)}" for example in check["examples"][:EXAMPLES_SHOWN]]
@@ -66,14 +68,18 @@ def format_summary(summary: dict) -> str:
     lines += audit_lines(audit) if "checks" in audit else []
     if summary.get("candidates"):
         header, rows = candidate_rows(summary["candidates"])
-        widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
+        widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
         lines.append("")
         for cells in [header, *rows]:
-            lines.append("  ".join(cell.rjust(width) for cell, width in zip(cells, widths)))
+            lines.append("  ".join(cell.rjust(width) for cell, width in zip(cells, widths, strict=True)))
     if summary.get("selected_depth") is not None:
         lines += ["", f"Decision: {summary['rule']['reason']}."]
         model = summary["model"]
-        promotion = "promoted to champion" if summary["promoted"] else f"not promoted; champion stays version {summary['champion_version']}"
+        promotion = (
+            "promoted to champion"
+            if summary["promoted"]
+            else f"not promoted; champion stays version {summary['champion_version']}"
+        )
         lines.append(f"Registered {model['uri']} as challenger, {promotion}.")
     lines.append(f"MLflow run: {summary['mlflow_run_id']}  data hash: {summary['data_hash']}")
     return "\n".join(lines)

@@ -33,7 +33,9 @@ def retrain(
     config = RunConfig(data=data, audit=audit, model=model, train=train, sweep=sweep, registry=registry)
     dataset = prepare_dataset(data, registry.workdir)
     run = start_sweep_run(
-        registry.tracking_uri, registry.experiment, f"sweep-{dataset.data_hash[:8]}",
+        registry.tracking_uri,
+        registry.experiment,
+        f"sweep-{dataset.data_hash[:8]}",
         params=flatten("", config.model_dump(mode="json")),
         tags={"depthfinder.data_hash": dataset.data_hash},
     )
@@ -57,8 +59,13 @@ def _audit_then_sweep(config: RunConfig, dataset: PreparedData, run: SweepRun) -
     run.client.log_dict(run.run_id, report, "audit/report.json")
     create_markdown_artifact(key="audit-report", markdown=audit_markdown(report), description="depthfinder audit")
     audit = {k: report[k] for k in ("success", "blocking_failures", "warnings", "checks")}
-    summary = {"audit": audit, "candidates": [], "selected_depth": None, "mlflow_run_id": run.run_id,
-               "data_hash": dataset.data_hash}
+    summary = {
+        "audit": audit,
+        "candidates": [],
+        "selected_depth": None,
+        "mlflow_run_id": run.run_id,
+        "data_hash": dataset.data_hash,
+    }
     set_tags(run.client, run.run_id, {"depthfinder.audit": "passed" if report["success"] else "failed"})
     if blocking_checks(report, config.audit.strict):
         logger.error("The audit blocks training: %s", ", ".join(blocking_checks(report, config.audit.strict)))
@@ -70,7 +77,9 @@ def _audit_then_sweep(config: RunConfig, dataset: PreparedData, run: SweepRun) -
     out_dir = config.registry.workdir / "runs" / run.run_id
     tokenizer_path = fit_tokenizer(dataset, config.model, out_dir)
     futures = {
-        depth: train_depth.submit(dataset, tokenizer_path, depth, config.model, config.train, class_weights, run, out_dir)
+        depth: train_depth.submit(
+            dataset, tokenizer_path, depth, config.model, config.train, class_weights, run, out_dir
+        )
         for depth in config.sweep.depths
     }
     candidates = [_collect(depth, future) for depth, future in futures.items()]
@@ -86,13 +95,19 @@ def _collect(depth: int, future: PrefectFuture) -> dict:
         return {"depth": depth, "status": "failed", "error": str(exc)}
 
 
-def _decide_and_register(config: RunConfig, dataset: PreparedData, run: SweepRun, candidates: list[dict], report: dict) -> dict:
+def _decide_and_register(
+    config: RunConfig, dataset: PreparedData, run: SweepRun, candidates: list[dict], report: dict
+) -> dict:
     from encoder.rule import choose_depth
 
     sweep = config.sweep
     decision = choose_depth(
-        candidates, metric=sweep.metric, tolerance=sweep.tolerance, cost=sweep.cost,
-        max_latency_ms=sweep.max_latency_ms, max_params=sweep.max_params,
+        candidates,
+        metric=sweep.metric,
+        tolerance=sweep.tolerance,
+        cost=sweep.cost,
+        max_latency_ms=sweep.max_latency_ms,
+        max_params=sweep.max_params,
     )
     selected = next(c for c in candidates if c["depth"] == decision.selected_depth)
     tags = {
@@ -109,9 +124,14 @@ def _decide_and_register(config: RunConfig, dataset: PreparedData, run: SweepRun
         "rule": decision.to_dict("tolerance"),
         **{k: registration[k] for k in ("model", "promoted", "champion_version")},
     }
-    set_tags(run.client, run.run_id, {"depthfinder.selected_depth": decision.selected_depth,
-                                      "depthfinder.decision": decision.reason})
-    create_markdown_artifact(key="depth-decision", markdown=decision_markdown(result), description="depthfinder decision")
+    set_tags(
+        run.client,
+        run.run_id,
+        {"depthfinder.selected_depth": decision.selected_depth, "depthfinder.decision": decision.reason},
+    )
+    create_markdown_artifact(
+        key="depth-decision", markdown=decision_markdown(result), description="depthfinder decision"
+    )
     get_run_logger().info("%s", decision.reason)
     return result
 

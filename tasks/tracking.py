@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import mlflow
@@ -30,8 +31,23 @@ class SweepRun:
         return MlflowClient(tracking_uri=self.tracking_uri)
 
 
-def start_sweep_run(tracking_uri: str, experiment: str, run_name: str, params: dict[str, Any], tags: dict[str, str]) -> SweepRun:
+def resolve_tracking_uri(uri: str) -> str:
+    """Pin a relative SQLite path to the working directory of now.
+
+    MLflow caches one store per URI string, so a relative `sqlite:///mlflow.db` would keep
+    writing to the first directory it was opened in after the process changes directory.
+    """
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri.startswith(prefix + "/"):
+        return prefix + str(Path(uri.removeprefix(prefix)).resolve())
+    return uri
+
+
+def start_sweep_run(
+    tracking_uri: str, experiment: str, run_name: str, params: dict[str, Any], tags: dict[str, str]
+) -> SweepRun:
     """Create the parent run of a sweep, with the flattened config as params."""
+    tracking_uri = resolve_tracking_uri(tracking_uri)
     mlflow.set_tracking_uri(tracking_uri)
     client = MlflowClient(tracking_uri=tracking_uri)
     found = client.get_experiment_by_name(experiment)

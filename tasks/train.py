@@ -53,17 +53,31 @@ def train_depth(
         frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
         candidate_dir = Path(out_dir) / f"depth-{depth}"
         trained = train_candidate(
-            frame, dataset.labels, tokenizer, depth, model, train,
-            class_weights=class_weights, out_dir=candidate_dir / "checkpoints",
+            frame,
+            dataset.labels,
+            tokenizer,
+            depth,
+            model,
+            train,
+            class_weights=class_weights,
+            out_dir=candidate_dir / "checkpoints",
             logger=MLFlowLogger(tracking_uri=sweep.tracking_uri, run_id=run_id),
         )
         cost = measure_cost(trained.network, trained.median_length) | {"train_seconds": trained.train_seconds}
         bundle = save_bundle(candidate_dir / "bundle", trained.network, tokenizer, dataset.labels)
         result = {"metrics": trained.metrics, "test_metrics": trained.test_metrics, "cost": cost}
-        log_metrics(client, run_id, flatten("", {"best_val": trained.metrics, "test": trained.test_metrics, "cost": cost}))
+        log_metrics(
+            client, run_id, flatten("", {"best_val": trained.metrics, "test": trained.test_metrics, "cost": cost})
+        )
         client.set_terminated(run_id, "FINISHED")
     except BaseException:
         client.set_terminated(run_id, "FAILED")
         raise
-    return {"depth": depth, "status": "trained", **result, "epochs": trained.epochs,
-            "mlflow_run_id": run_id, "bundle": str(bundle)}
+    return {
+        "depth": depth,
+        "status": "trained",
+        **result,
+        "epochs": trained.epochs,
+        "mlflow_run_id": run_id,
+        "bundle": str(bundle),
+    }

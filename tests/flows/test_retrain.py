@@ -46,8 +46,12 @@ def test_summary_reports_every_depth_and_the_decision(sweep) -> None:
     assert [c["depth"] for c in summary["candidates"]] == [1, 2]
     for candidate in summary["candidates"]:
         assert candidate["status"] == "trained"
-        assert set(candidate["metrics"]) == set(candidate["test_metrics"]) == {"accuracy", "balanced_accuracy", "macro_f1"}
-        assert {"params", "flops_per_example", "latency_ms_p50", "latency_ms_p95", "train_seconds"} <= set(candidate["cost"])
+        assert (
+            set(candidate["metrics"]) == set(candidate["test_metrics"]) == {"accuracy", "balanced_accuracy", "macro_f1"}
+        )
+        assert {"params", "flops_per_example", "latency_ms_p50", "latency_ms_p95", "train_seconds"} <= set(
+            candidate["cost"]
+        )
     assert summary["candidates"][1]["cost"]["flops_per_example"] > summary["candidates"][0]["cost"]["flops_per_example"]
     assert summary["selected_depth"] in (1, 2)
     assert summary["rule"]["name"] == "tolerance" and summary["rule"]["metric"] == "macro_f1"
@@ -80,12 +84,21 @@ def test_registry_aliases_and_predict(sweep, capsys) -> None:
     folder, _, client = sweep
     version = client.get_model_version_by_alias("depthfinder", "champion")
 
-    assert version.version == "1"
+    assert str(version.version) == "1"
     assert version.tags["data_hash"] == _summary(folder, "tiny")["data_hash"]
     assert version.tags["depth"] == str(_summary(folder, "tiny")["selected_depth"])
     capsys.readouterr()
-    code = main(["predict", "--model", "models:/depthfinder@champion", "--text", "the striker scored a late goal",
-                 "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}"])
+    code = main(
+        [
+            "predict",
+            "--model",
+            "models:/depthfinder@champion",
+            "--text",
+            "the striker scored a late goal",
+            "--tracking-uri",
+            f"sqlite:///{folder / 'mlflow.db'}",
+        ]
+    )
     assert code == 0
     labels = set(__import__("pandas").read_parquet(next((folder / ".depthfinder" / "data").glob("*.parquet")))["label"])
     assert capsys.readouterr().out.strip() in labels
@@ -98,16 +111,20 @@ def test_a_worse_challenger_is_registered_but_not_promoted(sweep) -> None:
     assert codes[1] == 0
     assert second["model"]["version"] == "2"
     assert second["promoted"] is False and second["champion_version"] == "1"
-    assert client.get_model_version_by_alias("depthfinder", "challenger").version == "2"
-    assert client.get_model_version_by_alias("depthfinder", "champion").version == "1"
+    assert str(client.get_model_version_by_alias("depthfinder", "challenger").version) == "2"
+    assert str(client.get_model_version_by_alias("depthfinder", "champion").version) == "1"
 
 
 def test_the_audit_gate_blocks_a_cross_split_duplicate(prefect_server, tmp_path, monkeypatch, capsys) -> None:
     rows = ["text,label,split"]
     rows += [f"match report {i} with goals,sport,train" for i in range(30)]
     rows += [f"stock market {i} fell sharply,finance,train" for i in range(30)]
-    rows += [f"the keeper saved {i} shots,sport,val" for i in range(5)] + [f"bond yields {i} rose,finance,val" for i in range(5)]
-    rows += [f"a derby {i} ended level,sport,test" for i in range(5)] + [f"shares {i} rallied,finance,test" for i in range(5)]
+    rows += [f"the keeper saved {i} shots,sport,val" for i in range(5)] + [
+        f"bond yields {i} rose,finance,val" for i in range(5)
+    ]
+    rows += [f"a derby {i} ended level,sport,test" for i in range(5)] + [
+        f"shares {i} rallied,finance,test" for i in range(5)
+    ]
     rows.append("Stock market 3 fell  sharply!,finance,test")  # planted: row 80 repeats train row 33
     (tmp_path / "leaky.csv").write_text("\n".join(rows) + "\n")
     monkeypatch.chdir(tmp_path)
@@ -135,5 +152,9 @@ def test_audit_command_passes_a_clean_table(prefect_server, tmp_path, monkeypatc
     assert code == 0
     assert report["success"] is True or report["blocking_failures"] == []
     assert {c["name"] for c in report["checks"]} >= {
-        "schema", "empty_text", "cross_split_duplicates", "conflicting_labels", "class_imbalance"
+        "schema",
+        "empty_text",
+        "cross_split_duplicates",
+        "conflicting_labels",
+        "class_imbalance",
     }
