@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -143,6 +144,8 @@ def _ephemeral_context() -> AbstractDataContext:
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
+    # GX pins this module's logger at INFO on import, only to announce a temporary docs folder.
+    logging.getLogger(ProgressBarsConfig.__module__).setLevel(logging.WARNING)
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     return context

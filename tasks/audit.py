@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 import pandas as pd
 from prefect import task
 from prefect.cache_policies import NONE
@@ -17,6 +15,4 @@ def audit_dataset(dataset: PreparedData, audit: AuditConfig) -> dict:
     """Run every registered check; return the report as DESIGN.md's JSON shape."""
     from expectations.audit import run_audit
 
-    # GX pins this module's logger at INFO, only to announce a temporary docs folder.
-    logging.getLogger("great_expectations.data_context.types.base").setLevel(logging.WARNING)
     return run_audit(pd.read_parquet(dataset.path), audit).to_dict()

@@ -69,6 +69,35 @@ class Check:
         return to_jsonable({"check": self.name, "why": why, **evidence})
 
 
+def distinct_per_text(table: pd.DataFrame, column: str) -> pd.Series:
+    """For each row, how many distinct `column` values its normalised text carries (1 for unusable texts)."""
+    usable = table[table[USABLE_COLUMN]]  # texts without a letter or digit: see empty_text
+    counts = usable.groupby(KEY_COLUMN, sort=False)[column].transform("nunique")
+    return counts.reindex(table.index, fill_value=1)
+
+
+class OnePerTextCheck(Check):
+    """A check that every normalised text carries one value of `column` (one label, one split)."""
+
+    column: ClassVar[str]
+    derived: ClassVar[str]  # name of the derived count column GX validates
+    why: ClassVar[str]
+    groups_key: ClassVar[str]  # what the offending texts are called in the GX meta
+
+    def plan(self, table: pd.DataFrame, config: AuditConfig) -> CheckPlan:
+        """One row per table row: how many distinct values of `column` its normalised text carries."""
+        import great_expectations.expectations as gxe
+
+        counts = distinct_per_text(table, self.column)
+        frame = pd.DataFrame({self.derived: counts.to_numpy()}, index=table.index)
+        groups = int(table.loc[counts > 1, KEY_COLUMN].nunique())
+        expectation = gxe.ExpectColumnValuesToBeBetween(
+            column=self.derived, max_value=1, severity=GX_SEVERITY[self.severity],
+            meta=self.meta(self.why, **{self.groups_key: groups}),
+        )
+        return CheckPlan(frame=frame, expectations=[expectation], observed={"groups": groups})
+
+
 def to_jsonable(value: Any) -> Any:
     """Numpy/pandas scalars and containers as plain JSON types (NaN becomes None)."""
     if isinstance(value, dict):
