@@ -26,10 +26,10 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_epochs: int = Field(10, ge=1, description="Upper bound on epochs; early stopping usually ends sooner.")
-    patience: int = Field(3, ge=1, description="Epochs without validation improvement before stopping.")
+    max_epochs: int = Field(20, ge=1, description="Upper bound on epochs; early stopping usually ends sooner.")
+    patience: int = Field(5, ge=1, description="Epochs without validation improvement before stopping.")
     batch_size: int = Field(32, ge=1, description="Examples per training step.")
-    learning_rate: float = Field(1e-3, gt=0, description="Peak AdamW learning rate (after warm-up).")
+    learning_rate: float = Field(3e-4, gt=0, description="Peak AdamW learning rate (after warm-up).")
     weight_decay: float = Field(
         0.01, ge=0, description="AdamW weight decay (not applied to norms, biases, embeddings)."
     )
