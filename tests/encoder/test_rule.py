@@ -137,3 +137,67 @@ def test_decision_serialises_as_the_summary_rule_object() -> None:
     }
     with pytest.raises(FrozenInstanceError):
         decision.selected_depth = 4  # type: ignore[misc]
+
+
+def test_seeds_are_averaged_and_the_standard_error_widens_the_tolerance() -> None:
+    # depth 6 is best on average (0.950) but noisy: sample std 0.0283, SE = 0.0283 / sqrt(2) = 0.02
+    # > tolerance 0.01, so depth 2 at 0.937 is within reach while depth 1 at 0.90 is not.
+    seeds = [
+        candidate(1, 0.900, 1e8), candidate(1, 0.900, 1e8),
+        candidate(2, 0.936, 2e8), candidate(2, 0.938, 2e8),
+        candidate(6, 0.930, 6e8), candidate(6, 0.970, 6e8),
+    ]
+
+    decision = choose_depth(seeds, metric="macro_f1", tolerance=0.01, cost="flops_per_example")
+
+    assert decision.best_depth == 6
+    assert decision.selected_depth == 2
+    assert decision.effective_tolerance == pytest.approx(0.02)
+    assert "0.950 ± 0.020 over 2 seeds" in decision.reason
+    assert decision.to_dict()["effective_tolerance"] == pytest.approx(0.02)
+    assert [s.seeds for s in decision.scores] == [2, 2, 2]
+
+
+def test_one_seed_keeps_the_configured_tolerance() -> None:
+    decision = choose_depth(SWEEP, metric="macro_f1", tolerance=0.001, cost="flops_per_example")
+
+    assert decision.selected_depth == 6  # 0.944 at depth 4 is 0.002 short
+    assert decision.effective_tolerance == 0.001
+
+
+def test_ratio_rule_trades_quality_for_cost_by_alpha() -> None:
+    cheap = choose_depth(SWEEP, rule="ratio", alpha=0.1, metric="macro_f1", tolerance=0.0, cost="flops_per_example")
+    quality_first = choose_depth(SWEEP, rule="ratio", alpha=0.001, metric="macro_f1", tolerance=0.0,
+                                 cost="flops_per_example")
+
+    # alpha 0.1: 0.900 / 1e8^0.1 beats 0.941 / 2e8^0.1 (a doubling of cost must buy 7 % quality)
+    assert cheap.selected_depth == 1
+    assert quality_first.selected_depth == 6
+    assert cheap.reason.startswith("depth 1 maximises macro_f1 / (FLOPs per example)^0.1")
+    assert cheap.to_dict()["name"] == "ratio" and cheap.to_dict()["alpha"] == 0.1
+
+
+def test_pareto_rule_reports_the_front_and_picks_on_it() -> None:
+    # depth 4 is dominated by depth 2: worse quality at higher cost
+    sweep = [candidate(1, 0.90, 1e8), candidate(2, 0.95, 2e8), candidate(4, 0.94, 4e8), candidate(6, 0.96, 6e8)]
+
+    decision = choose_depth(sweep, rule="pareto", metric="macro_f1", tolerance=0.01, cost="flops_per_example")
+
+    assert decision.pareto_front == [1, 2, 6]
+    assert decision.selected_depth == 2
+    assert decision.to_dict()["pareto_front"] == [1, 2, 6]
+    assert "Pareto front: depths 1, 2, 6" in decision.reason
+
+
+def test_train_seconds_can_be_the_cost() -> None:
+    sweep = [dict(c, cost=dict(c["cost"], train_seconds=s)) for c, s in zip(SWEEP, [40, 10, 60, 90], strict=True)]
+
+    decision = choose_depth(sweep, metric="macro_f1", tolerance=0.05, cost="train_seconds")
+
+    assert decision.selected_depth == 2
+    assert "train time" in decision.reason
+
+
+def test_an_unknown_rule_is_refused() -> None:
+    with pytest.raises(ValueError, match="rule must be one of"):
+        choose_depth(SWEEP, rule="vibes", metric="macro_f1", tolerance=0.01, cost="flops_per_example")
