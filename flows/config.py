@@ -25,9 +25,15 @@ class SweepConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     depths: list[int] = Field([1, 2, 4, 6], min_length=1, description="Candidate numbers of encoder blocks.")
+    seeds: list[int] = Field([1], min_length=1, description="Seeds trained per depth; the rule uses their mean.")
+    rule: Literal["tolerance", "ratio", "pareto"] = Field(
+        "tolerance", description="tolerance: cheapest within tolerance of the best; ratio: max metric/cost^alpha; "
+        "pareto: tolerance on the Pareto front."
+    )
     metric: Metric = Field("macro_f1", description="Validation metric the rule chooses by.")
     tolerance: float = Field(0.01, ge=0, description="Quality a cheaper depth may give up against the best.")
-    cost: Literal["flops_per_example", "latency_ms_p50", "params"] = Field(
+    alpha: float = Field(0.1, gt=0, description="Exponent of the cost in the ratio rule.")
+    cost: Literal["flops_per_example", "latency_ms_p50", "params", "train_seconds"] = Field(
         "flops_per_example", description="Cost the rule minimises among depths within tolerance."
     )
     max_latency_ms: float | None = Field(None, gt=0, description="Hard limit on p50 latency at batch 1.")
@@ -39,6 +45,13 @@ class SweepConfig(BaseModel):
         if any(d < 1 for d in depths) or len(set(depths)) != len(depths):
             raise ValueError(f"depths must be distinct positive integers, got {depths}")
         return sorted(depths)
+
+    @field_validator("seeds")
+    @classmethod
+    def _unique(cls, seeds: list[int]) -> list[int]:
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds must be distinct, got {seeds}")
+        return seeds
 
 
 class RegistryConfig(BaseModel):

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+from pathlib import Path
+
 EXAMPLES_SHOWN = 3
 COLUMNS = (
     ("depth", "depth", "{}"),
+    ("seed", "seed", "{}"),
     ("status", "status", "{}"),
     ("val macro-F1", "metrics.macro_f1", "{:.3f}"),
     ("test macro-F1", "test_metrics.macro_f1", "{:.3f}"),
@@ -103,12 +107,16 @@ def audit_markdown(report: dict) -> str:
     return f"# Data audit: {status}\n\n" + _markdown_table(["check", "category", "verdict", "first example"], rows)
 
 
-def decision_markdown(result: dict) -> str:
-    """The sweep table and the decision, for the Prefect UI."""
+def decision_markdown(result: dict, plots: list[Path] = ()) -> str:
+    """The sweep table, the decision and its plots (inlined as data URIs), for the Prefect UI."""
     header, rows = candidate_rows(result["candidates"])
     model = result["model"]
+    images = "".join(
+        f"\n\n![{path.stem}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})" for path in plots
+    )
     return (
         f"# Depth decision: {result['selected_depth']}\n\n{result['rule']['reason']}\n\n"
         + _markdown_table(header, rows)
         + f"\n\nRegistered `{model['uri']}`; promoted to champion: {result['promoted']}."
+        + images
     )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
+
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.futures import PrefectFuture
@@ -77,41 +81,49 @@ def _audit_then_sweep(config: RunConfig, dataset: PreparedData, run: SweepRun) -
     out_dir = config.registry.workdir / "runs" / run.run_id
     tokenizer_path = fit_tokenizer(dataset, config.model, out_dir)
     futures = {
-        depth: train_depth.submit(
-            dataset, tokenizer_path, depth, config.model, config.train, class_weights, run, out_dir
+        (depth, seed): train_depth.submit(
+            dataset, tokenizer_path, depth, seed, config.model, config.train, class_weights, run, out_dir
         )
         for depth in config.sweep.depths
+        for seed in config.sweep.seeds
     }
-    candidates = [_collect(depth, future) for depth, future in futures.items()]
-    return summary | _decide_and_register(config, dataset, run, candidates, report)
+    candidates = [_collect(depth, seed, future) for (depth, seed), future in futures.items()]
+    return summary | _decide_and_register(config, dataset, run, candidates, report, out_dir)
 
 
-def _collect(depth: int, future: PrefectFuture) -> dict:
+def _collect(depth: int, seed: int, future: PrefectFuture) -> dict:
     """A trained candidate, or a failed one that the rule will skip."""
     try:
         return future.result()
     except Exception as exc:  # a depth that fails must not sink the sweep
-        get_run_logger().error("depth %d failed: %s", depth, exc)
-        return {"depth": depth, "status": "failed", "error": str(exc)}
+        get_run_logger().error("depth %d (seed %d) failed: %s", depth, seed, exc)
+        return {"depth": depth, "seed": seed, "status": "failed", "error": str(exc)}
 
 
 def _decide_and_register(
-    config: RunConfig, dataset: PreparedData, run: SweepRun, candidates: list[dict], report: dict
+    config: RunConfig, dataset: PreparedData, run: SweepRun, candidates: list[dict], report: dict, out_dir: Path
 ) -> dict:
     from encoder.rule import choose_depth
 
     sweep = config.sweep
     decision = choose_depth(
         candidates,
+        rule=sweep.rule,
         metric=sweep.metric,
         tolerance=sweep.tolerance,
+        alpha=sweep.alpha,
         cost=sweep.cost,
         max_latency_ms=sweep.max_latency_ms,
         max_params=sweep.max_params,
     )
-    selected = next(c for c in candidates if c["depth"] == decision.selected_depth)
+    plots = _plot_decision(decision, run, out_dir)
+    selected = max(  # the chosen depth's best seed is the model that ships
+        (c for c in candidates if c["depth"] == decision.selected_depth and c["status"] in ("trained", "cached")),
+        key=lambda c: c["metrics"][sweep.metric],
+    )
     tags = {
         "data_hash": dataset.data_hash,
+        "config_hash": config_hash(config),
         "depth": str(decision.selected_depth),
         "audit": "passed" if report["success"] else "warnings: " + ", ".join(report["warnings"]),
         "code_version": _code_version(),
@@ -121,7 +133,7 @@ def _decide_and_register(
     result = {
         "candidates": [{k: v for k, v in c.items() if k != "bundle"} for c in candidates],
         "selected_depth": decision.selected_depth,
-        "rule": decision.to_dict("tolerance"),
+        "rule": decision.to_dict(),
         **{k: registration[k] for k in ("model", "promoted", "champion_version")},
     }
     set_tags(
@@ -130,10 +142,29 @@ def _decide_and_register(
         {"depthfinder.selected_depth": decision.selected_depth, "depthfinder.decision": decision.reason},
     )
     create_markdown_artifact(
-        key="depth-decision", markdown=decision_markdown(result), description="depthfinder decision"
+        key="depth-decision", markdown=decision_markdown(result, plots), description="depthfinder decision"
     )
     get_run_logger().info("%s", decision.reason)
     return result
+
+
+def _plot_decision(decision, run: SweepRun, out_dir: Path) -> list[Path]:
+    """Both decision plots as PNGs, logged to the parent run under plots/."""
+    from encoder.plots import plot_metric_vs_cost, plot_metric_vs_depth
+
+    plots = [
+        plot_metric_vs_depth(decision, out_dir / "plots" / "metric_vs_depth.png"),
+        plot_metric_vs_cost(decision, out_dir / "plots" / "metric_vs_cost.png"),
+    ]
+    for path in plots:
+        run.client.log_artifact(run.run_id, str(path), "plots")
+    return plots
+
+
+def config_hash(config: RunConfig) -> str:
+    """What decides the model besides the data: every setting except where results are recorded."""
+    settings = config.model_dump(mode="json", exclude={"registry"})
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _code_version() -> str:

@@ -10,7 +10,7 @@ from prefect.cache_policies import NONE
 
 from encoder.config import ModelConfig, TrainConfig
 from tasks.data import TRAINING_COLUMNS, PreparedData
-from tasks.tracking import SweepRun, flatten, log_metrics, log_params, start_child_run
+from tasks.tracking import SweepRun, flatten, log_metrics, log_params, set_tags, start_child_run
 
 
 @task(name="train_tokenizer", cache_policy=NONE)
@@ -26,18 +26,19 @@ def fit_tokenizer(dataset: PreparedData, model: ModelConfig, out_dir: Path) -> s
     return str(path)
 
 
-@task(name="train_depth", task_run_name="train-depth-{depth}", cache_policy=NONE)
+@task(name="train_depth", task_run_name="train-depth-{depth}-seed-{seed}", cache_policy=NONE)
 def train_depth(
     dataset: PreparedData,
     tokenizer_path: str,
     depth: int,
+    seed: int,
     model: ModelConfig,
     train: TrainConfig,
     class_weights: bool,
     sweep: SweepRun,
     out_dir: Path,
 ) -> dict:
-    """Train one depth in its own MLflow child run; return its metrics, cost and bundle path."""
+    """Train one (depth, seed) in its own MLflow child run; return its metrics, cost and bundle path."""
     from lightning.pytorch.loggers import MLFlowLogger
     from tokenizers import Tokenizer
 
@@ -46,12 +47,15 @@ def train_depth(
     from encoder.training import train_candidate
 
     client = sweep.client
-    run_id = start_child_run(sweep, f"depth-{depth}", {"depthfinder.depth": str(depth)})
+    train = train.model_copy(update={"seed": seed})
+    run_id = start_child_run(
+        sweep, f"depth-{depth}-seed-{seed}", {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed)}
+    )
     try:
-        log_params(client, run_id, {"depth": depth, "class_weights": class_weights})
+        log_params(client, run_id, {"depth": depth, "seed": seed, "class_weights": class_weights})
         tokenizer = Tokenizer.from_file(tokenizer_path)
         frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
-        candidate_dir = Path(out_dir) / f"depth-{depth}"
+        candidate_dir = Path(out_dir) / f"depth-{depth}-seed-{seed}"
         trained = train_candidate(
             frame,
             dataset.labels,
@@ -69,12 +73,15 @@ def train_depth(
         log_metrics(
             client, run_id, flatten("", {"best_val": trained.metrics, "test": trained.test_metrics, "cost": cost})
         )
+        set_tags(client, run_id, {"depthfinder.status": "trained"})
         client.set_terminated(run_id, "FINISHED")
     except BaseException:
+        set_tags(client, run_id, {"depthfinder.status": "failed"})
         client.set_terminated(run_id, "FAILED")
         raise
     return {
         "depth": depth,
+        "seed": seed,
         "status": "trained",
         **result,
         "epochs": trained.epochs,

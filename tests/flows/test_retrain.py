@@ -23,7 +23,10 @@ def sweep(prefect_server, tmp_path_factory):
     """Two runs in one folder: a normal one, then one whose model is left untrained."""
     folder = tmp_path_factory.mktemp("sweep")
     (folder / "tiny.yaml").write_text(TINY)
-    (folder / "untrained.yaml").write_text(TINY.replace("learning_rate: 0.003", "learning_rate: 1.0e-9"))
+    untrained = TINY.replace("learning_rate: 0.003", "learning_rate: 1.0e-9").replace(
+        "sweep: {depths: [1, 2]}", "sweep: {depths: [1, 2], seeds: [1, 2], rule: pareto}"
+    )
+    (folder / "untrained.yaml").write_text(untrained)
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
         codes = [
@@ -78,6 +81,9 @@ def test_mlflow_has_a_parent_run_with_one_child_per_depth(sweep) -> None:
         assert len(client.get_metric_history(child.info.run_id, "val/macro_f1")) >= 1  # one per epoch
         assert child.data.metrics["cost.flops_per_example"] > 0
     assert {c["mlflow_run_id"] for c in summary["candidates"]} == {run.info.run_id for run in children}
+    assert {child.data.tags["depthfinder.status"] for child in children} == {"trained"}
+    plots = {artifact.path for artifact in client.list_artifacts(parent.info.run_id, "plots")}
+    assert plots == {"plots/metric_vs_depth.png", "plots/metric_vs_cost.png"}
 
 
 def test_registry_aliases_and_predict(sweep, capsys) -> None:
@@ -87,6 +93,7 @@ def test_registry_aliases_and_predict(sweep, capsys) -> None:
     assert str(version.version) == "1"
     assert version.tags["data_hash"] == _summary(folder, "tiny")["data_hash"]
     assert version.tags["depth"] == str(_summary(folder, "tiny")["selected_depth"])
+    assert len(version.tags["config_hash"]) == 16 and version.tags["decision"].startswith("depth ")
     capsys.readouterr()
     code = main(
         [
@@ -109,6 +116,8 @@ def test_a_worse_challenger_is_registered_but_not_promoted(sweep) -> None:
     second = _summary(folder, "untrained")
 
     assert codes[1] == 0
+    assert [(c["depth"], c["seed"]) for c in second["candidates"]] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert "over 2 seeds" in second["rule"]["reason"] and second["rule"]["name"] == "pareto"
     assert second["model"]["version"] == "2"
     assert second["promoted"] is False and second["champion_version"] == "1"
     assert str(client.get_model_version_by_alias("depthfinder", "challenger").version) == "2"
