@@ -11,6 +11,7 @@ import threading
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 import mlflow
 import pandas as pd
@@ -147,19 +148,38 @@ def evaluate_model(model_uri: str, texts: Sequence[str], labels: Sequence[str]) 
 
 
 def should_promote(
-    challenger_metrics: dict[str, float], champion_metrics: dict[str, float] | None, metric: str
-) -> bool:
-    """True when there is no champion or the challenger is at least as good on `metric` (NaN never wins)."""
+    challenger_metrics: dict[str, float],
+    champion_metrics: dict[str, float] | None,
+    metric: str,
+    *,
+    tolerance: float = 0.0,
+    challenger_cost: float | None = None,
+    champion_cost: float | None = None,
+) -> tuple[bool, str]:
+    """Whether the challenger earns `champion`, and why, in a phrase.
+
+    It does when there is no champion, or when it is not worse than champion - tolerance on
+    `metric` (both measured on the same test split) and is either better or cheaper. A NaN
+    challenger never wins; an unknown cost is never cheaper.
+    """
     if metric not in challenger_metrics:
         raise ValueError(f"challenger metrics lack '{metric}', have {sorted(challenger_metrics)}")
     if champion_metrics is None:
-        return True
+        return True, "no champion yet"
     if metric not in champion_metrics:
         raise ValueError(f"champion metrics lack '{metric}', have {sorted(champion_metrics)}")
     challenger, champion = float(challenger_metrics[metric]), float(champion_metrics[metric])
+    versus = f"test {metric} {challenger:.3f} vs champion {champion:.3f}"
     if math.isnan(challenger):
-        return False
-    return math.isnan(champion) or challenger >= champion
+        return False, f"challenger's test {metric} is NaN"
+    if math.isnan(champion) or challenger > champion:
+        return True, f"better: {versus}"
+    if challenger < champion - tolerance:
+        return False, f"worse: {versus}, beyond tolerance {tolerance:g}"
+    if challenger_cost is not None and champion_cost is not None and challenger_cost < champion_cost:
+        cheaper = f"{challenger_cost:.3g} vs {champion_cost:.3g}"
+        return True, f"as good within {tolerance:g} and cheaper ({cheaper}): {versus}"
+    return False, f"neither better nor cheaper: {versus}"
 
 
 def promote_if_better(
@@ -169,8 +189,11 @@ def promote_if_better(
     challenger_metrics: dict[str, float],
     champion_metrics: dict[str, float] | None,
     metric: str,
-) -> bool:
+    **rule: Any,
+) -> tuple[bool, str]:
     """Move `champion` to the challenger when should_promote says so; the old one becomes `previous-champion`.
+
+    Moving the alias is the last step, so a failure before it leaves `champion` where it was.
 
     Args:
         client: Client of the registry.
@@ -179,14 +202,16 @@ def promote_if_better(
         challenger_metrics: The challenger's metrics on the test split.
         champion_metrics: The champion's metrics on the same split, or None when there is no champion.
         metric: The metric to compare.
+        **rule: tolerance, challenger_cost, champion_cost for should_promote.
 
     Returns:
-        Whether the challenger was promoted.
+        Whether the challenger was promoted, and why.
     """
-    if not should_promote(challenger_metrics, champion_metrics, metric):
-        return False
+    promote, why = should_promote(challenger_metrics, champion_metrics, metric, **rule)
+    if not promote:
+        return False, why
     champion = current_champion(client, model_name)
     if champion is not None and str(champion.version) != str(challenger.version):
         client.set_registered_model_alias(model_name, PREVIOUS_CHAMPION, champion.version)
     client.set_registered_model_alias(model_name, CHAMPION, challenger.version)
-    return True
+    return True, why

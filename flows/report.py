@@ -84,7 +84,7 @@ def format_summary(summary: dict) -> str:
             if summary["promoted"]
             else f"not promoted; champion stays version {summary['champion_version']}"
         )
-        lines.append(f"Registered {model['uri']} as challenger, {promotion}.")
+        lines.append(f"Registered {model['uri']} as challenger, {promotion} ({summary.get('promotion', '')}).")
     lines.append(f"MLflow run: {summary['mlflow_run_id']}  data hash: {summary['data_hash']}")
     return "\n".join(lines)
 
@@ -117,6 +117,7 @@ def decision_markdown(result: dict, plots: list[Path] = ()) -> str:
     return (
         f"# Depth decision: {result['selected_depth']}\n\n{result['rule']['reason']}\n\n"
         + _markdown_table(header, rows)
-        + f"\n\nRegistered `{model['uri']}`; promoted to champion: {result['promoted']}."
+        + f"\n\nRegistered `{model['uri']}`; promoted to champion: {result['promoted']}"
+        + f" ({result.get('promotion', '')})."
         + images
     )

@@ -129,12 +129,13 @@ def _decide_and_register(
         "code_version": _code_version(),
         "decision": decision.reason,
     }
-    registration = register_model(selected, dataset, run, config.registry.model_name, sweep.metric, tags)
+    rule = {"metric": sweep.metric, "tolerance": sweep.tolerance, "cost": sweep.cost}
+    registration = register_model(selected, dataset, run, config.registry.model_name, rule, tags)
     result = {
         "candidates": [{k: v for k, v in c.items() if k != "bundle"} for c in candidates],
         "selected_depth": decision.selected_depth,
         "rule": decision.to_dict(),
-        **{k: registration[k] for k in ("model", "promoted", "champion_version")},
+        **{k: registration[k] for k in ("model", "promoted", "promotion", "champion_version")},
     }
     set_tags(
         run.client,

@@ -12,9 +12,13 @@ from tasks.tracking import SweepRun
 
 @task(name="register_model", cache_policy=NONE)
 def register_model(
-    candidate: dict, dataset: PreparedData, sweep: SweepRun, model_name: str, metric: str, tags: dict[str, str]
+    candidate: dict, dataset: PreparedData, sweep: SweepRun, model_name: str, rule: dict, tags: dict[str, str]
 ) -> dict:
-    """Register `candidate` as challenger; score it and the champion on the same test split; promote."""
+    """Register `candidate` as challenger; score it and the champion on the same test split; promote.
+
+    `rule` holds the promotion rule's metric, tolerance and cost name. `champion` moves last,
+    so a failure anywhere before leaves it on the old version.
+    """
     import mlflow
 
     from encoder.registry import (
@@ -27,23 +31,29 @@ def register_model(
 
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
     test = frame[frame["split"] == "test"]
+    texts, labels = test["text"].tolist(), test["label"].tolist()
     mlflow.set_tracking_uri(sweep.tracking_uri)
     with mlflow.start_run(run_id=sweep.run_id):
-        model_uri = log_text_classifier(candidate["bundle"], input_example=test["text"].head(3).tolist())
+        model_uri = log_text_classifier(candidate["bundle"], input_example=texts[:3])
     client = sweep.client
     champion = current_champion(client, model_name)
-    challenger = register_challenger(client, model_uri, model_name, tags)
+    cost_tag = f"cost.{rule['cost']}"
+    challenger = register_challenger(client, model_uri, model_name, tags | {cost_tag: candidate["cost"][rule["cost"]]})
     version_uri = f"models:/{model_name}/{challenger.version}"
-    challenger_metrics = evaluate_model(version_uri, test["text"].tolist(), test["label"].tolist())
-    champion_metrics = None
+    challenger_metrics = evaluate_model(version_uri, texts, labels)
+    champion_metrics = champion_cost = None
     if champion is not None:
-        champion_metrics = evaluate_model(
-            f"models:/{model_name}/{champion.version}", test["text"].tolist(), test["label"].tolist()
-        )
-    promoted = promote_if_better(client, model_name, challenger, challenger_metrics, champion_metrics, metric)
+        champion_metrics = evaluate_model(f"models:/{model_name}/{champion.version}", texts, labels)
+        champion_cost = float(champion.tags[cost_tag]) if cost_tag in champion.tags else None
+    promoted, why = promote_if_better(
+        client, model_name, challenger, challenger_metrics, champion_metrics, rule["metric"],
+        tolerance=rule["tolerance"], challenger_cost=float(candidate["cost"][rule["cost"]]),
+        champion_cost=champion_cost,
+    )
     return {
         "model": {"name": model_name, "version": str(challenger.version), "uri": version_uri},
         "promoted": promoted,
+        "promotion": why,
         "champion_version": str(challenger.version if promoted else champion.version),
         "challenger_test_metrics": challenger_metrics,
         "champion_test_metrics": champion_metrics,

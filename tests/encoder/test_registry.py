@@ -71,7 +71,9 @@ def nights(client: MlflowClient, tmp_path_factory: pytest.TempPathFactory) -> li
         champion_metrics = None
         if champion_before is not None:
             champion_metrics = evaluate_model(f"models:/{MODEL_NAME}@{CHAMPION}", TEST_TEXTS, TEST_LABELS)
-        promoted = promote_if_better(client, MODEL_NAME, challenger, challenger_metrics, champion_metrics, "macro_f1")
+        promoted, _ = promote_if_better(
+            client, MODEL_NAME, challenger, challenger_metrics, champion_metrics, "macro_f1"
+        )
         results.append({
             "model_uri": model_uri, "version": str(challenger.version), "challenger": challenger,
             "challenger_metrics": challenger_metrics, "champion_metrics": champion_metrics, "promoted": promoted,
@@ -173,17 +175,27 @@ def test_logging_needs_an_active_run(client: MlflowClient, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    ("challenger", "champion", "expected"),
+    ("challenger", "champion", "rule", "expected", "why"),
     [
-        ({"macro_f1": 0.5}, None, True),
-        ({"macro_f1": 0.9}, {"macro_f1": 0.9}, True),
-        ({"macro_f1": 0.91}, {"macro_f1": 0.9}, True),
-        ({"macro_f1": 0.89}, {"macro_f1": 0.9}, False),
-        ({"macro_f1": float("nan")}, {"macro_f1": 0.9}, False),
+        ({"macro_f1": 0.5}, None, {}, True, "no champion yet"),
+        ({"macro_f1": 0.91}, {"macro_f1": 0.9}, {}, True, "better"),
+        ({"macro_f1": 0.9}, {"macro_f1": 0.9}, {}, False, "neither better nor cheaper"),
+        ({"macro_f1": 0.89}, {"macro_f1": 0.9}, {}, False, "worse"),
+        ({"macro_f1": 0.895}, {"macro_f1": 0.9}, {"tolerance": 0.01, "challenger_cost": 1.0, "champion_cost": 2.0},
+         True, "cheaper"),
+        ({"macro_f1": 0.895}, {"macro_f1": 0.9}, {"tolerance": 0.01, "challenger_cost": 3.0, "champion_cost": 2.0},
+         False, "neither better nor cheaper"),
+        ({"macro_f1": 0.88}, {"macro_f1": 0.9}, {"tolerance": 0.01, "challenger_cost": 1.0, "champion_cost": 2.0},
+         False, "beyond tolerance"),
+        ({"macro_f1": 0.9}, {"macro_f1": 0.9}, {"tolerance": 0.01, "challenger_cost": 1.0, "champion_cost": None},
+         False, "neither"),
+        ({"macro_f1": float("nan")}, {"macro_f1": 0.9}, {}, False, "NaN"),
     ],
 )
-def test_should_promote(challenger: dict, champion: dict | None, expected: bool) -> None:
-    assert should_promote(challenger, champion, "macro_f1") is expected
+def test_should_promote(challenger: dict, champion: dict | None, rule: dict, expected: bool, why: str) -> None:
+    promote, reason = should_promote(challenger, champion, "macro_f1", **rule)
+    assert promote is expected
+    assert why in reason
 
 
 def test_should_promote_names_a_missing_metric() -> None:

@@ -1,0 +1,99 @@
+"""The registry task: champion moves last, and the champion answers the MLflow scoring server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from encoder.bundle import save_bundle
+from tasks.data import PreparedData
+from tasks.registry import register_model
+from tasks.tracking import start_sweep_run
+from tests.encoder.tiny_models import LABELS, TRAIN_LABELS, TRAIN_TEXTS, constant_network, tiny_tokenizer
+
+RULE = {"metric": "macro_f1", "tolerance": 0.01, "cost": "flops_per_example"}
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    """A registry whose champion (version 1) predicts 'pos' for everything."""
+    folder = tmp_path_factory.mktemp("registry")
+    frame = pd.DataFrame({"text": TRAIN_TEXTS, "label": TRAIN_LABELS, "split": "test"})
+    frame.to_parquet(folder / "data.parquet")
+    dataset = PreparedData(str(folder / "data.parquet"), "hash", len(frame), LABELS)
+    tokenizer = tiny_tokenizer()
+    bundles = {
+        label: str(save_bundle(folder / label, constant_network(tokenizer, label), tokenizer, LABELS))
+        for label in LABELS
+    }
+    sweep = start_sweep_run(f"sqlite:///{folder / 'mlflow.db'}", "exp", "sweep", params={}, tags={})
+    first = register_model.fn(_candidate(bundles["pos"]), dataset, sweep, "m", RULE, {"depth": "1"})
+    return folder, dataset, sweep, bundles, first
+
+
+def _candidate(bundle: str, flops: float = 1e6) -> dict:
+    return {"depth": 1, "bundle": bundle, "cost": {"flops_per_example": flops}}
+
+
+def test_first_registration_becomes_champion_with_its_cost_tagged(registry) -> None:
+    _, _, sweep, _, first = registry
+    version = sweep.client.get_model_version_by_alias("m", "champion")
+
+    assert first["promoted"] is True and first["promotion"] == "no champion yet"
+    assert str(version.version) == "1"
+    assert float(version.tags["cost.flops_per_example"]) == 1e6
+
+
+def test_a_failure_after_registration_leaves_the_champion_alone(registry, monkeypatch) -> None:
+    _, dataset, sweep, bundles, _ = registry
+    import encoder.registry
+
+    def broken_evaluation(model_uri, texts, labels):
+        raise RuntimeError(f"evaluation of {model_uri} crashed")
+
+    monkeypatch.setattr(encoder.registry, "evaluate_model", broken_evaluation)
+    with pytest.raises(RuntimeError, match="crashed"):
+        register_model.fn(_candidate(bundles["neg"], flops=1.0), dataset, sweep, "m", RULE, {"depth": "1"})
+
+    client: MlflowClient = sweep.client
+    assert str(client.get_model_version_by_alias("m", "champion").version) == "1"
+    assert str(client.get_model_version_by_alias("m", "challenger").version) == "2"
+
+
+def test_the_champion_answers_the_scoring_server_with_raw_text(registry) -> None:
+    """The app `mlflow models serve -m models:/m@champion` runs, driven in-process."""
+    import mlflow
+    from fastapi.testclient import TestClient
+    from mlflow.pyfunc import scoring_server
+
+    _, _, sweep, _, _ = registry
+    mlflow.set_tracking_uri(sweep.tracking_uri)
+    app = scoring_server.init(mlflow.pyfunc.load_model("models:/m@champion"))
+
+    response = TestClient(app).post(
+        "/invocations",
+        content=json.dumps({"dataframe_records": [{"text": "a great film"}, {"text": "awful"}]}),
+        headers={"Content-Type": "application/json"},
+    )
+
+    assert response.status_code == 200, response.text
+    predictions = response.json()["predictions"]
+    assert [row["label"] for row in predictions] == ["pos", "pos"]  # the champion says 'pos' to everything
+
+
+def test_cli_predict_reads_a_file_of_texts(registry, tmp_path: Path, capsys) -> None:
+    from flows.cli import main
+
+    folder, _, sweep, _, _ = registry
+    (tmp_path / "in.csv").write_text("body\nnot bad\ngreat\n")
+
+    code = main(["predict", "--model", "models:/m@champion", "--data", str(tmp_path / "in.csv"),
+                 "--text-col", "body", "--tracking-uri", sweep.tracking_uri])
+
+    out = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert code == 0
+    assert out["label"].tolist() == ["pos", "pos"] and out["text"].tolist() == ["not bad", "great"]
