@@ -43,6 +43,14 @@ def resolve_tracking_uri(uri: str) -> str:
     return uri
 
 
+def _artifact_root(tracking_uri: str) -> str | None:
+    """Artifacts of a SQLite store go beside the database (`mlruns/`), not into the working directory."""
+    prefix = "sqlite:///"
+    if not tracking_uri.startswith(prefix):
+        return None
+    return (Path(tracking_uri.removeprefix(prefix)).parent / "mlruns").as_uri()
+
+
 def start_sweep_run(
     tracking_uri: str, experiment: str, run_name: str, params: dict[str, Any], tags: dict[str, str]
 ) -> SweepRun:
@@ -51,7 +59,7 @@ def start_sweep_run(
     mlflow.set_tracking_uri(tracking_uri)
     client = MlflowClient(tracking_uri=tracking_uri)
     found = client.get_experiment_by_name(experiment)
-    experiment_id = found.experiment_id if found else client.create_experiment(experiment)
+    experiment_id = found.experiment_id if found else client.create_experiment(experiment, _artifact_root(tracking_uri))
     run = client.create_run(experiment_id, tags={RUN_NAME_TAG: run_name, **tags})
     sweep = SweepRun(tracking_uri, experiment_id, run.info.run_id)
     log_params(sweep.client, sweep.run_id, params)
