@@ -20,7 +20,7 @@ from flows.report import audit_markdown, decision_markdown
 from tasks.audit import audit_dataset
 from tasks.data import PreparedData, prepare_dataset
 from tasks.registry import register_model
-from tasks.tracking import SweepRun, flatten, set_tags, start_sweep_run
+from tasks.tracking import SweepRun, code_version, flatten, record_cached_candidate, set_tags, start_sweep_run
 from tasks.train import fit_tokenizer, train_depth
 
 
@@ -78,23 +78,29 @@ def _audit_then_sweep(config: RunConfig, dataset: PreparedData, run: SweepRun) -
     class_weights = config.train.class_weights == "on" or (
         config.train.class_weights == "auto" and "class_imbalance" in report["warnings"]
     )
-    out_dir = config.registry.workdir / "runs" / run.run_id
-    tokenizer_path = fit_tokenizer(dataset, config.model, out_dir)
-    futures = {
-        (depth, seed): train_depth.submit(
-            dataset, tokenizer_path, depth, seed, config.model, config.train, class_weights, run, out_dir
-        )
+    workdir = config.registry.workdir
+    tokenizer_path = fit_tokenizer(dataset, config.model, workdir)
+    arguments = {
+        (depth, seed): (dataset, tokenizer_path, depth, seed, config.model, config.train, class_weights, run, workdir)
         for depth in config.sweep.depths
         for seed in config.sweep.seeds
     }
-    candidates = [_collect(depth, seed, future) for (depth, seed), future in futures.items()]
-    return summary | _decide_and_register(config, dataset, run, candidates, report, out_dir)
+    futures = {grid: train_depth.submit(*args) for grid, args in arguments.items()}
+    candidates = [_collect(grid, future, arguments[grid], run) for grid, future in futures.items()]
+    return summary | _decide_and_register(config, dataset, run, candidates, report, workdir / "runs" / run.run_id)
 
 
-def _collect(depth: int, seed: int, future: PrefectFuture) -> dict:
-    """A trained candidate, or a failed one that the rule will skip."""
+def _collect(grid: tuple[int, int], future: PrefectFuture, arguments: tuple, run: SweepRun) -> dict:
+    """A trained or cached candidate, or a failed one that the rule will skip."""
+    depth, seed = grid
     try:
-        return future.result()
+        candidate = future.result()
+        if future.state.name != "Cached":
+            return candidate
+        if not Path(candidate["bundle"]).exists():  # its folder was cleaned since: train again
+            return train_depth.with_options(refresh_cache=True)(*arguments)
+        get_run_logger().info("depth %d (seed %d) reused from an earlier sweep", depth, seed)
+        return record_cached_candidate(run, candidate)
     except Exception as exc:  # a depth that fails must not sink the sweep
         get_run_logger().error("depth %d (seed %d) failed: %s", depth, seed, exc)
         return {"depth": depth, "seed": seed, "status": "failed", "error": str(exc)}
@@ -126,7 +132,7 @@ def _decide_and_register(
         "config_hash": config_hash(config),
         "depth": str(decision.selected_depth),
         "audit": "passed" if report["success"] else "warnings: " + ", ".join(report["warnings"]),
-        "code_version": _code_version(),
+        "code_version": code_version(),
         "decision": decision.reason,
     }
     rule = {"metric": sweep.metric, "tolerance": sweep.tolerance, "cost": sweep.cost}
@@ -166,12 +172,3 @@ def config_hash(config: RunConfig) -> str:
     """What decides the model besides the data: every setting except where results are recorded."""
     settings = config.model_dump(mode="json", exclude={"registry"})
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _code_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("depthfinder")
-    except PackageNotFoundError:
-        return "unknown"

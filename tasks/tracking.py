@@ -96,3 +96,26 @@ def flatten(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
         else:
             flat[name] = value
     return flat
+
+
+def code_version() -> str:
+    """The installed depthfinder version, for tags and cache keys."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("depthfinder")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def record_cached_candidate(sweep: SweepRun, candidate: dict) -> dict:
+    """A child run under this sweep for a candidate reused from an earlier one; the candidate, marked cached."""
+    depth, seed = candidate["depth"], candidate.get("seed")
+    run_id = start_child_run(sweep, f"depth-{depth}-seed-{seed}", {
+        "depthfinder.depth": str(depth), "depthfinder.seed": str(seed), "depthfinder.status": "cached",
+        "depthfinder.source_run_id": candidate["mlflow_run_id"],
+    })
+    figures = {"best_val": candidate["metrics"], "test": candidate["test_metrics"], "cost": candidate["cost"]}
+    log_metrics(sweep.client, run_id, flatten("", figures))
+    sweep.client.set_terminated(run_id, "FINISHED")
+    return candidate | {"status": "cached", "mlflow_run_id": run_id, "source_run_id": candidate["mlflow_run_id"]}

@@ -1,8 +1,16 @@
-"""Tasks of the depth sweep: fit the tokenizer once, train and measure one depth."""
+"""Tasks of the depth sweep: fit the tokenizer once, train and measure one (depth, seed).
+
+A candidate is cached by what decides it: data hash, model and training settings, class
+weights, depth, seed and code version (plus the work folder, where its bundle lives), so a
+sweep that died half-way trains only what had not finished when it runs again.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from prefect import task
@@ -10,23 +18,56 @@ from prefect.cache_policies import NONE
 
 from encoder.config import ModelConfig, TrainConfig
 from tasks.data import TRAINING_COLUMNS, PreparedData
-from tasks.tracking import SweepRun, flatten, log_metrics, log_params, set_tags, start_child_run
+from tasks.tracking import SweepRun, code_version, flatten, log_metrics, log_params, set_tags, start_child_run
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 @task(name="train_tokenizer", cache_policy=NONE)
-def fit_tokenizer(dataset: PreparedData, model: ModelConfig, out_dir: Path) -> str:
-    """Train WordPiece on the train split only and save it as tokenizer.json."""
+def fit_tokenizer(dataset: PreparedData, model: ModelConfig, workdir: Path) -> str:
+    """Train WordPiece on the train split only; reuse the one already fitted to this data and vocabulary."""
     from encoder.tokenizer import train_tokenizer
 
+    path = Path(workdir) / "tokenizers" / f"{dataset.data_hash}-{model.vocab_size}.json"
+    if path.exists():
+        return str(path)
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
     tokenizer = train_tokenizer(frame.loc[frame["split"] == "train", "text"], model.vocab_size)
-    path = Path(out_dir) / "tokenizer.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    tokenizer.save(str(path))
+    partial = path.with_suffix(".partial")
+    tokenizer.save(str(partial))
+    partial.replace(path)
     return str(path)
 
 
-@task(name="train_depth", task_run_name="train-depth-{depth}-seed-{seed}", cache_policy=NONE)
+def candidate_key(
+    dataset: PreparedData, model: ModelConfig, train: TrainConfig, class_weights: bool, depth: int, seed: int
+) -> str:
+    """What decides a trained candidate, as a short hash."""
+    return _digest({
+        "data": dataset.data_hash,
+        "model": model.model_dump(mode="json"),
+        "train": train.model_dump(mode="json", exclude={"seed"}),
+        "class_weights": class_weights, "depth": depth, "seed": seed, "code": code_version(),
+    })
+
+
+def _cache_key(context: Any, parameters: dict[str, Any]) -> str:
+    """Prefect's cache key of train_depth: the candidate key and the work folder holding its bundle."""
+    names = ("dataset", "model", "train", "class_weights", "depth", "seed")
+    key = candidate_key(*(parameters[name] for name in names))
+    folder = _digest(str(Path(parameters["workdir"]).resolve()))
+    return f"train-depth-{parameters['depth']}-seed-{parameters['seed']}-{key}-{folder}"
+
+
+@task(
+    name="train_depth",
+    task_run_name="train-depth-{depth}-seed-{seed}",
+    cache_key_fn=_cache_key,
+    persist_result=True,
+)
 def train_depth(
     dataset: PreparedData,
     tokenizer_path: str,
@@ -36,7 +77,7 @@ def train_depth(
     train: TrainConfig,
     class_weights: bool,
     sweep: SweepRun,
-    out_dir: Path,
+    workdir: Path,
 ) -> dict:
     """Train one (depth, seed) in its own MLflow child run; return its metrics, cost and bundle path."""
     from lightning.pytorch.loggers import MLFlowLogger
@@ -55,7 +96,8 @@ def train_depth(
         log_params(client, run_id, {"depth": depth, "seed": seed, "class_weights": class_weights})
         tokenizer = Tokenizer.from_file(tokenizer_path)
         frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
-        candidate_dir = Path(out_dir) / f"depth-{depth}-seed-{seed}"
+        key = candidate_key(dataset, model, train, class_weights, depth, seed)
+        candidate_dir = Path(workdir) / "candidates" / f"depth-{depth}-seed-{seed}-{key}"
         trained = train_candidate(
             frame,
             dataset.labels,
