@@ -36,6 +36,11 @@ class SweepConfig(BaseModel):
     cost: Literal["flops_per_example", "latency_ms_p50", "params", "train_seconds"] = Field(
         "flops_per_example", description="Cost the rule minimises among depths within tolerance."
     )
+    task_runner: Literal["threads", "processes", "dask"] = Field(
+        "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster."
+    )
+    workers: int = Field(1, ge=1, description="Candidates trained at once (Dask: workers of a local cluster).")
+    dask_address: str | None = Field(None, description="Scheduler of an existing Dask cluster; a local one otherwise.")
     max_latency_ms: float | None = Field(None, gt=0, description="Hard limit on p50 latency at batch 1.")
     max_params: int | None = Field(None, gt=0, description="Hard limit on parameter count.")
 

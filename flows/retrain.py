@@ -10,7 +10,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.futures import PrefectFuture
 from prefect.states import Failed
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 
 from encoder.config import ModelConfig, TrainConfig
 from expectations.config import AuditConfig, DataConfig
@@ -80,17 +80,41 @@ def _audit_then_sweep(config: RunConfig, dataset: PreparedData, run: SweepRun) -
     )
     workdir = config.registry.workdir
     tokenizer_path = fit_tokenizer(dataset, config.model, workdir)
+    shared = {
+        "dataset": dataset,
+        "tokenizer_path": tokenizer_path,
+        "model": config.model,
+        "train": config.train,
+        "class_weights": class_weights,
+        "sweep": run,
+        "workdir": workdir,
+    }
     arguments = {
-        (depth, seed): (dataset, tokenizer_path, depth, seed, config.model, config.train, class_weights, run, workdir)
+        (depth, seed): shared | {"depth": depth, "seed": seed}
         for depth in config.sweep.depths
         for seed in config.sweep.seeds
     }
-    futures = {grid: train_depth.submit(*args) for grid, args in arguments.items()}
-    candidates = [_collect(grid, future, arguments[grid], run) for grid, future in futures.items()]
+    with task_runner(config.sweep) as runner:
+        futures = {grid: runner.submit(train_depth, parameters) for grid, parameters in arguments.items()}
+        candidates = [_collect(grid, future, arguments[grid], run) for grid, future in futures.items()]
     return summary | _decide_and_register(config, dataset, run, candidates, report, workdir / "runs" / run.run_id)
 
 
-def _collect(grid: tuple[int, int], future: PrefectFuture, arguments: tuple, run: SweepRun) -> dict:
+def task_runner(sweep: SweepConfig) -> TaskRunner:
+    """The runner the candidates train on, as configured."""
+    if sweep.task_runner == "processes":
+        return ProcessPoolTaskRunner(max_workers=sweep.workers)
+    if sweep.task_runner == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        if sweep.dask_address:
+            return DaskTaskRunner(address=sweep.dask_address)
+        local = {"n_workers": sweep.workers, "threads_per_worker": 1, "host": "127.0.0.1", "dashboard_address": None}
+        return DaskTaskRunner(cluster_kwargs=local)
+    return ThreadPoolTaskRunner(max_workers=sweep.workers)
+
+
+def _collect(grid: tuple[int, int], future: PrefectFuture, parameters: dict, run: SweepRun) -> dict:
     """A trained or cached candidate, or a failed one that the rule will skip."""
     depth, seed = grid
     try:
@@ -98,7 +122,7 @@ def _collect(grid: tuple[int, int], future: PrefectFuture, arguments: tuple, run
         if future.state.name != "Cached":
             return candidate
         if not Path(candidate["bundle"]).exists():  # its folder was cleaned since: train again
-            return train_depth.with_options(refresh_cache=True)(*arguments)
+            return train_depth.with_options(refresh_cache=True)(**parameters)
         get_run_logger().info("depth %d (seed %d) reused from an earlier sweep", depth, seed)
         return record_cached_candidate(run, candidate)
     except Exception as exc:  # a depth that fails must not sink the sweep
