@@ -68,6 +68,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-epochs", type=int, help="upper bound on epochs per depth")
     run.add_argument("--metric", choices=["macro_f1", "balanced_accuracy", "accuracy"], help="selection metric")
     run.add_argument("--tolerance", type=float, help="quality a cheaper depth may give up")
+    run.add_argument("--seeds", type=_depths, help="seeds per depth, e.g. 1,2,3 (the rule uses their mean)")
+    run.add_argument("--rule", choices=["tolerance", "ratio", "pareto"], help="how to choose among depths")
+    run.add_argument(
+        "--cost",
+        choices=["flops_per_example", "latency_ms_p50", "params", "train_seconds"],
+        help="cost the rule minimises (default: flops_per_example)",
+    )
+    run.add_argument("--max-latency-ms", type=float, help="hard limit on p50 latency at batch 1")
+    run.add_argument("--max-params", type=int, help="hard limit on the parameter count")
+    run.add_argument("--task-runner", choices=["threads", "processes", "dask"], help="where candidates train")
+    run.add_argument("--workers", type=int, help="candidates trained at once")
+    run.add_argument("--dask-address", help="scheduler address of an existing Dask cluster")
     run.add_argument("--experiment", help="MLflow experiment name")
     run.add_argument("--model-name", help="registered model name")
     run.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlflow.db)")
@@ -113,7 +125,22 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         },
         "audit": {"strict": get("strict")},
         "train": {"max_epochs": get("max_epochs")},
-        "sweep": {"depths": get("depths"), "metric": get("metric"), "tolerance": get("tolerance")},
+        "sweep": {
+            name: get(name)
+            for name in (
+                "depths",
+                "seeds",
+                "rule",
+                "metric",
+                "tolerance",
+                "cost",
+                "max_latency_ms",
+                "max_params",
+                "task_runner",
+                "workers",
+                "dask_address",
+            )
+        },
         "registry": {
             "tracking_uri": get("tracking_uri"),
             "experiment": get("experiment"),

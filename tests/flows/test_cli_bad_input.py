@@ -76,3 +76,19 @@ def test_predict_with_unknown_model_exits_2(tmp_path: Path, monkeypatch, capsys)
     assert code == 2
     assert len(err.strip().splitlines()) == 1, err
     assert "models:/nothing@champion" in err
+
+
+def test_sweep_flags_reach_the_config() -> None:
+    from flows.cli import _overrides, build_parser
+    from flows.config import load_run_config
+
+    args = build_parser().parse_args([
+        "run", "--dataset", "topics", "--seeds", "1,2", "--rule", "pareto", "--cost", "latency_ms_p50",
+        "--max-latency-ms", "2.5", "--max-params", "1000000", "--task-runner", "dask", "--workers", "2",
+        "--dask-address", "tcp://127.0.0.1:8786",
+    ])
+    sweep = load_run_config(None, _overrides(args)).sweep
+
+    assert (sweep.seeds, sweep.rule, sweep.cost) == ([1, 2], "pareto", "latency_ms_p50")
+    assert (sweep.max_latency_ms, sweep.max_params) == (2.5, 1_000_000)
+    assert (sweep.task_runner, sweep.workers, sweep.dask_address) == ("dask", 2, "tcp://127.0.0.1:8786")
