@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from expectations.checks.base import KEY_COLUMN, USABLE_COLUMN, Check, CheckPlan, to_jsonable
+from expectations.checks.base import KEY_COLUMN, NORMALIZED_COLUMN, USABLE_COLUMN, Check, CheckPlan, to_jsonable
 from expectations.config import AuditConfig
-from expectations.normalize import has_usable_token, text_keys
+from expectations.normalize import has_usable_token, normalized_texts_and_keys
 from expectations.registry import REGISTRY
 
 if TYPE_CHECKING:
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 # would only copy values we already hold.
 RESULT_FORMAT = {"result_format": "COMPLETE", "return_unexpected_index_query": False, "partial_unexpected_count": 0}
 OUR_SEVERITY = {"critical": "error", "warning": "warning", "info": "warning"}
+DOCS_SITE = "depthfinder_audit"
 
 
 @dataclass
@@ -40,6 +43,7 @@ class CheckResult:
     description: str = ""
     # `row` values (input-file positions) of every failing row; not part of the JSON report.
     failing_rows: list[int] = field(default_factory=list, repr=False)
+    seconds: float = 0.0  # time to plan and validate the check (for benchmarks; not in the report)
 
     def to_dict(self) -> dict[str, Any]:
         """DESIGN.md's JSON shape of one check."""
@@ -63,6 +67,9 @@ class AuditReport:
     warnings: list[str]
     checks: list[CheckResult]
     rows: int = 0
+    prepare_seconds: float = 0.0  # normalising and hashing the texts, shared by the checks
+    docs_seconds: float = 0.0  # building the Data Docs
+    data_docs: Path | None = None  # index.html of the GX Data Docs, when they were built
 
     @classmethod
     def from_checks(cls, checks: list[CheckResult], rows: int, strict: bool = False) -> AuditReport:
@@ -95,7 +102,10 @@ class AuditReport:
         }
 
 
-def run_audit(table: pd.DataFrame, config: AuditConfig, checks: Iterable[type[Check]] | None = None) -> AuditReport:
+def run_audit(
+    table: pd.DataFrame, config: AuditConfig, checks: Iterable[type[Check]] | None = None,
+    docs_dir: Path | None = None,
+) -> AuditReport:
     """Validate the table with every registered check (or `checks`) in an ephemeral GX context.
 
     Args:
@@ -103,38 +113,80 @@ def run_audit(table: pd.DataFrame, config: AuditConfig, checks: Iterable[type[Ch
             and assign_splits).
         config: thresholds, examples per check, and whether warnings block (`strict`).
         checks: check classes to run instead of the registry's.
+        docs_dir: when given, the GX Data Docs (HTML) of every validation are built there.
 
     Returns:
         The audit report; `report.success` is False when something blocks training.
     """
+    started = time.perf_counter()
     prepared = prepare_audit_table(table)
+    prepare_seconds = time.perf_counter() - started
     context = _ephemeral_context()
     run_id = uuid.uuid4().hex[:12]
     source = context.data_sources.add_or_update_pandas(name=f"depthfinder_audit_{run_id}")
     results = []
     for check_class in REGISTRY if checks is None else checks:
-        check = check_class()
-        missing = [column for column in check.requires if column not in prepared.columns]
-        if missing:
-            results.append(_not_run(check, f"missing column(s): {', '.join(missing)}"))
-            continue
+        started = time.perf_counter()
+        results.append(_run_check(check_class(), prepared, config, context, source, run_id))
+        results[-1].seconds = time.perf_counter() - started
+    report = AuditReport.from_checks(results, rows=len(prepared), strict=config.strict)
+    report.prepare_seconds = prepare_seconds
+    if docs_dir is not None:
+        started = time.perf_counter()
         try:
-            plan = check.plan(prepared, config)
-            validation = _validate(context, source, f"{run_id}.{check.name}", check.name, plan)
-        except Exception as error:  # one broken check must not hide the others' evidence
-            results.append(_not_run(check, f"the check raised {type(error).__name__}: {error}"))
-            continue
-        results.append(_check_result(check, plan, validation, prepared, config))
-    return AuditReport.from_checks(results, rows=len(prepared), strict=config.strict)
+            report.data_docs = build_data_docs(context, Path(docs_dir).resolve())
+        except Exception as error:  # the verdict stands without its HTML rendering
+            logging.getLogger(__name__).warning("GX Data Docs not built in %s: %s", docs_dir, error)
+        report.docs_seconds = time.perf_counter() - started
+    return report
+
+
+def _run_check(
+    check: Check, prepared: pd.DataFrame, config: AuditConfig, context: AbstractDataContext,
+    source: PandasDatasource, run_id: str,
+) -> CheckResult:
+    """Plan and validate one check; a check that cannot run (or raises) fails with the reason."""
+    missing = [column for column in check.requires if column not in prepared.columns]
+    if missing:
+        return _not_run(check, f"missing column(s): {', '.join(missing)}")
+    try:
+        plan = check.plan(prepared, config)
+        validation = _validate(context, source, f"{run_id}.{check.name}", check.name, plan)
+    except Exception as error:  # one broken check must not hide the others' evidence
+        return _not_run(check, f"the check raised {type(error).__name__}: {error}")
+    return _check_result(check, plan, validation, prepared, config)
+
+
+def build_data_docs(context: AbstractDataContext, docs_dir: Path) -> Path:
+    """Render the context's suites and validation results as static HTML under `docs_dir`; its index.html."""
+    docs_dir.mkdir(parents=True, exist_ok=True)
+    if DOCS_SITE not in (context.list_data_docs_sites() or {}):
+        context.add_data_docs_site(DOCS_SITE, {
+            "class_name": "SiteBuilder", "show_how_to_buttons": False,
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+        })
+    context.build_data_docs(site_names=[DOCS_SITE])
+    _drop_unused_images(docs_dir)
+    return docs_dir / "index.html"
+
+
+def _drop_unused_images(docs_dir: Path) -> None:
+    """Delete the images GX copies but no page shows (3 MB of tutorial GIFs per site, logged with every run)."""
+    pages = " ".join(path.read_text(encoding="utf-8", errors="replace") for path in docs_dir.rglob("*.html"))
+    pages += " ".join(path.read_text(encoding="utf-8", errors="replace") for path in docs_dir.rglob("*.css"))
+    for image in (docs_dir / "static" / "images").glob("*"):
+        if image.is_file() and image.name not in pages:
+            image.unlink()
 
 
 def prepare_audit_table(table: pd.DataFrame) -> pd.DataFrame:
-    """A shallow copy with a 0..n-1 index, a `row` column, each text's key and usability."""
+    """A shallow copy with a 0..n-1 index, a `row` column, each text's normalised form, key and usability."""
     prepared = table.reset_index(drop=True)
     if "row" not in prepared.columns:
         prepared["row"] = np.arange(len(prepared), dtype=np.int64)
     if "text" in prepared.columns:
-        prepared[KEY_COLUMN] = text_keys(prepared["text"])
+        prepared[NORMALIZED_COLUMN], prepared[KEY_COLUMN] = normalized_texts_and_keys(prepared["text"])
         prepared[USABLE_COLUMN] = has_usable_token(prepared["text"])
     return prepared
 

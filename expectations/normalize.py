@@ -90,7 +90,22 @@ def text_keys(texts: pd.Series) -> pd.Series:
     Returns:
         A Series of 32-character hex strings with the same index as `texts`.
     """
+    return normalized_texts_and_keys(texts)[1]
+
+
+def normalized_texts_and_keys(texts: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Each text's normalised form and key (see normalize_text and text_key), in one pass.
+
+    Args:
+        texts: a Series of texts (non-strings count as "").
+
+    Returns:
+        (normalised texts, keys), two str Series with the index of `texts`.
+    """
     # Normalise and hash each distinct raw text once: real data repeats texts a lot.
     codes, uniques = pd.factorize(texts, use_na_sentinel=False)
-    unique_keys = np.array([text_key(text) for text in np.asarray(uniques, dtype=object)], dtype=object)
-    return pd.Series(unique_keys[codes], index=texts.index, dtype="str", name="key")
+    forms = [_normalize_bytes(text) for text in np.asarray(uniques, dtype=object)]
+    unique_keys = np.array([hashlib.blake2b(form, digest_size=KEY_BYTES).hexdigest() for form in forms], dtype=object)
+    unique_texts = np.array([form.decode("utf-8") for form in forms], dtype=object)
+    normalized = pd.Series(unique_texts[codes], index=texts.index, dtype="str", name="normalized")
+    return normalized, pd.Series(unique_keys[codes], index=texts.index, dtype="str", name="key")

@@ -8,8 +8,12 @@ from expectations.checks.base import Check
 from expectations.checks.class_imbalance import ClassImbalanceCheck
 from expectations.checks.conflicting_labels import ConflictingLabelsCheck
 from expectations.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
+from expectations.checks.cross_split_near_duplicates import CrossSplitNearDuplicatesCheck
 from expectations.checks.empty_text import EmptyTextCheck
+from expectations.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
+from expectations.checks.label_in_text import LabelInTextCheck
 from expectations.checks.schema import SchemaCheck
+from expectations.checks.suspected_label_noise import SuspectedLabelNoiseCheck
 
 
 class CheckRegistry:
@@ -55,6 +59,10 @@ REGISTRY = CheckRegistry([
     SchemaCheck,
     EmptyTextCheck,
     CrossSplitDuplicatesCheck,
+    CrossSplitNearDuplicatesCheck,
+    LabelInTextCheck,
+    LabelGiveawayColumnsCheck,
     ConflictingLabelsCheck,
+    SuspectedLabelNoiseCheck,
     ClassImbalanceCheck,
 ])

@@ -27,6 +27,14 @@ OFFLINE_DEFAULTS = {
 }
 
 
+# --drop-KIND flags: what each drops (the kinds of AuditConfig.drop).
+DROP_FLAGS = {
+    "conflicts": "rows whose text also appears with another label",
+    "empty": "rows whose text has no letter or digit",
+    "leaks": "val/test rows whose text or a near-copy is in an earlier split",
+}
+
+
 class UsageError(ValueError):
     """Bad input or usage: exit code 2."""
 
@@ -56,6 +64,8 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
         "--config", type=Path, help="YAML file with sections data, audit, model, train, sweep, registry"
     )
     parser.add_argument("--strict", action="store_true", default=None, help="audit warnings block training too")
+    for kind, what in DROP_FLAGS.items():
+        parser.add_argument(f"--drop-{kind}", action="store_true", help=f"drop {what} before the audit (counted)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit = commands.add_parser("audit", help="audit a labelled table without training")
     _add_data_options(audit)
     audit.add_argument("--report-json", type=Path, help="write the audit report to this file")
+    audit.add_argument("--data-docs", type=Path, help="build the Great Expectations Data Docs (HTML) in this folder")
     audit.add_argument("--workdir", type=Path, help="folder for the prepared data")
     audit.set_defaults(handler=_audit)
 
@@ -123,7 +134,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             "label_col": get("label_col"),
             "split_col": get("split_col"),
         },
-        "audit": {"strict": get("strict")},
+        "audit": {"strict": get("strict"), "drop": [kind for kind in DROP_FLAGS if get(f"drop_{kind}")] or None},
         "train": {"max_epochs": get("max_epochs")},
         "sweep": {
             name: get(name)
@@ -187,7 +198,7 @@ def _audit(args: argparse.Namespace) -> int:
     config = _load_config(args)
     from flows.audit import audit_data
 
-    state = audit_data(config.data, config.audit, config.registry.workdir, return_state=True)
+    state = audit_data(config.data, config.audit, config.registry.workdir, args.data_docs, return_state=True)
     report = state.result(raise_on_failure=False)
     if not isinstance(report, dict):
         print(f"depthfinder: the audit failed: {state.message or report}", file=sys.stderr)

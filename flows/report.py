@@ -38,24 +38,58 @@ def candidate_rows(candidates: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 
 def audit_lines(report: dict) -> list[str]:
-    """One line per check: verdict, name and its headline figures."""
+    """One line per check (verdict, name, headline figure), its first examples when it failed, and dropped rows."""
     lines = []
     for check in report["checks"]:
         verdict = "ok  " if check["success"] else ("FAIL" if check["severity"] == "error" else "warn")
-        observed = ", ".join(
-            f"{k}={_short(v)}" for k, v in check["observed"].items() if not isinstance(v, (dict, list))
-        )
-        lines.append(f"  {verdict} {check['name']:<28} {observed}")
+        lines.append(f"  {verdict} {check['name']:<28} {headline(check)}".rstrip())
         if not check["success"]:
             lines += [f"         {_example(example)}" for example in check["examples"][:EXAMPLES_SHOWN]]
+    if report.get("dropped"):
+        lines.append(f"  dropped before the audit: {_dropped(report['dropped'])}")
     return lines
 
 
+def headline(check: dict) -> str:
+    """The figure that says most about a check."""
+    observed = check["observed"]
+    if "not_run" in observed:
+        return f"not run: {observed['not_run']}"
+    if check["name"] == "suspected_label_noise" and "fraction" in observed:
+        sampled = ", sampled" if observed.get("sampled") else ""
+        return (
+            f"estimated noise {100 * observed['fraction']:.1f} % ({observed['rows']} rows flagged of "
+            f"{observed['judged_rows']} judged{sampled})"
+        )
+    if check["name"] == "class_imbalance" and observed.get("ratio") is not None:
+        return f"majority/minority {observed['ratio']:.1f}, minority share {100 * observed['minority_share']:.1f} %"
+    if check["name"] == "label_giveaway_columns" and observed.get("columns"):
+        best = max(observed["columns"], key=lambda column: column["lift"])
+        return f"strongest: {best['column']} ({best['reading']}), lift {best['lift']:.2f}"
+    if check["name"] == "label_in_text":
+        return f"{len(observed.get('tokens', []))} giveaway tokens"
+    if "rows" in observed:
+        return f"{observed['rows']} rows ({100 * observed.get('fraction', 0):.2f} %)"
+    scalars = [f"{k}={_short(v)}" for k, v in observed.items() if not isinstance(v, (dict, list))]
+    return ", ".join(scalars[:4])
+
+
+# Evidence keys shown after the text of an example, in this order.
+EVIDENCE = ("reason", "token", "rows", "purity", "coverage", "likely_label", "self_confidence", "similarity", "matches")
+
+
 def _example(example: dict) -> str:
-    where = ", ".join(f"{k} {example[k]}" for k in ("split", "label") if k in example)
+    """One example as a line: where it is, its text, and its evidence."""
+    if "row" not in example:  # a per-class or per-column example
+        return ", ".join(f"{k}={_short(v)}" for k, v in example.items())
+    where = ", ".join(f"{k} {example[k]}" for k in ("split", "label") if example.get(k) is not None)
     text = str(example.get("text", ""))[:60]
-    matches = f" matches rows {example['matches']}" if example.get("matches") else ""
-    return f"row {example.get('row', '?')} ({where}): {text!r}{matches}"
+    evidence = ", ".join(f"{k} {_short(example[k])}" for k in EVIDENCE if example.get(k) not in (None, []))
+    return f"row {example['row']} ({where}): {text!r}" + (f"; {evidence}" if evidence else "")
+
+
+def _dropped(dropped: dict) -> str:
+    return ", ".join(f"{rows} {kind}" for kind, rows in dropped.items())
 
 
 def _short(value: object) -> str:
@@ -96,15 +130,32 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def audit_markdown(report: dict) -> str:
-    """The audit as a markdown table of checks with their first example rows."""
-    rows = []
-    for check in report["checks"]:
-        verdict = "pass" if check["success"] else ("**blocks**" if check["severity"] == "error" else "warning")
-        first = check["examples"][0] if check["examples"] else {}
-        example = str(first.get("text", ""))[:60].replace("|", "\\|")
-        rows.append([check["name"], check["category"], verdict, f"row {first['row']}: {example}" if first else ""])
+    """The audit for the Prefect UI: a table of checks and verdicts, then the top examples of each failed check."""
+    rows = [
+        [check["name"], check["category"], _verdict(check), _cell(headline(check))] for check in report["checks"]
+    ]
     status = "passed" if report["success"] else "failed"
-    return f"# Data audit: {status}\n\n" + _markdown_table(["check", "category", "verdict", "first example"], rows)
+    parts = [f"# Data audit: {status}", _markdown_table(["check", "category", "verdict", "headline"], rows)]
+    if report.get("dropped"):
+        parts.append(f"Rows dropped before the audit: {_dropped(report['dropped'])}.")
+    for check in report["checks"]:
+        if check["success"] or not check["examples"]:
+            continue
+        examples = check["examples"][:EXAMPLES_SHOWN]
+        header = list(dict.fromkeys(key for example in examples for key in example))
+        table = [[_cell(_short(example.get(key, ""))) for key in header] for example in examples]
+        parts += [f"## {check['name']} ({_verdict(check)})", _markdown_table(header, table)]
+    return "\n\n".join(parts)
+
+
+def _verdict(check: dict) -> str:
+    return "pass" if check["success"] else ("**blocks**" if check["severity"] == "error" else "warning")
+
+
+def _cell(value: object, width: int = 80) -> str:
+    """A markdown table cell: one line, pipes escaped, long values cut."""
+    text = " ".join(str(value).split()).replace("|", "\\|")
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def decision_markdown(result: dict, plots: list[Path] = ()) -> str:

@@ -14,11 +14,10 @@ from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTa
 
 from encoder.config import ModelConfig, TrainConfig
 from expectations.config import AuditConfig, DataConfig
-from flows.audit import blocking_checks
+from flows.audit import audit_and_log, audit_informs, blocking_checks
 from flows.config import RegistryConfig, RunConfig, SweepConfig
-from flows.report import audit_markdown, decision_markdown
-from tasks.audit import audit_dataset
-from tasks.data import PreparedData, prepare_dataset
+from flows.report import decision_markdown
+from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 from tasks.registry import register_model
 from tasks.tracking import SweepRun, code_version, flatten, record_cached_candidate, set_tags, start_sweep_run
 from tasks.train import fit_tokenizer, train_depth
@@ -35,7 +34,7 @@ def retrain(
 ) -> dict:
     """Audit the data, sweep depth, choose by accuracy per cost and register the winner."""
     config = RunConfig(data=data, audit=audit, model=model, train=train, sweep=sweep, registry=registry)
-    dataset = prepare_dataset(data, registry.workdir)
+    dataset = drop_flagged_rows(prepare_dataset(data, registry.workdir), audit, registry.workdir)
     run = start_sweep_run(
         registry.tracking_uri,
         registry.experiment,
@@ -59,10 +58,9 @@ def retrain(
 
 def _audit_then_sweep(config: RunConfig, dataset: PreparedData, run: SweepRun) -> dict:
     logger = get_run_logger()
-    report = audit_dataset(dataset, config.audit)
-    run.client.log_dict(run.run_id, report, "audit/report.json")
-    create_markdown_artifact(key="audit-report", markdown=audit_markdown(report), description="depthfinder audit")
-    audit = {k: report[k] for k in ("success", "blocking_failures", "warnings", "checks")}
+    report = audit_and_log(config, dataset, run)
+    audit = {k: report[k] for k in ("success", "blocking_failures", "warnings", "checks", "dropped")}
+    audit["informs"] = audit_informs(config, report)
     summary = {
         "audit": audit,
         "candidates": [],

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 from prefect import task
 from prefect.cache_policies import NONE
 
-from expectations.config import DataConfig
+from expectations.config import AuditConfig, DataConfig
 from expectations.split import assign_splits
 from expectations.table import load_table
 
@@ -25,13 +25,16 @@ class PreparedData:
     data_hash: str
     rows: int
     labels: list[str]
+    dropped: dict[str, int] = field(default_factory=dict)  # rows removed before the audit, per reason
 
 
 def prepare_table(data: DataConfig) -> pd.DataFrame:
     """Load the table and give every row a split (the user's, or a stable grouped one)."""
     table = load_table(data)
     if data.split_col is None:
-        table = assign_splits(table, data.val_fraction, data.test_fraction, data.seed)
+        table = assign_splits(
+            table, data.val_fraction, data.test_fraction, data.seed, data.near_duplicate_threshold
+        )
     return table
 
 
@@ -44,7 +47,24 @@ def table_hash(table: pd.DataFrame) -> str:
 @task(name="prepare_dataset", cache_policy=NONE)
 def prepare_dataset(data: DataConfig, workdir: Path) -> PreparedData:
     """Load, split and write the table to `workdir/data/<hash>.parquet`."""
-    table = prepare_table(data)
+    return write_table(prepare_table(data), workdir)
+
+
+@task(name="drop_rows", cache_policy=NONE)
+def drop_flagged_rows(dataset: PreparedData, audit: AuditConfig, workdir: Path) -> PreparedData:
+    """Drop the rows `audit.drop` names (empty texts, label conflicts, leaking copies) and write what is kept."""
+    if not audit.drop:
+        return dataset
+    from expectations.drops import drop_rows
+
+    kept, dropped = drop_rows(pd.read_parquet(dataset.path), audit)
+    if kept.empty:
+        raise ValueError(f"dropping {', '.join(audit.drop)} removed all {dataset.rows} rows; nothing is left to train")
+    return replace(write_table(kept, workdir), dropped={**dataset.dropped, **dropped})
+
+
+def write_table(table: pd.DataFrame, workdir: Path) -> PreparedData:
+    """Write `table` to `workdir/data/<hash>.parquet` (once per content) and describe it."""
     data_hash = table_hash(table)
     path = Path(workdir) / "data" / f"{data_hash}.parquet"
     if not path.exists():

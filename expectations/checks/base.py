@@ -20,6 +20,8 @@ KEY_COLUMN = "_text_key"
 # ... and whether the text has a usable token (a letter or digit); rows without one are
 # empty_text's business and left out of the duplicate checks.
 USABLE_COLUMN = "_has_usable_token"
+# ... and the normalised text itself (what the key hashes), for checks that look inside texts.
+NORMALIZED_COLUMN = "_normalized_text"
 # Our severity -> the GX expectation severity it is validated with.
 GX_SEVERITY: dict[Severity, str] = {"error": "critical", "warning": "warning"}
 
@@ -68,6 +70,20 @@ class Check:
         """The `meta` of a GX expectation: which check, why it matters, and evidence."""
         return to_jsonable({"check": self.name, "why": why, **evidence})
 
+    def gx(self, severity: Severity, why: str, **evidence: Any) -> dict[str, Any]:
+        """Keyword arguments of a GX expectation: severity, `meta` with the evidence, and
+        `notes` that render the same evidence in the Data Docs."""
+        meta = self.meta(why, **evidence)
+        lines = [f"**{self.name}** ({severity}): {why}."]
+        lines += [f"- {key}: {_note_value(value)}" for key, value in meta.items() if key not in ("check", "why")]
+        return {"severity": GX_SEVERITY[severity], "meta": meta, "notes": "\n".join(lines)}
+
+
+def _note_value(value: Any, limit: int = 300) -> str:
+    """A meta value as short inline text for the Data Docs."""
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 def distinct_per_text(table: pd.DataFrame, column: str) -> pd.Series:
     """For each row, how many distinct `column` values its normalised text carries (1 for unusable texts)."""
@@ -92,8 +108,7 @@ class OnePerTextCheck(Check):
         frame = pd.DataFrame({self.derived: counts.to_numpy()}, index=table.index)
         groups = int(table.loc[counts > 1, KEY_COLUMN].nunique())
         expectation = gxe.ExpectColumnValuesToBeBetween(
-            column=self.derived, max_value=1, severity=GX_SEVERITY[self.severity],
-            meta=self.meta(self.why, **{self.groups_key: groups}),
+            column=self.derived, max_value=1, **self.gx(self.severity, self.why, **{self.groups_key: groups}),
         )
         return CheckPlan(frame=frame, expectations=[expectation], observed={"groups": groups})
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from expectations.checks.base import GX_SEVERITY, Check, CheckPlan, to_jsonable
+from expectations.checks.base import Check, CheckPlan, to_jsonable
 from expectations.config import AuditConfig
 
 
@@ -32,34 +32,40 @@ class ClassImbalanceCheck(Check):
         frame = _class_table(table)
         n_classes = len(frame)
         min_share = 0.1 / n_classes if n_classes else 0.0
-        error, warning = GX_SEVERITY["error"], GX_SEVERITY["warning"]
         expectations = [
             gxe.ExpectColumnValuesToBeBetween(
-                column="rows", min_value=config.min_class_rows, severity=error,
-                meta=self.meta("a class needs enough rows to be learnt", min_class_rows=config.min_class_rows),
+                column="rows", min_value=config.min_class_rows,
+                **self.gx("error", "a class needs enough rows to be learnt", min_class_rows=config.min_class_rows),
             ),
             gxe.ExpectColumnValuesToBeBetween(
-                column="val_rows", min_value=1, severity=error,
-                meta=self.meta("a class with no validation row cannot steer model selection"),
+                column="val_rows", min_value=1,
+                **self.gx("error", "a class with no validation row cannot steer model selection"),
             ),
             gxe.ExpectColumnValuesToBeBetween(
-                column="test_rows", min_value=1, severity=error,
-                meta=self.meta("a class with no test row cannot be evaluated"),
+                column="test_rows", min_value=1, **self.gx("error", "a class with no test row cannot be evaluated"),
             ),
             gxe.ExpectColumnValuesToBeBetween(
-                column="majority_ratio", max_value=config.max_imbalance_ratio, severity=warning,
-                meta=self.meta("the majority class outnumbers this one", max_ratio=config.max_imbalance_ratio),
+                column="majority_ratio", max_value=config.max_imbalance_ratio,
+                **self.gx("warning", "the majority class outnumbers this one", max_ratio=config.max_imbalance_ratio),
             ),
             gxe.ExpectColumnValuesToBeBetween(
-                column="share", min_value=min_share, severity=warning,
-                meta=self.meta("this class is a small share of the data", min_share=min_share),
+                column="share", min_value=min_share,
+                **self.gx("warning", "this class is a small share of the data (below 0.1/K for K classes)",
+                          min_share=min_share),
             ),
         ]
         counts = frame.set_index("label")
+        too_small = (
+            (counts["rows"] < config.min_class_rows) | (counts["val_rows"] < 1) | (counts["test_rows"] < 1)
+        )
+        rare = (counts["majority_ratio"] > config.max_imbalance_ratio) | (counts["share"] < min_share)
         observed = {
             "classes": n_classes,
             "ratio": round(float(frame["majority_ratio"].max()), 4) if n_classes else None,
             "minority_share": round(float(frame["share"].min()), 6) if n_classes else None,
+            "min_share": round(min_share, 6),
+            "too_small_to_evaluate": counts.index[too_small].tolist(),
+            "imbalanced": counts.index[rare & ~too_small].tolist(),
             "counts": counts["rows"].to_dict(),
             "val_counts": counts["val_rows"].to_dict(),
             "test_counts": counts["test_rows"].to_dict(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from expectations.checks.base import GX_SEVERITY, Check, CheckPlan
+from expectations.checks.base import Check, CheckPlan
 from expectations.config import AuditConfig
 from expectations.table import SPLITS
 
@@ -30,28 +30,26 @@ class SchemaCheck(Check):
         """One row per table row with the type of the text, the label and the split."""
         import great_expectations.expectations as gxe
 
-        critical = GX_SEVERITY[self.severity]
         expectations = [
-            gxe.ExpectColumnToExist(column=column, severity=critical, meta=self.meta(f"a {column!r} column is needed"))
+            gxe.ExpectColumnToExist(column=column, **self.gx("error", f"a {column!r} column is needed"))
             for column in COLUMNS
         ]
         frame = pd.DataFrame(index=table.index)
         if "text" in table.columns:
             frame["text"] = _type_names(table["text"])
             expectations.append(gxe.ExpectColumnValuesToBeInSet(
-                column="text", value_set=["str"], severity=critical, meta=self.meta("a text must be a string"),
+                column="text", value_set=["str"], **self.gx("error", "a text must be a string"),
             ))
         if "label" in table.columns:
             labels = table["label"].astype("category")
             frame["label"] = labels.mask(labels.astype("str").str.strip().eq(""))
             expectations.append(gxe.ExpectColumnValuesToNotBeNull(
-                column="label", severity=critical, meta=self.meta("every row needs a label"),
+                column="label", **self.gx("error", "every row needs a label"),
             ))
         if "split" in table.columns:
             frame["split"] = table["split"].astype("str").fillna(MISSING).astype("category")
             expectations.append(gxe.ExpectColumnValuesToBeInSet(
-                column="split", value_set=list(SPLITS), severity=critical,
-                meta=self.meta("a split is train, val or test"),
+                column="split", value_set=list(SPLITS), **self.gx("error", "a split is train, val or test"),
             ))
         missing = [column for column in COLUMNS if column not in table.columns]
         return CheckPlan(frame=frame, expectations=expectations, observed={"missing_columns": missing})

@@ -167,3 +167,20 @@ def test_audit_command_passes_a_clean_table(prefect_server, tmp_path, monkeypatc
         "conflicting_labels",
         "class_imbalance",
     }
+
+
+def test_the_audit_report_and_data_docs_are_logged_to_the_parent_run(sweep) -> None:
+    from expectations.registry import REGISTRY
+
+    folder, _, client = sweep
+    summary = _summary(folder, "tiny")
+    run_id = summary["mlflow_run_id"]
+    assert {"audit/report.json", "audit/data_docs"} <= {a.path for a in client.list_artifacts(run_id, "audit")}
+    assert "audit/data_docs/index.html" in {a.path for a in client.list_artifacts(run_id, "audit/data_docs")}
+    report = json.loads(Path(client.download_artifacts(run_id, "audit/report.json", str(folder))).read_text())
+    assert [check["name"] for check in report["checks"]] == REGISTRY.names() and report["dropped"] == {}
+    assert summary["audit"]["dropped"] == {}
+    assert summary["audit"]["informs"] == {
+        "class_weights": False, "metric": "macro_f1", "near_duplicates_grouped": True, "dropped_rows": 0,
+    }
+    assert client.get_run(run_id).data.metrics["audit.dropped_rows"] == 0

@@ -1,0 +1,35 @@
+"""Tables to plant defects in: the built-in topics dataset, split as the pipeline splits it."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from expectations.config import DataConfig
+from expectations.near_duplicates import near_duplicate_pairs
+from expectations.normalize import normalized_texts_and_keys, text_keys
+from expectations.split import assign_splits
+from expectations.table import load_table
+
+
+def topics_table(rows: int = 3000, seed: int = 1) -> pd.DataFrame:
+    """The built-in topics dataset, canonical and split, as the pipeline makes it."""
+    return assign_splits(load_table(DataConfig(dataset="topics", dataset_rows=rows, seed=seed)), 0.1, 0.1, seed)
+
+
+def lone_rows(table: pd.DataFrame, split: str, count: int, skip: int = 0) -> list[int]:
+    """Row labels in `split` whose normalised text occurs once, so planting touches no other row."""
+    once = ~text_keys(table["text"]).duplicated(keep=False)
+    return table.index[once & (table["split"] == split)][skip : skip + count].tolist()
+
+
+def loner_rows(table: pd.DataFrame, split: str, count: int, label: str | None = None) -> list[int]:
+    """Row labels in `split` (and of `label`) whose text occurs once and has no near-duplicate at all."""
+    normalized, keys = normalized_texts_and_keys(table["text"])
+    pairs = near_duplicate_pairs(normalized.tolist(), threshold=0.5)
+    paired = set(pairs.left.tolist()) | set(pairs.right.tolist())
+    positions = [
+        i for i in range(len(table))
+        if i not in paired and table["split"].iloc[i] == split and (label is None or table["label"].iloc[i] == label)
+    ]
+    once = ~keys.duplicated(keep=False).to_numpy()
+    return [table.index[i] for i in positions if once[i]][:count]

@@ -1,0 +1,70 @@
+"""`depthfinder audit` on its own: exit 0 pass, 1 blocked; --report-json, --data-docs, --drop-*."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from expectations.datasets import DATASETS
+from flows.cli import main
+
+
+@pytest.fixture
+def conflicting_csv(tmp_path: Path) -> Path:
+    """The topics dataset with one text given two labels (rows 0 and 1)."""
+    table = DATASETS["topics"].generate(600, seed=2)
+    table.loc[1, "text"] = table.loc[0, "text"].upper()
+    table.loc[1, "label"] = "cooking" if table.loc[0, "label"] != "cooking" else "travel"
+    path = tmp_path / "conflicting.csv"
+    table.to_csv(path, index=False)
+    return path
+
+
+def test_a_conflict_blocks_and_drop_conflicts_drops_and_counts_it(
+    prefect_server, conflicting_csv: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    blocked = main(["audit", "--data", str(conflicting_csv), "--report-json", "blocked.json"])
+    dropped = main([
+        "audit", "--data", str(conflicting_csv), "--drop-conflicts", "--report-json", "dropped.json",
+        "--data-docs", "docs",
+    ])
+
+    assert (blocked, dropped) == (1, 0)
+    report = json.loads((tmp_path / "blocked.json").read_text())
+    assert report["blocking_failures"] == ["conflicting_labels"] and report["dropped"] == {}
+    conflict = next(c for c in report["checks"] if c["name"] == "conflicting_labels")
+    assert conflict["examples"][0]["row"] == 0 and conflict["examples"][0]["matches"] == [1]
+    report = json.loads((tmp_path / "dropped.json").read_text())
+    assert report["success"] is True and report["dropped"] == {"conflicts": 2}
+    assert "dropped before the audit: 2 conflicts" in capsys.readouterr().out
+    index = (tmp_path / "docs" / "index.html").read_text()
+    assert "conflicting_labels" in index and "suspected_label_noise" in index
+    assert not list((tmp_path / "docs").rglob("*.gif"))  # GX's tutorial images are not kept
+
+
+def test_the_markdown_summary_shows_verdicts_and_top_examples() -> None:
+    from flows.report import audit_markdown
+
+    report = {
+        "success": False, "blocking_failures": ["cross_split_duplicates"], "warnings": [],
+        "dropped": {"conflicts": 3},
+        "checks": [
+            {"name": "schema", "category": "schema", "severity": "error", "success": True,
+             "observed": {"rows": 0, "fraction": 0.0}, "examples": []},
+            {"name": "cross_split_duplicates", "category": "leakage", "severity": "error", "success": False,
+             "observed": {"rows": 4, "fraction": 0.002, "groups": 2},
+             "examples": [{"row": 17, "text": "free | entry\nnow", "split": "test", "matches": [3021]},
+                          {"row": 18, "text": "x" * 200, "split": "val", "matches": [5]}]},
+        ],
+    }
+    markdown = audit_markdown(report)
+    assert markdown.startswith("# Data audit: failed")
+    assert "| cross_split_duplicates | leakage | **blocks** | 4 rows (0.20 %) |" in markdown
+    assert "Rows dropped before the audit: 3 conflicts." in markdown
+    assert "## cross_split_duplicates (**blocks**)" in markdown
+    assert "| 17 | free \\| entry now | test | [3021] |" in markdown  # one line per example, pipes escaped
+    assert "x" * 77 + "..." in markdown and "## schema" not in markdown
