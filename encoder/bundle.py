@@ -23,6 +23,9 @@ from encoder.tokenizer import encode_texts, pad_batch
 
 WEIGHTS_FILE = "weights.pt"
 CONFIG_FILE = "encoder.json"
+# The network's computation changed with the depth-scaled residual branches (format 2):
+# weights of another format would load without error and compute something else.
+BUNDLE_FORMAT = 2
 TOKENIZER_FILE = "tokenizer.json"
 
 
@@ -81,7 +84,7 @@ def save_bundle(directory: Path, network: EncoderClassifier, tokenizer: Tokenize
     directory.mkdir(parents=True, exist_ok=True)
     state = {key: tensor.detach().cpu() for key, tensor in network.state_dict().items()}
     torch.save(state, directory / WEIGHTS_FILE)
-    config = {**network.cfg.to_dict(), "labels": [str(label) for label in labels]}
+    config = {**network.cfg.to_dict(), "labels": [str(label) for label in labels], "format": BUNDLE_FORMAT}
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     tokenizer.save(str(directory / TOKENIZER_FILE))
     return directory
@@ -94,6 +97,10 @@ def read_bundle_config(directory: Path) -> tuple[EncoderConfig, list[str]]:
         raise ValueError(f"{directory} is not a model bundle: {CONFIG_FILE} is missing")
     config = json.loads(path.read_text(encoding="utf-8"))
     labels = config.pop("labels", None)
+    if (found := config.pop("format", 1)) != BUNDLE_FORMAT:
+        raise ValueError(
+            f"{path} is a format-{found} bundle; this depthfinder reads format {BUNDLE_FORMAT}: retrain the model"
+        )
     try:
         cfg = EncoderConfig(**config)
     except TypeError as exc:

@@ -27,9 +27,18 @@ class TrainConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_epochs: int = Field(20, ge=1, description="Upper bound on epochs; early stopping usually ends sooner.")
+    min_epochs: int = Field(
+        10, ge=1,
+        description="Epochs before early stopping may end a run (capped at max_epochs), so that a depth still on "
+        "its initial loss plateau is not stopped there.",
+    )
     patience: int = Field(5, ge=1, description="Epochs without validation improvement before stopping.")
     batch_size: int = Field(32, ge=1, description="Examples per training step.")
-    learning_rate: float = Field(3e-4, gt=0, description="Peak AdamW learning rate (after warm-up).")
+    learning_rate: float = Field(
+        3e-4, gt=0,
+        description="Peak AdamW learning rate (after warm-up) of embeddings and head; the residual blocks use it "
+        "divided by sqrt(depth) (Depth-muP).",
+    )
     weight_decay: float = Field(
         0.01, ge=0, description="AdamW weight decay (not applied to norms, biases, embeddings)."
     )
@@ -39,5 +48,9 @@ class TrainConfig(BaseModel):
         "auto", description="Weight the loss by inverse class frequency; auto = when the audit reports imbalance."
     )
     accelerator: Literal["auto", "cpu", "gpu"] = Field("auto", description="Lightning accelerator.")
-    precision: Literal["32-true", "bf16-mixed", "16-mixed"] = Field("32-true", description="Lightning precision.")
+    precision: Literal["auto", "32-true", "bf16-mixed", "16-mixed"] = Field(
+        "auto",
+        description="Lightning precision; auto = bf16-mixed where the device computes in bf16 natively "
+        "(CUDA with bf16, or a CPU with AVX512-BF16 or AMX), else 32-true.",
+    )
     seed: int = Field(1, description="Seed of initialisation and batching.")

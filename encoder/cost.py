@@ -41,7 +41,8 @@ def measure_cost(
         with the math attention kernel (the fused CPU kernel is invisible to the counter);
         `latency_ms_p50`, `latency_ms_p95`: batch-1 forward on CPU, the deployment target,
         under inference mode after warm-up, with torch's current thread count;
-        `throughput_per_s`: examples per second at `throughput_batch`, and `peak_memory_mb`:
+        `throughput_per_s`: examples per second at `throughput_batch` after a warm-up forward, under
+        inference mode; `peak_memory_mb`:
         parameters + buffers + inputs + the peak of tensors alive during one forward at
         that batch, both on the network's own device. On CUDA the peak comes from
         `torch.cuda.max_memory_allocated`; on CPU from tracking every tensor storage the
@@ -108,8 +109,9 @@ def _latency_ms(network: EncoderClassifier, batch: Batch, repeats: int) -> tuple
 
 
 def _median_forward_seconds(network: EncoderClassifier, batch: Batch) -> float:
-    """Median time of a few forwards (at least two, more while under a quarter second)."""
+    """Median time of a few forwards after one untimed warm-up (at least two, more while under a quarter second)."""
     device = batch[0].device
+    network(*batch)
     times: list[float] = []
     while len(times) < 2 or (len(times) < THROUGHPUT_MAX_RUNS and sum(times) < THROUGHPUT_MIN_SECONDS):
         _synchronize(device)

@@ -9,7 +9,7 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import lightning as L
 import numpy as np
@@ -169,6 +169,35 @@ def _best_checkpoint(out_dir: Path, depth: int) -> ModelCheckpoint:
     )
 
 
+class EarlyStoppingFrom(EarlyStopping):
+    """Early stopping that may end a run only once `min_epochs` epochs are done.
+
+    Patience counts from the best epoch as usual, the epochs before `min_epochs` included.
+    (Lightning's `Trainer(min_epochs=...)` instead remembers a stop signalled earlier and
+    acts on it at `min_epochs`, even if the metric has improved since.)
+    """
+
+    def __init__(self, min_epochs: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.min_epochs = min_epochs
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        with self._not_before_min_epochs(trainer):
+            super().on_train_epoch_end(trainer, pl_module)
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        with self._not_before_min_epochs(trainer):
+            super().on_validation_end(trainer, pl_module)
+
+    @contextlib.contextmanager
+    def _not_before_min_epochs(self, trainer: L.Trainer) -> Iterator[None]:
+        """Undo a stop this callback signals before `min_epochs` epochs are done."""
+        should_stop = trainer.should_stop
+        yield
+        if trainer.current_epoch + 1 < self.min_epochs:
+            trainer.should_stop = should_stop
+
+
 def _build_trainer(
     train_cfg: TrainConfig,
     checkpoint: ModelCheckpoint,
@@ -178,14 +207,17 @@ def _build_trainer(
     train_batches: int,
 ) -> L.Trainer:
     """A single-device Trainer that early-stops and keeps the best checkpoint."""
-    on_cpu = train_cfg.accelerator == "cpu" or (train_cfg.accelerator == "auto" and not torch.cuda.is_available())
+    on_cpu = _on_cpu(train_cfg.accelerator)
     return L.Trainer(
         max_epochs=train_cfg.max_epochs,
         accelerator=train_cfg.accelerator,
         devices=1,  # never DDP behind the caller's back on a multi-GPU machine
-        precision=train_cfg.precision,
+        precision=resolve_precision(train_cfg.precision, train_cfg.accelerator),
         gradient_clip_val=train_cfg.grad_clip,
-        callbacks=[EarlyStopping(monitor=MONITOR, mode="max", patience=train_cfg.patience), checkpoint],
+        callbacks=[
+            EarlyStoppingFrom(train_cfg.min_epochs, monitor=MONITOR, mode="max", patience=train_cfg.patience),
+            checkpoint,
+        ],
         logger=logger if logger is not None else False,
         default_root_dir=out_dir,
         enable_progress_bar=progress,
@@ -196,6 +228,28 @@ def _build_trainer(
         deterministic=True if on_cpu else None,
         log_every_n_steps=max(1, min(10, train_batches)),
     )
+
+
+def resolve_precision(precision: str, accelerator: str) -> str:
+    """Lightning's precision for a TrainConfig `precision`: "auto" becomes "bf16-mixed" where the
+    device computes in bf16 natively (a CUDA GPU with bf16; a CPU with AVX512-BF16 or AMX
+    tiles), else "32-true". Other values pass through unchanged."""
+    if precision != "auto":
+        return precision
+    if not _on_cpu(accelerator):
+        return "bf16-mixed" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "32-true"
+    return "bf16-mixed" if cpu_has_native_bf16() else "32-true"
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU has bf16 instructions (AVX512-BF16 or AMX); without them bf16 is emulated and slow."""
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
+def _on_cpu(accelerator: str) -> bool:
+    """Whether a Trainer with this accelerator runs on the CPU."""
+    return accelerator == "cpu" or (accelerator == "auto" and not torch.cuda.is_available())
 
 
 def _split_metrics(classifier: TextClassifier, frame: pd.DataFrame, split: str) -> dict[str, float]:

@@ -33,6 +33,7 @@ def tiny_model_config(max_len: int = 32) -> ModelConfig:
 
 
 def tiny_train_config(**overrides: object) -> TrainConfig:
-    """A few quick CPU epochs with a high learning rate."""
-    settings = {"max_epochs": 12, "patience": 2, "batch_size": 8, "learning_rate": 5e-3, "accelerator": "cpu"}
+    """A few quick CPU epochs with a high learning rate, early stopping from the first epoch."""
+    settings = {"max_epochs": 12, "min_epochs": 1, "patience": 2, "batch_size": 8, "learning_rate": 5e-3,
+                "accelerator": "cpu"}
     return TrainConfig(**(settings | overrides))

@@ -96,3 +96,19 @@ def test_load_names_the_missing_file(tmp_path: Path, network, tokenizer) -> None
         load_bundle(directory)
     with pytest.raises(ValueError, match="encoder.json is missing"):
         load_bundle(tmp_path / "nowhere")
+
+
+def test_a_bundle_of_another_format_is_refused(tmp_path) -> None:
+    import json
+
+    from encoder.bundle import CONFIG_FILE, load_bundle, save_bundle
+    from tests.encoder.tiny_models import LABELS, tiny_network, tiny_tokenizer
+
+    tokenizer = tiny_tokenizer()
+    directory = save_bundle(tmp_path / "b", tiny_network(tokenizer), tokenizer, LABELS)
+    config = json.loads((directory / CONFIG_FILE).read_text())
+    del config["format"]  # as written before the depth-scaled residuals
+    (directory / CONFIG_FILE).write_text(json.dumps(config))
+
+    with pytest.raises(ValueError, match="format-1 bundle; this depthfinder reads format 2"):
+        load_bundle(directory)

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import math
 from itertools import pairwise
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from encoder.model import EncoderClassifier, EncoderConfig
+from encoder.model import EncoderClassifier, EncoderConfig, dropout
 from encoder.tokenizer import PAD_ID
 
 
@@ -66,3 +67,42 @@ def test_loss_falls_when_overfitting_one_batch() -> None:
         optimizer.step()
         losses.append(loss.item())
     assert losses[-1] < 0.1 * losses[0]
+
+
+def test_cpu_dropout_drops_a_fraction_p_independently_and_rescales_the_rest() -> None:
+    torch.manual_seed(0)
+    x = torch.ones(64, 4, 32, 32)
+    first, second = dropout(x, 0.1, training=True), dropout(x, 0.1, training=True)
+    kept = first != 0
+    assert kept.float().mean().item() == pytest.approx(0.9, abs=0.005)
+    assert torch.allclose(first[kept], torch.tensor(1 / 0.9))
+    assert ((second != 0) != kept).float().mean().item() == pytest.approx(2 * 0.1 * 0.9, abs=0.005)  # a new mask
+    assert dropout(x, 0.1, training=False) is x
+    assert dropout(x, 0.0, training=True) is x
+    assert dropout(x.bfloat16(), 0.5, training=True).dtype == torch.bfloat16
+
+
+def test_training_attention_path_computes_what_sdpa_computes() -> None:
+    """In training, CPU attention with dropout is computed by hand; with nothing dropped it
+    must give what the SDPA path gives in eval mode, padding included."""
+    torch.manual_seed(0)
+    network = EncoderClassifier(tiny_config(2, dropout=1e-9))  # a drop threshold of 0: nothing is dropped
+    input_ids, mask = random_batch(3, 9)
+    mask[0, 5:] = False
+    input_ids[0, 5:] = PAD_ID
+    training_logits = network.train()(input_ids, mask)
+    with torch.inference_mode():
+        eval_logits = network.eval()(input_ids, mask)
+    assert torch.allclose(training_logits, eval_logits, atol=1e-6)
+
+
+@pytest.mark.parametrize("depth", [1, 4])
+def test_residual_branches_are_scaled_by_one_over_sqrt_depth(depth: int) -> None:
+    torch.manual_seed(0)
+    block = EncoderClassifier(tiny_config(depth)).blocks[0].eval()
+    x = torch.randn(2, 5, 32)
+    key_mask = torch.ones(2, 1, 1, 5, dtype=torch.bool)
+    with torch.inference_mode():
+        after_attention = x + block.attn(block.ln_1(x), key_mask) / math.sqrt(depth)
+        expected = after_attention + block.mlp(block.ln_2(after_attention)) / math.sqrt(depth)
+        assert torch.allclose(block(x, key_mask), expected, atol=1e-6)

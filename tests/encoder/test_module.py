@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import math
+import statistics
+
 import lightning as L
 import pytest
 import torch
@@ -9,26 +12,40 @@ from encoder.datamodule import TextDataModule
 from encoder.metrics import classification_metrics
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.module import DepthClassifier, warmup_cosine
-from encoder.tokenizer import train_tokenizer
+from encoder.tokenizer import encode_texts, pad_batch, train_tokenizer
+from flows.config import SweepConfig
 from tests.encoder.keyword_task import LABELS, keyword_frame
 
 
-def tiny_module(**kwargs: object) -> DepthClassifier:
-    cfg = EncoderConfig(vocab_size=200, n_classes=3, depth=2, d_model=32, n_heads=2, d_ff=64, max_len=32)
+def tiny_module(depth: int = 2, **kwargs: object) -> DepthClassifier:
+    cfg = EncoderConfig(vocab_size=200, n_classes=3, depth=depth, d_model=32, n_heads=2, d_ff=64, max_len=32)
     return DepthClassifier(EncoderClassifier(cfg), n_classes=3, **kwargs)
+
+
+def groups_by_name(module: DepthClassifier) -> dict[str, tuple[float, float]]:
+    """(weight decay, learning rate) of every parameter, by name."""
+    names = {id(p): name for name, p in module.network.named_parameters()}
+    return {names[id(p)]: (group["weight_decay"], group["lr"]) for group in module.parameter_groups()
+            for p in group["params"]}
 
 
 def test_weight_decay_applies_to_weight_matrices_only() -> None:
     module = tiny_module(weight_decay=0.05)
-    decay, no_decay = module.parameter_groups()
-    names = {id(p): name for name, p in module.network.named_parameters()}
-    decayed = {names[id(p)] for p in decay["params"]}
-    assert decay["weight_decay"] == 0.05 and no_decay["weight_decay"] == 0.0
-    assert decayed == {name for name in names.values() if name.endswith("weight") and "ln" not in name
-                       and "emb" not in name}
-    assert "tok_emb.weight" not in decayed and "blocks.0.ln_1.weight" not in decayed
-    assert "blocks.0.attn.qkv.weight" in decayed and "head.weight" in decayed
-    assert len(decay["params"]) + len(no_decay["params"]) == len(list(module.network.parameters()))
+    decay = {name for name, (weight_decay, _) in groups_by_name(module).items() if weight_decay == 0.05}
+    names = [name for name, _ in module.network.named_parameters()]
+    assert {weight_decay for weight_decay, _ in groups_by_name(module).values()} == {0.05, 0.0}
+    assert decay == {name for name in names if name.endswith("weight") and "ln" not in name and "emb" not in name}
+    assert "tok_emb.weight" not in decay and "blocks.0.ln_1.weight" not in decay
+    assert "blocks.0.attn.qkv.weight" in decay and "head.weight" in decay
+    assert sorted(groups_by_name(module)) == sorted(names)
+
+
+@pytest.mark.parametrize(("depth", "scaled"), [(1, True), (4, True), (4, False)])
+def test_block_parameters_learn_at_the_peak_rate_over_sqrt_depth(depth: int, scaled: bool) -> None:
+    module = tiny_module(depth=depth, learning_rate=0.01, depth_scaled_lr=scaled)
+    block_lr = 0.01 / math.sqrt(depth) if scaled else 0.01
+    for name, (_, lr) in groups_by_name(module).items():
+        assert lr == pytest.approx(block_lr if name.startswith("blocks.") else 0.01), name
 
 
 def test_learning_rate_warms_up_linearly_then_decays_to_zero() -> None:
@@ -54,7 +71,7 @@ def test_class_weights_weight_the_loss_and_are_not_hyperparameters() -> None:
     assert expected.item() != pytest.approx(unweighted.item())
     module.log = module.log_dict = lambda *args, **kwargs: None
     assert module._shared_step(batch, "test").item() == pytest.approx(expected.item())
-    assert set(module.hparams) == {"n_classes", "learning_rate", "weight_decay", "warmup_fraction"}
+    assert set(module.hparams) == {"n_classes", "learning_rate", "weight_decay", "warmup_fraction", "depth_scaled_lr"}
     assert not any(key.startswith("class_weights") for key in module.state_dict())
     with pytest.raises(ValueError, match="shape"):
         tiny_module(class_weights=torch.ones(4))
@@ -79,3 +96,47 @@ def test_one_epoch_logs_stage_keys_that_match_the_shared_metrics(tmp_path) -> No
             predicted += module.network.eval()(batch["input_ids"], batch["attention_mask"]).argmax(-1).tolist()
     expected = classification_metrics(truth, predicted)
     assert {name: trainer.callback_metrics[f"val/{name}"].item() for name in expected} == pytest.approx(expected)
+
+
+def keyword_losses(depth: int, learning_rate: float, depth_scaled_lr: bool, steps: int = 50) -> list[float]:
+    """Training losses of a d_model-16 encoder on the keyword task: batches of 16, fixed seeds, the module's
+    own optimiser and schedule (no dropout, so only the recipe differs between calls)."""
+    frame = keyword_frame(120)
+    train = frame[frame["split"] == "train"]
+    tokenizer = train_tokenizer(train["text"], 200)
+    input_ids, mask = pad_batch(encode_texts(tokenizer, train["text"].tolist(), 32))
+    targets = torch.tensor([LABELS.index(label) for label in train["label"]])
+    torch.manual_seed(0)
+    cfg = EncoderConfig(vocab_size=tokenizer.get_vocab_size(), n_classes=3, depth=depth, d_model=16, n_heads=2,
+                        d_ff=32, max_len=32, dropout=0.0)
+    module = DepthClassifier(EncoderClassifier(cfg), n_classes=3, learning_rate=learning_rate,
+                             depth_scaled_lr=depth_scaled_lr)
+    schedule = module.optimizer_and_schedule(steps)
+    optimizer, scheduler = schedule["optimizer"], schedule["lr_scheduler"]["scheduler"]
+    order = torch.Generator().manual_seed(0)
+    losses = []
+    for _ in range(steps):
+        batch = torch.randperm(len(targets), generator=order)[:16]
+        optimizer.zero_grad()
+        loss = F.cross_entropy(module(input_ids[batch], mask[batch]), targets[batch])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_the_deepest_default_depth_trains_stably_only_with_the_depth_scaled_learning_rate() -> None:
+    """At a peak rate that trains one block well, six blocks train as well with the block
+    rate divided by sqrt(6), and clearly worse without it."""
+    deepest = max(SweepConfig().depths)
+    one_block = keyword_losses(1, 0.03, depth_scaled_lr=True)
+    scaled = keyword_losses(deepest, 0.03, depth_scaled_lr=True)
+    unscaled = keyword_losses(deepest, 0.03, depth_scaled_lr=False)
+    mean = statistics.fmean
+    assert all(math.isfinite(loss) for loss in scaled)
+    assert mean(scaled[-10:]) < 0.1 * scaled[0]  # the loss falls
+    assert mean(scaled) < 1.25 * mean(one_block)  # as fast as one block
+    assert mean(scaled) < 0.75 * mean(unscaled)  # the unscaled rate does worse over the run
+    assert mean(scaled[-10:]) < mean(unscaled[-10:])  # and at its end

@@ -4,7 +4,7 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from encoder.tokenizer import CLS, PAD, PAD_ID, encode_texts, pad_batch, train_tokenizer
+from encoder.tokenizer import CLS, PAD, PAD_ID, SEP, UNK, encode_texts, pad_batch, train_tokenizer
 from tests.encoder.keyword_task import keyword_frame
 
 
@@ -35,3 +35,19 @@ def test_pad_batch_pads_to_the_longest_and_masks_only_the_padding() -> None:
     assert input_ids.dtype == torch.long and mask.dtype == torch.bool
     assert input_ids.tolist() == [[2, 5, 6, PAD_ID], [2, PAD_ID, PAD_ID, PAD_ID], [2, 7, 8, 9]]
     assert mask.sum(dim=1).tolist() == [3, 1, 4]
+
+
+def test_training_gives_the_same_vocabulary_and_ids_every_time() -> None:
+    """The tokenizers library's trainer alone numbers some tokens in hash-map order
+    (huggingface/tokenizers#1794): ten trainings used to give ten vocabularies."""
+    texts = keyword_frame(120)["text"].tolist() + ["unbelievably", "believable", "unbelief", "beliefs"]
+    vocabularies = {tuple(sorted(train_tokenizer(texts, vocab_size=120).get_vocab().items())) for _ in range(10)}
+    assert len(vocabularies) == 1
+    (vocabulary,) = vocabularies
+    assert len(vocabulary) <= 120
+
+
+def test_subword_tokens_are_ordinary_vocabulary_not_special_tokens(tokenizer: Tokenizer) -> None:
+    """The trainer was given every `##c` as a special token; the tokenizer must not keep them as such."""
+    assert "##a" not in tokenizer.encode("##a football").tokens
+    assert {token.content for token in tokenizer.get_added_tokens_decoder().values()} == {PAD, UNK, CLS, SEP}

@@ -8,10 +8,11 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
+from encoder import training
 from encoder.bundle import TextClassifier
 from encoder.metrics import METRICS, classification_metrics
 from encoder.tokenizer import encode_texts, train_tokenizer
-from encoder.training import TrainedCandidate, inverse_frequency_weights, train_candidate
+from encoder.training import TrainedCandidate, inverse_frequency_weights, resolve_precision, train_candidate
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -90,3 +91,36 @@ def test_class_weights_are_inverse_frequencies_with_mean_one() -> None:
 def test_a_table_without_test_rows_is_refused(frame, tokenizer, tmp_path) -> None:
     with pytest.raises(ValueError, match="'test' split is empty"):
         train(frame[frame["split"] != "test"], tokenizer, tmp_path)
+
+
+def test_bf16_mixed_precision_trains_on_cpu(frame, tokenizer, tmp_path) -> None:
+    candidate = train(frame, tokenizer, tmp_path, precision="bf16-mixed")
+    assert candidate.metrics["macro_f1"] > 0.9
+    assert next(candidate.network.parameters()).dtype == torch.float32  # weights stay fp32
+
+
+def test_early_stopping_waits_for_min_epochs(frame, tokenizer, tmp_path) -> None:
+    """A model that never improves is stopped after `patience` epochs, but not before `min_epochs`."""
+    stuck = {"learning_rate": 1e-9, "patience": 1, "max_epochs": 6}
+    assert train(frame, tokenizer, tmp_path / "early", **stuck).epochs < 4
+    assert train(frame, tokenizer, tmp_path / "held", **stuck, min_epochs=4).epochs >= 4
+
+
+@pytest.mark.parametrize(
+    ("cuda", "cuda_bf16", "cpu_bf16", "accelerator", "expected"),
+    [
+        (False, False, True, "auto", "bf16-mixed"),
+        (False, False, False, "auto", "32-true"),
+        (True, True, False, "auto", "bf16-mixed"),
+        (True, False, True, "gpu", "32-true"),
+        (True, True, False, "cpu", "32-true"),
+    ],
+)
+def test_auto_precision_is_bf16_where_the_device_computes_bf16_natively(
+    monkeypatch, cuda: bool, cuda_bf16: bool, cpu_bf16: bool, accelerator: str, expected: str
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: cuda_bf16)
+    monkeypatch.setattr(training, "cpu_has_native_bf16", lambda: cpu_bf16)
+    assert resolve_precision("auto", accelerator) == expected
+    assert resolve_precision("16-mixed", accelerator) == "16-mixed"
