@@ -160,7 +160,12 @@ class TextDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         data = self.splits["train"]
         sampler = BucketBatchSampler(data.lengths, self.batch_size, self.seed)
-        return DataLoader(data, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers)
+        # Its own generator: each epoch's iterator draws a base seed, which must not advance the
+        # global generator that dropout uses (a run resumed from a checkpoint would diverge).
+        generator = torch.Generator().manual_seed(self.seed)
+        return DataLoader(
+            data, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers, generator=generator
+        )
 
     def val_dataloader(self) -> DataLoader:
         return self._eval_loader("val")

@@ -62,6 +62,13 @@ class DepthClassifier(L.LightningModule):
         class_weights: per-class loss weights (n_classes,), or None for unweighted.
         depth_scaled_lr: scale the learning rate of the network's `blocks` by
             1/sqrt(len(blocks)); False gives every parameter `learning_rate`.
+        total_steps: optimiser steps the learning-rate schedule spans; None = the Trainer's
+            estimate. Set it when the Trainer stops earlier than the recipe's last epoch (a
+            successive-halving budget), so the run continued later follows the same schedule.
+
+    Checkpoints also carry the CPU random generator (dropout masks), restored when training
+    resumes, so a run stopped at an epoch and continued from its checkpoint takes the same
+    steps as one trained straight through.
     """
 
     def __init__(
@@ -74,6 +81,7 @@ class DepthClassifier(L.LightningModule):
         warmup_fraction: float = 0.1,
         class_weights: torch.Tensor | None = None,
         depth_scaled_lr: bool = True,
+        total_steps: int | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters(ignore=["network", "class_weights"])
@@ -85,6 +93,7 @@ class DepthClassifier(L.LightningModule):
         self.train_metrics = stage_metrics(n_classes, "train")
         self.val_metrics = stage_metrics(n_classes, "val")
         self.test_metrics = stage_metrics(n_classes, "test")
+        self._resumed_rng_state: torch.Tensor | None = None
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.network(input_ids, attention_mask)
@@ -109,6 +118,23 @@ class DepthClassifier(L.LightningModule):
 
     def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         return self._shared_step(batch, "test")
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["cpu_rng_state"] = torch.get_rng_state()
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self._resumed_rng_state = checkpoint.get("cpu_rng_state")
+
+    def on_train_epoch_start(self) -> None:
+        # Lightning sets the epoch of a loader's sampler, not of its batch sampler: without this
+        # a resumed run would replay the batch order of epoch 0.
+        batch_sampler = getattr(self.trainer.train_dataloader, "batch_sampler", None)
+        if callable(getattr(batch_sampler, "set_epoch", None)):
+            batch_sampler.set_epoch(self.current_epoch)
+        # Restored here, not on load: the sanity check between the two may draw random numbers.
+        if self._resumed_rng_state is not None:
+            torch.set_rng_state(self._resumed_rng_state)
+            self._resumed_rng_state = None
 
     def block_lr_scale(self) -> float:
         """Learning-rate multiplier of the residual blocks: 1/sqrt(depth), or 1 when not depth-scaled."""
@@ -139,7 +165,8 @@ class DepthClassifier(L.LightningModule):
         # fp16 loss scaling needs the gradients unscaled before clipping, which a fused
         # optimizer does only inside its step.
         fused = self.trainer.precision != "16-mixed"
-        return self.optimizer_and_schedule(int(self.trainer.estimated_stepping_batches), fused=fused)
+        total_steps = self.hparams.total_steps or int(self.trainer.estimated_stepping_batches)
+        return self.optimizer_and_schedule(total_steps, fused=fused)
 
     def configure_gradient_clipping(
         self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,

@@ -44,8 +44,10 @@ class TrainedCandidate:
     metrics: dict[str, float]  # validation: accuracy, balanced_accuracy, macro_f1
     test_metrics: dict[str, float]  # test split, same keys
     train_seconds: float
-    epochs: int  # epochs actually run
+    epochs: int  # epochs run in all, those before a resumed checkpoint included
     median_length: int  # median token length of the train split (for FLOPs)
+    finished: bool  # early-stopped or at max_epochs: nothing left to train
+    checkpoint: Path  # full training state after the last epoch, to continue from
 
 
 def inverse_frequency_weights(train_labels: Sequence[str], labels: Sequence[str]) -> torch.Tensor:
@@ -70,6 +72,8 @@ def train_candidate(
     out_dir: Path,
     logger: Logger | None = None,
     progress: bool = True,
+    epochs: int | None = None,
+    resume_from: Path | None = None,
 ) -> TrainedCandidate:
     """Train the encoder at one depth, early-stopped on validation macro-F1.
 
@@ -84,6 +88,11 @@ def train_candidate(
         out_dir: where the best checkpoint is written, replacing any earlier one of this depth.
         logger: a Lightning logger (e.g. MLFlowLogger), or None for no logging.
         progress: show Lightning's progress bars.
+        epochs: stop once this many epochs are done in all (a successive-halving budget);
+            None = `train_cfg.max_epochs`. The learning-rate schedule always spans
+            `max_epochs`, so stopping at a budget and resuming trains as one run would.
+        resume_from: a `TrainedCandidate.checkpoint` of an earlier call with the same data
+            and settings and the same `out_dir`, to continue from.
 
     Returns:
         The candidate with its best-validation weights restored, on CPU in eval mode, and
@@ -92,19 +101,26 @@ def train_candidate(
     """
     if depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
+    epochs = train_cfg.max_epochs if epochs is None else epochs
+    if not 1 <= epochs <= train_cfg.max_epochs:
+        raise ValueError(f"epochs must be between 1 and max_epochs {train_cfg.max_epochs}, got {epochs}")
     L.seed_everything(train_cfg.seed, workers=True, verbose=False)
     data = TextDataModule(frame, tokenizer, labels, model_cfg.max_len, train_cfg.batch_size, train_cfg.seed)
     data.setup()
     if len(data.splits["test"]) == 0:
         raise ValueError("the 'test' split is empty; test metrics need test rows")
     network = EncoderClassifier(_encoder_config(model_cfg, depth, tokenizer.get_vocab_size(), len(labels)))
-    module = _classifier(network, frame, labels, train_cfg, class_weights)
-    checkpoint = _best_checkpoint(Path(out_dir), depth)
+    batches = len(data.train_dataloader())
+    module = _classifier(network, frame, labels, train_cfg, class_weights, total_steps=train_cfg.max_epochs * batches)
+    checkpoint = _best_checkpoint(Path(out_dir), depth, keep_earlier=resume_from is not None)
+    early_stopping = EarlyStoppingFrom(train_cfg.min_epochs, monitor=MONITOR, mode="max", patience=train_cfg.patience)
     with _quiet_lightning():
-        trainer = _build_trainer(train_cfg, checkpoint, out_dir, logger, progress, len(data.train_dataloader()))
+        trainer = _build_trainer(train_cfg, [early_stopping, checkpoint], epochs, out_dir, logger, progress, batches)
         started = time.perf_counter()
-        trainer.fit(module, datamodule=data)
+        trainer.fit(module, datamodule=data, ckpt_path=resume_from, weights_only=True)
         train_seconds = time.perf_counter() - started
+        last = Path(out_dir) / f"depth{depth}-epoch{trainer.current_epoch}.ckpt"
+        trainer.save_checkpoint(last, weights_only=False)  # the full state, to resume from
     if not checkpoint.best_model_path:
         raise RuntimeError(f"depth {depth}: no checkpoint was saved; was {MONITOR!r} ever logged?")
     restore_network_weights(network, checkpoint.best_model_path)
@@ -118,6 +134,8 @@ def train_candidate(
         train_seconds=train_seconds,
         epochs=trainer.current_epoch,
         median_length=int(np.median(data.token_lengths("train"))),
+        finished=early_stopping.stopped_epoch > 0 or trainer.current_epoch >= train_cfg.max_epochs,
+        checkpoint=last,
     )
 
 
@@ -145,7 +163,12 @@ def _encoder_config(model_cfg: ModelConfig, depth: int, vocab_size: int, n_class
 
 
 def _classifier(
-    network: EncoderClassifier, frame: pd.DataFrame, labels: list[str], train_cfg: TrainConfig, class_weights: bool
+    network: EncoderClassifier,
+    frame: pd.DataFrame,
+    labels: list[str],
+    train_cfg: TrainConfig,
+    class_weights: bool,
+    total_steps: int,
 ) -> DepthClassifier:
     """The LightningModule around `network`, with inverse-frequency class weights if asked."""
     train_labels = frame.loc[frame["split"] == "train", "label"].astype(str).tolist()
@@ -156,12 +179,14 @@ def _classifier(
         weight_decay=train_cfg.weight_decay,
         warmup_fraction=train_cfg.warmup_fraction,
         class_weights=inverse_frequency_weights(train_labels, labels) if class_weights else None,
+        total_steps=total_steps,
     )
 
 
-def _best_checkpoint(out_dir: Path, depth: int) -> ModelCheckpoint:
-    """Keep only the best-validation weights of this depth in out_dir, after removing older ones."""
-    for stale in out_dir.glob(f"depth{depth}-best-*.ckpt"):
+def _best_checkpoint(out_dir: Path, depth: int, keep_earlier: bool) -> ModelCheckpoint:
+    """Keep only the best-validation weights of this depth in out_dir; a fresh run first removes
+    older ones, a resumed run keeps the best so far (the callback's restored state points to it)."""
+    for stale in [] if keep_earlier else out_dir.glob(f"depth{depth}-*.ckpt"):
         stale.unlink()
     return ModelCheckpoint(
         dirpath=out_dir, filename=f"depth{depth}-best-{{epoch}}", monitor=MONITOR, mode="max",
@@ -200,7 +225,8 @@ class EarlyStoppingFrom(EarlyStopping):
 
 def _build_trainer(
     train_cfg: TrainConfig,
-    checkpoint: ModelCheckpoint,
+    callbacks: list[L.Callback],
+    epochs: int,
     out_dir: Path,
     logger: Logger | None,
     progress: bool,
@@ -209,15 +235,12 @@ def _build_trainer(
     """A single-device Trainer that early-stops and keeps the best checkpoint."""
     on_cpu = _on_cpu(train_cfg.accelerator)
     return L.Trainer(
-        max_epochs=train_cfg.max_epochs,
+        max_epochs=epochs,
         accelerator=train_cfg.accelerator,
         devices=1,  # never DDP behind the caller's back on a multi-GPU machine
         precision=resolve_precision(train_cfg.precision, train_cfg.accelerator),
         gradient_clip_val=train_cfg.grad_clip,
-        callbacks=[
-            EarlyStoppingFrom(train_cfg.min_epochs, monitor=MONITOR, mode="max", patience=train_cfg.patience),
-            checkpoint,
-        ],
+        callbacks=callbacks,
         logger=logger if logger is not None else False,
         default_root_dir=out_dir,
         enable_progress_bar=progress,

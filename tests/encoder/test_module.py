@@ -71,7 +71,9 @@ def test_class_weights_weight_the_loss_and_are_not_hyperparameters() -> None:
     assert expected.item() != pytest.approx(unweighted.item())
     module.log = module.log_dict = lambda *args, **kwargs: None
     assert module._shared_step(batch, "test").item() == pytest.approx(expected.item())
-    assert set(module.hparams) == {"n_classes", "learning_rate", "weight_decay", "warmup_fraction", "depth_scaled_lr"}
+    assert set(module.hparams) == {
+        "n_classes", "learning_rate", "weight_decay", "warmup_fraction", "depth_scaled_lr", "total_steps"
+    }
     assert not any(key.startswith("class_weights") for key in module.state_dict())
     with pytest.raises(ValueError, match="shape"):
         tiny_module(class_weights=torch.ones(4))

@@ -53,7 +53,7 @@ def test_an_easy_keyword_task_is_learned_and_early_stopped(trained) -> None:
 
 def test_the_best_checkpoint_is_restored_and_scored_by_the_shared_metrics(trained, frame, tokenizer) -> None:
     candidate, out_dir = trained
-    (checkpoint,) = out_dir.glob("*.ckpt")
+    (checkpoint,) = out_dir.glob("*-best-*.ckpt")
     best = torch.load(checkpoint, map_location="cpu", weights_only=True)["state_dict"]
     restored = candidate.network.state_dict()
     assert set(restored) == {key.removeprefix("network.") for key in best}
@@ -78,6 +78,31 @@ def test_training_is_reproducible_for_a_seed(frame, tokenizer, tmp_path) -> None
     second_weights = second.network.state_dict()
     assert all(torch.equal(value, second_weights[key]) for key, value in first.network.state_dict().items())
     assert first.metrics == second.metrics
+
+
+def test_a_run_stopped_at_a_budget_and_resumed_ends_as_one_trained_straight_through(
+    frame, tokenizer, tmp_path
+) -> None:
+    """Successive halving continues a candidate from its checkpoint: same schedule, optimizer,
+    early-stopping state, batch order and dropout masks as an uninterrupted run."""
+    recipe = tiny_train_config(max_epochs=4, min_epochs=4)
+    model = tiny_model_config().model_copy(update={"dropout": 0.1})
+
+    def run(out_dir: Path, **budget: object) -> TrainedCandidate:
+        return train_candidate(frame, LABELS, tokenizer, 2, model, recipe, class_weights=False, out_dir=out_dir,
+                               progress=False, **budget)
+
+    straight = run(tmp_path / "straight")
+    rung = run(tmp_path / "halved", epochs=2)
+    resumed = run(tmp_path / "halved", resume_from=rung.checkpoint)
+
+    assert (rung.epochs, rung.finished) == (2, False)
+    assert (resumed.epochs, resumed.finished) == (straight.epochs, straight.finished) == (4, True)
+    weights = straight.network.state_dict()
+    assert all(torch.equal(value, weights[key]) for key, value in resumed.network.state_dict().items())
+    assert resumed.metrics == straight.metrics
+    with pytest.raises(ValueError, match="epochs must be between 1 and max_epochs 4"):
+        run(tmp_path / "over", epochs=5)
 
 
 def test_class_weights_are_inverse_frequencies_with_mean_one() -> None:
