@@ -36,6 +36,11 @@ class SweepConfig(BaseModel):
     cost: Literal["flops_per_example", "latency_ms_p50", "params", "train_seconds"] = Field(
         "flops_per_example", description="Cost the rule minimises among depths within tolerance."
     )
+    halving: Literal["auto", "on", "off"] = Field(
+        "auto", description="Successive halving: train every depth for halving_epochs, keep the better half by the "
+        "rule, double the budget, until two depths are left; they train to the end. auto = on with 4 or more depths.",
+    )
+    halving_epochs: int = Field(4, ge=1, description="Epochs of the first halving rung (each later rung doubles it).")
     task_runner: Literal["threads", "processes", "dask"] = Field(
         "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster."
     )
@@ -50,6 +55,17 @@ class SweepConfig(BaseModel):
         if any(d < 1 for d in depths) or len(set(depths)) != len(depths):
             raise ValueError(f"depths must be distinct positive integers, got {depths}")
         return sorted(depths)
+
+    @property
+    def halves(self) -> bool:
+        """Whether this sweep uses successive halving."""
+        return self.halving == "on" or (self.halving == "auto" and len(self.depths) >= 4)
+
+    @field_validator("halving", mode="before")
+    @classmethod
+    def _yaml_switch(cls, value: object) -> object:
+        # YAML 1.1 reads a bare `on`/`off` as a boolean.
+        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
 
     @field_validator("seeds")
     @classmethod

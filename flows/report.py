@@ -10,6 +10,7 @@ COLUMNS = (
     ("depth", "depth", "{}"),
     ("seed", "seed", "{}"),
     ("status", "status", "{}"),
+    ("epochs", "epochs", "{}"),
     ("val macro-F1", "metrics.macro_f1", "{:.3f}"),
     ("test macro-F1", "test_metrics.macro_f1", "{:.3f}"),
     ("params", "cost.params", "{:,.0f}"),
@@ -112,6 +113,8 @@ def format_summary(summary: dict) -> str:
             lines.append("  ".join(cell.rjust(width) for cell, width in zip(cells, widths, strict=True)))
     if summary.get("selected_depth") is not None:
         lines += ["", f"Decision: {summary['rule']['reason']}."]
+        if summary.get("halving"):
+            lines.append(halving_sentence(summary["halving"]))
         model = summary["model"]
         promotion = (
             "promoted to champion"
@@ -121,6 +124,22 @@ def format_summary(summary: dict) -> str:
         lines.append(f"Registered {model['uri']} as challenger, {promotion} ({summary.get('promotion', '')}).")
     lines.append(f"MLflow run: {summary['mlflow_run_id']}  data hash: {summary['data_hash']}")
     return "\n".join(lines)
+
+
+def halving_sentence(halving: dict) -> str:
+    """What successive halving did and what it saved, in one sentence."""
+    rungs = "; ".join(
+        f"after {rung['epochs']} epochs kept depths {', '.join(map(str, rung['kept']))} "
+        f"of {', '.join(map(str, rung['depths']))}"
+        for rung in halving["rungs"]
+    )
+    saved = ""
+    if "saved_fraction" in halving:
+        saved = (
+            f"; {halving['train_seconds']:.0f} s of training instead of about "
+            f"{halving['full_grid_train_seconds']:.0f} s for the full grid ({halving['saved_fraction']:.0%} saved)"
+        )
+    return f"Successive halving: {rungs}{saved}."
 
 
 def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -165,8 +184,9 @@ def decision_markdown(result: dict, plots: list[Path] = ()) -> str:
     images = "".join(
         f"\n\n![{path.stem}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})" for path in plots
     )
+    halving = f"\n\n{halving_sentence(result['halving'])}" if result.get("halving") else ""
     return (
-        f"# Depth decision: {result['selected_depth']}\n\n{result['rule']['reason']}\n\n"
+        f"# Depth decision: {result['selected_depth']}\n\n{result['rule']['reason']}{halving}\n\n"
         + _markdown_table(header, rows)
         + f"\n\nRegistered `{model['uri']}`; promoted to champion: {result['promoted']}"
         + f" ({result.get('promotion', '')})."

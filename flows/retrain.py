@@ -13,6 +13,8 @@ from prefect.states import Failed
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 
 from encoder.config import ModelConfig, TrainConfig
+from encoder.halving import compute_saved, kept_count, rank_depths, rung_budgets
+from encoder.rule import choose_depth
 from expectations.config import AuditConfig, DataConfig
 from flows.audit import audit_and_log, audit_informs, blocking_checks
 from flows.config import RegistryConfig, RunConfig, SweepConfig
@@ -21,6 +23,9 @@ from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 from tasks.registry import register_model
 from tasks.tracking import SweepRun, code_version, flatten, record_cached_candidate, set_tags, start_sweep_run
 from tasks.train import fit_tokenizer, train_depth
+
+# What a candidate carries between tasks but the summary does not show.
+INTERNAL_KEYS = ("bundle", "checkpoint", "finished")
 
 
 @flow(name="retrain", task_runner=ThreadPoolTaskRunner(max_workers=1))
@@ -87,15 +92,56 @@ def _audit_then_sweep(config: RunConfig, dataset: PreparedData, run: SweepRun) -
         "sweep": run,
         "workdir": workdir,
     }
-    arguments = {
-        (depth, seed): shared | {"depth": depth, "seed": seed}
-        for depth in config.sweep.depths
-        for seed in config.sweep.seeds
-    }
-    with task_runner(config.sweep) as runner:
-        futures = {grid: runner.submit(train_depth, parameters) for grid, parameters in arguments.items()}
-        candidates = [_collect(grid, future, arguments[grid], run) for grid, future in futures.items()]
-    return summary | _decide_and_register(config, dataset, run, candidates, report, workdir / "runs" / run.run_id)
+    candidates, rungs = _sweep_depths(config, shared, run)
+    result = _decide_and_register(config, dataset, run, candidates, report, rungs, workdir / "runs" / run.run_id)
+    return summary | result
+
+
+def _sweep_depths(config: RunConfig, shared: dict, run: SweepRun) -> tuple[list[dict], list[dict]]:
+    """Train every (depth, seed), by successive halving when the sweep asks for it.
+
+    Returns the candidates in (depth, seed) order, pruned ones marked, and the rungs.
+    """
+    sweep, recipe = config.sweep, config.train
+    budgets = rung_budgets(len(sweep.depths), sweep.halving_epochs, recipe.max_epochs) if sweep.halves else []
+    latest: dict[tuple[int, int], dict] = {}
+    rungs = []
+    depths = sweep.depths
+    with task_runner(sweep) as runner:
+        for epochs in [*budgets, recipe.max_epochs]:
+            grids = [(d, s) for d in depths for s in sweep.seeds if not latest.get((d, s), {}).get("finished")]
+            arguments = {
+                grid: shared | {"depth": grid[0], "seed": grid[1], "epochs": epochs, "previous": latest.get(grid)}
+                for grid in grids
+            }
+            futures = {grid: runner.submit(train_depth, parameters) for grid, parameters in arguments.items()}
+            latest |= {grid: _collect(grid, future, arguments[grid], run) for grid, future in futures.items()}
+            if epochs == recipe.max_epochs:
+                break
+            depths = _halve(config, [latest[d, s] for d in depths for s in sweep.seeds], run)
+            rungs.append({"epochs": epochs, "depths": sorted({g[0] for g in grids}), "kept": depths})
+    return [latest[d, s] for d in sweep.depths for s in sweep.seeds], rungs
+
+
+def _halve(config: RunConfig, candidates: list[dict], run: SweepRun) -> list[int]:
+    """Keep the better half of the depths by the rule; mark the rest pruned, here and in MLflow."""
+    sweep = config.sweep
+    ranking = rank_depths(candidates, **_rule_arguments(sweep))
+    kept = sorted(ranking[: kept_count(len({c["depth"] for c in candidates}))])
+    for candidate in candidates:
+        if candidate["status"] in ("trained", "cached") and candidate["depth"] not in kept:
+            candidate["status"] = "pruned"
+            set_tags(run.client, candidate["mlflow_run_id"], {"depthfinder.status": "pruned"})
+    pruned = sorted({c["depth"] for c in candidates if c["status"] == "pruned"} - set(kept))
+    if pruned:
+        get_run_logger().info("successive halving keeps depths %s, prunes %s", kept, pruned)
+    return kept
+
+
+def _rule_arguments(sweep: SweepConfig) -> dict:
+    """The rule's settings, as `encoder.rule.choose_depth` takes them."""
+    names = ("rule", "metric", "tolerance", "alpha", "cost", "max_latency_ms", "max_params")
+    return {name: getattr(sweep, name) for name in names}
 
 
 def task_runner(sweep: SweepConfig) -> TaskRunner:
@@ -122,28 +168,24 @@ def _collect(grid: tuple[int, int], future: PrefectFuture, parameters: dict, run
         if not Path(candidate["bundle"]).exists():  # its folder was cleaned since: train again
             return train_depth.with_options(refresh_cache=True)(**parameters)
         get_run_logger().info("depth %d (seed %d) reused from an earlier sweep", depth, seed)
-        return record_cached_candidate(run, candidate)
+        previous = parameters["previous"]
+        return record_cached_candidate(run, candidate, previous["mlflow_run_id"] if previous else None)
     except Exception as exc:  # a depth that fails must not sink the sweep
         get_run_logger().error("depth %d (seed %d) failed: %s", depth, seed, exc)
         return {"depth": depth, "seed": seed, "status": "failed", "error": str(exc)}
 
 
 def _decide_and_register(
-    config: RunConfig, dataset: PreparedData, run: SweepRun, candidates: list[dict], report: dict, out_dir: Path
+    config: RunConfig,
+    dataset: PreparedData,
+    run: SweepRun,
+    candidates: list[dict],
+    report: dict,
+    rungs: list[dict],
+    out_dir: Path,
 ) -> dict:
-    from encoder.rule import choose_depth
-
     sweep = config.sweep
-    decision = choose_depth(
-        candidates,
-        rule=sweep.rule,
-        metric=sweep.metric,
-        tolerance=sweep.tolerance,
-        alpha=sweep.alpha,
-        cost=sweep.cost,
-        max_latency_ms=sweep.max_latency_ms,
-        max_params=sweep.max_params,
-    )
+    decision = choose_depth(candidates, **_rule_arguments(sweep))
     plots = _plot_decision(decision, run, out_dir)
     selected = max(  # the chosen depth's best seed is the model that ships
         (c for c in candidates if c["depth"] == decision.selected_depth and c["status"] in ("trained", "cached")),
@@ -160,9 +202,10 @@ def _decide_and_register(
     rule = {"metric": sweep.metric, "tolerance": sweep.tolerance, "cost": sweep.cost}
     registration = register_model(selected, dataset, run, config.registry.model_name, rule, tags)
     result = {
-        "candidates": [{k: v for k, v in c.items() if k != "bundle"} for c in candidates],
+        "candidates": [{k: v for k, v in c.items() if k not in INTERNAL_KEYS} for c in candidates],
         "selected_depth": decision.selected_depth,
         "rule": decision.to_dict(),
+        "halving": {"rungs": rungs, **(compute_saved(candidates) or {})} if rungs else None,
         **{k: registration[k] for k in ("model", "promoted", "promotion", "champion_version")},
     }
     set_tags(

@@ -108,13 +108,16 @@ def code_version() -> str:
         return "unknown"
 
 
-def record_cached_candidate(sweep: SweepRun, candidate: dict) -> dict:
-    """A child run under this sweep for a candidate reused from an earlier one; the candidate, marked cached."""
+def record_cached_candidate(sweep: SweepRun, candidate: dict, run_id: str | None = None) -> dict:
+    """Record a candidate reused from an earlier sweep in this sweep's child run of it (`run_id`, or
+    a new one); return the candidate, marked cached."""
     depth, seed = candidate["depth"], candidate.get("seed")
-    run_id = start_child_run(sweep, f"depth-{depth}-seed-{seed}", {
-        "depthfinder.depth": str(depth), "depthfinder.seed": str(seed), "depthfinder.status": "cached",
-        "depthfinder.source_run_id": candidate["mlflow_run_id"],
-    })
+    tags = {"depthfinder.status": "cached", "depthfinder.source_run_id": candidate["mlflow_run_id"]}
+    if run_id is None:
+        tags |= {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed)}
+        run_id = start_child_run(sweep, f"depth-{depth}-seed-{seed}", tags)
+    else:
+        set_tags(sweep.client, run_id, tags)
     figures = {"best_val": candidate["metrics"], "test": candidate["test_metrics"], "cost": candidate["cost"]}
     log_metrics(sweep.client, run_id, flatten("", figures))
     sweep.client.set_terminated(run_id, "FINISHED")

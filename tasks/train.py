@@ -1,8 +1,11 @@
 """Tasks of the depth sweep: fit the tokenizer once, train and measure one (depth, seed).
 
 A candidate is cached by what decides it: data hash, model and training settings, class
-weights, depth, seed and code version (plus the work folder, where its bundle lives), so a
-sweep that died half-way trains only what had not finished when it runs again.
+weights, depth, seed and code version, and the epochs it was trained to (plus the work
+folder, where its files live), so a sweep that died half-way trains only what had not
+finished when it runs again. A successive-halving rung continues a candidate from the
+previous rung's checkpoint, which ends exactly where training straight to that budget
+would, so a result at a budget is the same however it was reached.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ def _cache_key(context: Any, parameters: dict[str, Any]) -> str:
     names = ("dataset", "model", "train", "class_weights", "depth", "seed")
     key = candidate_key(*(parameters[name] for name in names))
     folder = _digest(str(Path(parameters["workdir"]).resolve()))
-    return f"train-depth-{parameters['depth']}-seed-{parameters['seed']}-{key}-{folder}"
+    epochs = parameters.get("epochs") or parameters["train"].max_epochs
+    return f"train-depth-{parameters['depth']}-seed-{parameters['seed']}-epochs-{epochs}-{key}-{folder}"
 
 
 @task(
@@ -78,8 +82,11 @@ def train_depth(
     class_weights: bool,
     sweep: SweepRun,
     workdir: Path,
+    epochs: int | None = None,
+    previous: dict | None = None,
 ) -> dict:
-    """Train one (depth, seed) in its own MLflow child run; return its metrics, cost and bundle path."""
+    """Train one (depth, seed) to `epochs` (None: to the end) in its MLflow child run, continuing
+    `previous` (this candidate's result at an earlier rung) if given; return metrics, cost and paths."""
     from lightning.pytorch.loggers import MLFlowLogger
     from tokenizers import Tokenizer
 
@@ -89,11 +96,17 @@ def train_depth(
 
     client = sweep.client
     train = train.model_copy(update={"seed": seed})
-    run_id = start_child_run(
-        sweep, f"depth-{depth}-seed-{seed}", {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed)}
-    )
-    try:
+    epochs = epochs or train.max_epochs
+    if previous is not None:
+        run_id = previous["mlflow_run_id"]
+    else:
+        tags = {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed)}
+        run_id = start_child_run(sweep, f"depth-{depth}-seed-{seed}", tags)
         log_params(client, run_id, {"depth": depth, "seed": seed, "class_weights": class_weights})
+    resume = Path(previous["checkpoint"]) if previous is not None else None
+    if resume is not None and not resume.exists():  # cleaned since: training from scratch ends the same
+        resume, previous = None, None
+    try:
         tokenizer = Tokenizer.from_file(tokenizer_path)
         frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
         key = candidate_key(dataset, model, train, class_weights, depth, seed)
@@ -108,14 +121,17 @@ def train_depth(
             class_weights=class_weights,
             out_dir=candidate_dir / "checkpoints",
             logger=MLFlowLogger(tracking_uri=sweep.tracking_uri, run_id=run_id),
+            epochs=epochs,
+            resume_from=resume,
         )
-        cost = measure_cost(trained.network, trained.median_length) | {"train_seconds": trained.train_seconds}
-        bundle = save_bundle(candidate_dir / "bundle", trained.network, tokenizer, dataset.labels)
+        seconds = trained.train_seconds + (previous["cost"]["train_seconds"] if previous is not None else 0.0)
+        cost = measure_cost(trained.network, trained.median_length) | {"train_seconds": seconds}
+        bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
         result = {"metrics": trained.metrics, "test_metrics": trained.test_metrics, "cost": cost}
         log_metrics(
             client, run_id, flatten("", {"best_val": trained.metrics, "test": trained.test_metrics, "cost": cost})
         )
-        set_tags(client, run_id, {"depthfinder.status": "trained"})
+        set_tags(client, run_id, {"depthfinder.status": "trained", "depthfinder.epochs": str(trained.epochs)})
         client.set_terminated(run_id, "FINISHED")
     except BaseException:
         set_tags(client, run_id, {"depthfinder.status": "failed"})
@@ -127,6 +143,8 @@ def train_depth(
         "status": "trained",
         **result,
         "epochs": trained.epochs,
+        "finished": trained.finished,
         "mlflow_run_id": run_id,
         "bundle": str(bundle),
+        "checkpoint": str(trained.checkpoint),
     }

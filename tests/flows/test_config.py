@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.config import load_run_config
+from flows.config import SweepConfig, load_run_config
 
 
 def test_yaml_sections_are_loaded_and_cli_overrides_win(tmp_path: Path) -> None:
@@ -50,3 +50,17 @@ def test_bad_config_names_the_setting(tmp_path: Path, text: str, message: str) -
 def test_missing_config_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="nope.yaml does not exist"):
         load_run_config(tmp_path / "nope.yaml", {})
+
+
+@pytest.mark.parametrize(("written", "read"), [("off", "off"), ("on", "on"), ("auto", "auto"), ("false", "off")])
+def test_halving_reads_yaml_switches(tmp_path, written: str, read: str) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text(f"data: {{dataset: topics}}\nsweep: {{halving: {written}}}\n")
+    assert load_run_config(path, {}).sweep.halving == read
+
+
+def test_halving_is_on_by_default_from_four_depths() -> None:
+    assert [SweepConfig(depths=depths).halves for depths in ([1, 2, 4, 6], [1, 2, 4], [1, 2, 3, 4, 5])] == [
+        True, False, True
+    ]
+    assert SweepConfig(depths=[1, 2], halving="on").halves and not SweepConfig(halving="off").halves
