@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The built-in demo: small enough to finish in a few minutes on a 2-core CPU.
 RUN_ARGS ?= --dataset reviews-negation --depths 1,2,4 --summary-json summary.json
 
-.PHONY: run test lint clean
+.PHONY: run test lint docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+docs: $(STAMP)
+	$(BIN)/python -m flows.reference --write docs/configuration.md
 
 clean:
 	rm -rf .depthfinder mlflow.db mlruns mlartifacts summary.json

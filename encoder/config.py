@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+def yaml_switch(value: object) -> object:
+    """`on`/`off` for a Literal switch written bare in YAML, which YAML 1.1 reads as a boolean."""
+    return {True: "on", False: "off"}[value] if isinstance(value, bool) else value
 
 
 class ModelConfig(BaseModel):
@@ -54,3 +59,5 @@ class TrainConfig(BaseModel):
         "(CUDA with bf16, or a CPU with AVX512-BF16 or AMX), else 32-true.",
     )
     seed: int = Field(1, description="Seed of initialisation and batching.")
+
+    _class_weights_switch = field_validator("class_weights", mode="before")(yaml_switch)

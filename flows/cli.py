@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["flops_per_example", "latency_ms_p50", "params", "train_seconds"],
         help="cost the rule minimises (default: flops_per_example)",
     )
+    run.add_argument(
+        "--halving", choices=["auto", "on", "off"], help="successive halving over depths (auto: on with 4+ depths)"
+    )
     run.add_argument("--max-latency-ms", type=float, help="hard limit on p50 latency at batch 1")
     run.add_argument("--max-params", type=int, help="hard limit on the parameter count")
     run.add_argument("--task-runner", choices=["threads", "processes", "dask"], help="where candidates train")
@@ -95,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlflow.db)")
     run.add_argument("--workdir", type=Path, help="folder for prepared data and checkpoints")
     run.add_argument("--summary-json", type=Path, help="write what the run decided to this file")
+    run.add_argument(
+        "--force", action="store_true", help="retrain even when the champion was trained on the same data and settings"
+    )
     run.set_defaults(handler=_run)
 
     audit = commands.add_parser("audit", help="audit a labelled table without training")
@@ -145,6 +151,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 "metric",
                 "tolerance",
                 "cost",
+                "halving",
                 "max_latency_ms",
                 "max_params",
                 "task_runner",
@@ -182,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
     config = _load_config(args)
     from flows.retrain import retrain
 
-    state = retrain(**dict(config), return_state=True)
+    state = retrain(**dict(config), force=args.force, return_state=True)
     summary = state.result(raise_on_failure=False)
     if not isinstance(summary, dict):
         print(f"depthfinder: the run failed: {state.message or summary}", file=sys.stderr)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from encoder.config import ModelConfig, TrainConfig
+from encoder.config import ModelConfig, TrainConfig, yaml_switch
 from expectations.config import AuditConfig, DataConfig
 
 DATA_SOURCES = {"path", "dataset"}
@@ -61,11 +61,7 @@ class SweepConfig(BaseModel):
         """Whether this sweep uses successive halving."""
         return self.halving == "on" or (self.halving == "auto" and len(self.depths) >= 4)
 
-    @field_validator("halving", mode="before")
-    @classmethod
-    def _yaml_switch(cls, value: object) -> object:
-        # YAML 1.1 reads a bare `on`/`off` as a boolean.
-        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+    _halving_switch = field_validator("halving", mode="before")(yaml_switch)
 
     @field_validator("seeds")
     @classmethod

@@ -99,6 +99,8 @@ def _short(value: object) -> str:
 
 def format_summary(summary: dict) -> str:
     """The terminal summary of a run: audit verdict, depth table, decision, registered model."""
+    if summary.get("skipped"):
+        return f"Skipped: {summary['reason']}."
     audit = summary["audit"]
     verdict = "passed" if audit["success"] else ("BLOCKED" if audit["blocking_failures"] else "passed with warnings")
     lines = [f"Audit: {verdict}" + (f" (warnings: {', '.join(audit['warnings'])})" if audit["warnings"] else "")]

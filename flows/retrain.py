@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_client, get_run_logger
 from prefect.artifacts import create_markdown_artifact
+from prefect.concurrency.sync import concurrency
 from prefect.futures import PrefectFuture
-from prefect.states import Failed
+from prefect.states import Completed, Failed, State
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 
 from encoder.config import ModelConfig, TrainConfig
@@ -20,8 +23,16 @@ from flows.audit import audit_and_log, audit_informs, blocking_checks
 from flows.config import RegistryConfig, RunConfig, SweepConfig
 from flows.report import decision_markdown
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
-from tasks.registry import register_model
-from tasks.tracking import SweepRun, code_version, flatten, record_cached_candidate, set_tags, start_sweep_run
+from tasks.registry import find_unchanged_model, register_model
+from tasks.tracking import (
+    SweepRun,
+    code_version,
+    flatten,
+    record_cached_candidate,
+    resolve_tracking_uri,
+    set_tags,
+    start_sweep_run,
+)
 from tasks.train import fit_tokenizer, train_depth
 
 # What a candidate carries between tasks but the summary does not show.
@@ -36,10 +47,43 @@ def retrain(
     train: TrainConfig = TrainConfig(),
     sweep: SweepConfig = SweepConfig(),
     registry: RegistryConfig = RegistryConfig(),
-) -> dict:
-    """Audit the data, sweep depth, choose by accuracy per cost and register the winner."""
+    force: bool = False,
+) -> dict | State:
+    """Audit the data, sweep depth, choose by accuracy per cost and register the winner.
+
+    Skipped (a completed state named Skipped) when the registered champion, or a challenger
+    that lost to it, was trained on the same data, settings and code, unless `force`. One
+    retrain of a registered model name runs at a time; a second waits for the first.
+    """
     config = RunConfig(data=data, audit=audit, model=model, train=train, sweep=sweep, registry=registry)
     dataset = drop_flagged_rows(prepare_dataset(data, registry.workdir), audit, registry.workdir)
+    with one_retrain_at_a_time(registry.model_name):
+        fingerprint = fingerprint_of(config, dataset)
+        tracking_uri = resolve_tracking_uri(registry.tracking_uri)
+        wanted = fingerprint | {"sweep": "complete"}
+        if not force and (unchanged := find_unchanged_model(tracking_uri, registry.model_name, wanted)):
+            return _skipped(config, fingerprint, unchanged)
+        return _retrain(config, dataset)
+
+
+def _skipped(config: RunConfig, fingerprint: dict[str, str], unchanged: dict) -> State:
+    """The completed state of a run with nothing new to learn, and its summary."""
+    model = config.registry.model_name
+    reason = (
+        f"{model} version {unchanged['version']} ({unchanged['alias']}, depth {unchanged['depth']}) was trained on "
+        f"the same data ({fingerprint['data_hash']}), settings ({fingerprint['config_hash']}) and code "
+        f"({fingerprint['code_version']}); pass --force (the flow's force parameter) to retrain anyway"
+    )
+    get_run_logger().info("Skipped: %s", reason)
+    summary = {"skipped": True, "reason": reason, "data_hash": fingerprint["data_hash"], "candidates": [],
+               "selected_depth": None, "model": {"name": model, "version": unchanged["version"],
+                                                 "uri": f"models:/{model}/{unchanged['version']}"}}
+    return Completed(name="Skipped", message=reason, data=summary)
+
+
+def _retrain(config: RunConfig, dataset: PreparedData) -> dict | State:
+    """Audit, sweep and register under a new MLflow parent run."""
+    registry = config.registry
     run = start_sweep_run(
         registry.tracking_uri,
         registry.experiment,
@@ -61,12 +105,32 @@ def retrain(
     return summary
 
 
+@contextlib.contextmanager
+def one_retrain_at_a_time(model_name: str) -> Iterator[None]:
+    """Hold the Prefect global concurrency limit `retrain-<model_name>` (one slot) meanwhile.
+
+    A second retrain of the same model says that it waits, and waits. The limit lives on the
+    Prefect server: runs that share a server (scheduled runs, workers) exclude each other.
+    """
+    name = f"retrain-{model_name}"
+    with get_client(sync_client=True) as client:
+        client.upsert_global_concurrency_limit_by_name(name, limit=1)
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(concurrency(name, occupy=1, timeout_seconds=1))
+        except TimeoutError:
+            get_run_logger().warning("another retrain of %r is running; waiting for it to finish", model_name)
+            held.enter_context(concurrency(name, occupy=1))
+        yield
+
+
 def _audit_then_sweep(config: RunConfig, dataset: PreparedData, run: SweepRun) -> dict:
     logger = get_run_logger()
     report = audit_and_log(config, dataset, run)
     audit = {k: report[k] for k in ("success", "blocking_failures", "warnings", "checks", "dropped")}
     audit["informs"] = audit_informs(config, report)
     summary = {
+        "skipped": False,
         "audit": audit,
         "candidates": [],
         "selected_depth": None,
@@ -191,12 +255,11 @@ def _decide_and_register(
         (c for c in candidates if c["depth"] == decision.selected_depth and c["status"] in ("trained", "cached")),
         key=lambda c: c["metrics"][sweep.metric],
     )
-    tags = {
-        "data_hash": dataset.data_hash,
-        "config_hash": config_hash(config),
+    failed = [f"depth {c['depth']} seed {c['seed']}" for c in candidates if c["status"] == "failed"]
+    tags = fingerprint_of(config, dataset) | {
+        "sweep": f"incomplete: {', '.join(failed)} failed" if failed else "complete",
         "depth": str(decision.selected_depth),
         "audit": "passed" if report["success"] else "warnings: " + ", ".join(report["warnings"]),
-        "code_version": code_version(),
         "decision": decision.reason,
     }
     rule = {"metric": sweep.metric, "tolerance": sweep.tolerance, "cost": sweep.cost}
@@ -231,6 +294,11 @@ def _plot_decision(decision, run: SweepRun, out_dir: Path) -> list[Path]:
     for path in plots:
         run.client.log_artifact(run.run_id, str(path), "plots")
     return plots
+
+
+def fingerprint_of(config: RunConfig, dataset: PreparedData) -> dict[str, str]:
+    """The version tags that decide a model: what it learned from, with which settings and code."""
+    return {"data_hash": dataset.data_hash, "config_hash": config_hash(config), "code_version": code_version()}
 
 
 def config_hash(config: RunConfig) -> str:

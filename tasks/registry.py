@@ -58,3 +58,32 @@ def register_model(
         "challenger_test_metrics": challenger_metrics,
         "champion_test_metrics": champion_metrics,
     }
+
+
+@task(name="find_unchanged_model", cache_policy=NONE)
+def find_unchanged_model(tracking_uri: str, model_name: str, fingerprint: dict[str, str]) -> dict | None:
+    """The `champion` (else `challenger`) version trained on this very data, config and code, or None.
+
+    `fingerprint` holds the version tags that must match, e.g. data_hash, config_hash,
+    code_version. A challenger that matches was already scored against the champion and lost.
+    """
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import RESOURCE_DOES_NOT_EXIST, ErrorCode
+
+    from encoder.registry import CHALLENGER, CHAMPION
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    try:
+        aliases = client.get_registered_model(model_name).aliases
+    except MlflowException as exc:
+        if exc.error_code == ErrorCode.Name(RESOURCE_DOES_NOT_EXIST):  # nothing registered yet
+            return None
+        raise
+    for alias in (CHAMPION, CHALLENGER):
+        if alias not in aliases:
+            continue
+        version = client.get_model_version(model_name, str(aliases[alias]))
+        if all(version.tags.get(key) == value for key, value in fingerprint.items()):
+            return {"alias": alias, "version": str(version.version), "depth": version.tags.get("depth")}
+    return None

@@ -64,3 +64,9 @@ def test_halving_is_on_by_default_from_four_depths() -> None:
         True, False, True
     ]
     assert SweepConfig(depths=[1, 2], halving="on").halves and not SweepConfig(halving="off").halves
+
+
+def test_class_weights_read_a_bare_yaml_on(tmp_path) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text("data: {dataset: topics}\ntrain: {class_weights: on}\n")
+    assert load_run_config(path, {}).train.class_weights == "on"

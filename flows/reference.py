@@ -1,0 +1,222 @@
+"""The configuration reference, generated from the pydantic models so the docs cannot drift from the code.
+
+`python -m flows.reference` prints the Markdown document; `--write docs/configuration.md` (`make docs`)
+writes it. tests/flows/test_reference.py fails when the committed document is stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import to_jsonable_python
+
+from flows import cli
+from flows.config import DATA_SOURCES, RunConfig
+
+REGENERATE = "make docs (or: python -m flows.reference --write docs/configuration.md)"
+
+# Sections where exactly one of some settings must be given (DataConfig._one_source).
+ONE_OF = {"data": DATA_SOURCES}
+
+SCALARS = {int: "int", float: "float", str: "string", bool: "boolean", Path: "path"}
+SIGNS = {"ge": "≥", "gt": ">", "le": "≤", "lt": "<"}
+LENGTHS = {"min_length": "at least", "max_length": "at most"}
+MIRRORED = {"≥": "≤", ">": "<"}  # a lower bound written before the type: `0 < float`
+
+EXAMPLE_YAML = """\
+# run.yaml — use with: depthfinder run --config run.yaml (flags on the command line win)
+data:
+  dataset: reviews-negation  # or `path: reviews.csv`; exactly one of the two
+  dataset_rows: 2000
+audit:
+  drop: [conflicts, leaks]
+model:
+  d_model: 128
+  n_heads: 4
+train:
+  max_epochs: 10
+sweep:
+  depths: [1, 2, 4, 6]
+  seeds: [1, 2]
+  rule: tolerance
+  tolerance: 0.01
+  cost: latency_ms_p50
+registry:
+  experiment: depthfinder-nightly
+"""
+
+
+def build_reference() -> str:
+    """The whole Markdown document: an introduction, one table per section, an example YAML file.
+
+    Returns:
+        The document, ending in a newline.
+
+    Raises:
+        ValueError: when EXAMPLE_YAML no longer validates against RunConfig.
+    """
+    _check_example()
+    flags = cli_flags()
+    sections = list(_sections(RunConfig))
+    lines = [
+        "<!-- Generated from the pydantic models by `make docs`; do not edit by hand. -->",
+        "",
+        "# Configuration reference",
+        "",
+        "A run reads its settings from a YAML file given with `depthfinder run --config FILE` — one mapping per "
+        "section below — and from the flags of `depthfinder run`. A flag beats the file and the file beats the "
+        "defaults. Everything is validated before the run starts: an unknown setting or a value out of range "
+        "stops it with a message naming the setting (exit code 2).",
+        "",
+        "Sections: " + ", ".join(f"[`{name}`](#{name.replace('.', '')})" for name, _, _ in sections) + ".",
+    ]
+    for name, model, required in sections:
+        lines += ["", *_section(name, model, required, flags)]
+    lines += ["", "## Example", "", "```yaml", EXAMPLE_YAML.rstrip("\n"), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def cli_flags() -> dict[tuple[str, str], list[str]]:
+    """Flags of `depthfinder run` by the (section, setting) they set.
+
+    Found by giving `flows.cli._overrides` one flag at a time, so the table follows the CLI without a copy of it.
+    """
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    actions = [action for action in commands.choices["run"]._actions if action.option_strings]
+    blank = {action.dest: None for action in actions}
+    always_set = _settings_given(cli._overrides(argparse.Namespace(**blank)))
+    flags: dict[tuple[str, str], list[str]] = {}
+    for action in actions:
+        given = True if action.nargs == 0 else object()
+        probe = argparse.Namespace(**{**blank, action.dest: given})
+        for setting in sorted(_settings_given(cli._overrides(probe)) - always_set):
+            flags.setdefault(setting, []).append(max(action.option_strings, key=len))
+    return flags
+
+
+def _settings_given(overrides: dict[str, dict[str, Any]]) -> set[tuple[str, str]]:
+    return {
+        (section, key) for section, values in overrides.items() for key, value in values.items() if value is not None
+    }
+
+
+def _sections(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, type[BaseModel], bool]]:
+    """(dotted name, model, required) of every nested settings model, depth first."""
+    for name, field in model.model_fields.items():
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            dotted = f"{prefix}{name}"
+            yield dotted, field.annotation, field.is_required()
+            yield from _sections(field.annotation, f"{dotted}.")
+
+
+def _section(name: str, model: type[BaseModel], required: bool, flags: dict[tuple[str, str], list[str]]) -> list[str]:
+    """Heading, summary and table of one section."""
+    summary = (model.__doc__ or "").strip().split("\n")[0]
+    notes = [summary, f"Model: `{model.__module__}.{model.__name__}`."]
+    if required:
+        notes.append("This section is required.")
+    one_of = [field for field in model.model_fields if field in ONE_OF.get(name, ())]
+    if one_of:
+        source_flags = [flag for field in one_of for flag in flags.get((name, field), [])]
+        replaced = f"; a flag ({_either(source_flags, 'or')}) replaces the file's" if source_flags else ""
+        notes.append(f"Give exactly one of {_either(one_of, 'and')}{replaced}.")
+    rows = [
+        "| setting | type | default | flag | description |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for field_name, field in model.model_fields.items():
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            continue  # a nested section, with a table of its own
+        alternatives = [other for other in one_of if other != field_name] if field_name in one_of else []
+        default = _default(field, alternatives)
+        flag = ", ".join(f"`{f}`" for f in flags.get((name, field_name), [])) or "—"
+        cells = [f"`{field_name}`", describe_type(field), default, flag, field.description or ""]
+        rows.append("| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + " |")
+    return [f"## {name}", "", " ".join(note for note in notes if note), "", *rows]
+
+
+def _either(names: list[str], joiner: str) -> str:
+    quoted = [f"`{name}`" for name in names]
+    return f" {joiner} ".join([", ".join(quoted[:-1]), quoted[-1]]) if len(quoted) > 1 else quoted[0]
+
+
+def _default(field: FieldInfo, alternatives: list[str]) -> str:
+    """The default as YAML writes it; `required` (or required unless an alternative is given) otherwise."""
+    if field.is_required():
+        return "required"
+    if alternatives:
+        return f"required unless {_either(alternatives, 'or')} is given"
+    return f"`{yaml_scalar(field.get_default(call_default_factory=True))}`"
+
+
+def yaml_scalar(value: Any) -> str:
+    """`value` as YAML writes it on one line: `null`, `[1, 2]`, `'on'`, `.depthfinder`."""
+    text = yaml.safe_dump(to_jsonable_python(value), default_flow_style=True, width=10_000, allow_unicode=True)
+    return text.strip().removesuffix("...").strip()
+
+
+def describe_type(field: FieldInfo) -> str:
+    """A readable type with its bounds: `int ≥ 1`, `0 ≤ float < 1`, `one of: a, b`, `list of int, at least 1`."""
+    bounds = {
+        name: getattr(item, name)
+        for item in field.metadata
+        for name in ("ge", "gt", "le", "lt", "min_length", "max_length")
+        if getattr(item, name, None) is not None
+    }
+    return _type_name(field.annotation, bounds)
+
+
+def _type_name(annotation: Any, bounds: dict[str, Any]) -> str:
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        options = [arg for arg in get_args(annotation) if arg is not type(None)]
+        text = " or ".join(_type_name(option, bounds) for option in options)
+        return f"{text} or none" if len(options) < len(get_args(annotation)) else text
+    if origin is Literal:
+        return "one of: " + ", ".join(yaml_scalar(choice) for choice in get_args(annotation))
+    if origin in (list, tuple, set, frozenset):
+        item = get_args(annotation)[0] if get_args(annotation) else Any
+        each = "list, each" if get_origin(item) is Literal else "list of"
+        text = f"{each} {_type_name(item, {})}"
+        length = [f"{word} {bounds[key]}" for key, word in LENGTHS.items() if key in bounds]
+        return ", ".join([text, *length])
+    name = SCALARS.get(annotation, getattr(annotation, "__name__", str(annotation)))
+    lower = [(SIGNS[key], bounds[key]) for key in ("ge", "gt") if key in bounds]
+    upper = [(SIGNS[key], bounds[key]) for key in ("le", "lt") if key in bounds]
+    if lower and upper:  # `0 ≤ float < 1`
+        (low_sign, low), (high_sign, high) = lower[0], upper[0]
+        return f"{low} {MIRRORED[low_sign]} {name} {high_sign} {high}"
+    return " ".join([name, *(f"{sign} {value}" for sign, value in lower + upper)])
+
+
+def _check_example() -> None:
+    try:
+        RunConfig.model_validate(yaml.safe_load(EXAMPLE_YAML))
+    except ValidationError as exc:
+        raise ValueError(f"EXAMPLE_YAML in flows/reference.py no longer validates: {exc}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m flows.reference", description=__doc__.splitlines()[0])
+    parser.add_argument("--write", type=Path, metavar="PATH", help="write the document here instead of printing it")
+    args = parser.parse_args(argv)
+    document = build_reference()
+    if args.write is None:
+        sys.stdout.write(document)
+    else:
+        args.write.parent.mkdir(parents=True, exist_ok=True)
+        args.write.write_text(document, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

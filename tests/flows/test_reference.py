@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from expectations.datasets import get_dataset
+from flows.config import RunConfig, load_run_config
+from flows.reference import REGENERATE, build_reference, cli_flags
+
+DOCUMENT = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+
+
+def _rows(document: str, section: str) -> dict[str, list[str]]:
+    """The table of `## section` as {setting: [type, default, flag, description]}."""
+    body = document.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("|").split(" | ") for line in body.splitlines() if line.startswith("| `")]
+    return {cells[0].strip(" `"): [cell.strip() for cell in cells[1:]] for cells in rows}
+
+
+def test_committed_document_is_up_to_date() -> None:
+    assert DOCUMENT.is_file(), f"docs/configuration.md is missing; run: {REGENERATE}"
+    assert DOCUMENT.read_text(encoding="utf-8") == build_reference(), (
+        f"docs/configuration.md is stale (a config field or CLI flag changed); run: {REGENERATE}"
+    )
+
+
+def test_every_field_of_every_section_has_a_row() -> None:
+    document = build_reference()
+
+    for section, field in RunConfig.model_fields.items():
+        rows = _rows(document, section)
+        assert list(rows) == list(field.annotation.model_fields), section
+
+
+def test_example_yaml_loads_into_a_valid_run_config(tmp_path: Path) -> None:
+    blocks = re.findall(r"```yaml\n(.*?)```", build_reference(), flags=re.DOTALL)
+    assert len(blocks) == 1
+    path = tmp_path / "run.yaml"
+    path.write_text(blocks[0], encoding="utf-8")
+
+    config = load_run_config(path, {})
+
+    assert isinstance(config, RunConfig)
+    assert config.audit.drop == ["conflicts", "leaks"]  # a section's settings are read, not dropped
+    get_dataset(config.data.dataset)  # the example names a real built-in dataset
+
+
+def test_types_show_choices_bounds_and_yaml_defaults() -> None:
+    document = build_reference()
+    sweep, train, data = _rows(document, "sweep"), _rows(document, "train"), _rows(document, "data")
+
+    assert sweep["rule"][0] == "one of: tolerance, ratio, pareto"
+    assert sweep["depths"][:2] == ["list of int, at least 1", "`[1, 2, 4, 6]`"]
+    assert sweep["max_params"][:2] == ["int > 0 or none", "`null`"]
+    assert train["max_epochs"][0] == "int ≥ 1"
+    assert train["warmup_fraction"][0] == "0 ≤ float < 1"
+    assert train["class_weights"][0] == "one of: auto, 'on', 'off'"  # bare on/off would be YAML booleans
+    assert _rows(document, "registry")["workdir"][:2] == ["path", "`.depthfinder`"]
+    assert data["path"][1] == "required unless `dataset` is given"
+    assert data["dataset"][1] == "required unless `path` is given"
+    assert "Give exactly one of `path` and `dataset`" in document
+
+
+def test_flags_come_from_the_cli() -> None:
+    flags = cli_flags()
+
+    assert flags[("data", "path")] == ["--data"]
+    assert flags[("sweep", "max_latency_ms")] == ["--max-latency-ms"]
+    assert flags[("audit", "drop")] == ["--drop-conflicts", "--drop-empty", "--drop-leaks"]
+    assert ("model", "d_model") not in flags  # no flag: set it in the YAML file
+    assert not any(flag in {"--config", "--summary-json"} for names in flags.values() for flag in names)

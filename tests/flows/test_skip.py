@@ -1,0 +1,44 @@
+"""The nightly run skips when nothing that decides the model changed; --force retrains anyway."""
+
+from __future__ import annotations
+
+import json
+
+from mlflow import MlflowClient
+
+from flows.cli import main
+from tests.flows.test_retrain import TINY
+
+
+def test_an_unchanged_rerun_is_skipped_and_force_retrains(prefect_server, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny.yaml").write_text(TINY)
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+
+    def run(name: str, *flags: str) -> dict:
+        assert main(["run", "--config", "tiny.yaml", "--summary-json", f"{name}.json", *flags]) == 0
+        return json.loads((tmp_path / f"{name}.json").read_text())
+
+    first = run("first")
+    parent_runs = len(client.search_runs([first_experiment := first_experiment_id(client)]))
+    capsys.readouterr()
+    skipped = run("skipped")
+    printed = capsys.readouterr().out
+
+    assert first["skipped"] is False
+    assert skipped["skipped"] is True and skipped["model"]["version"] == "1"
+    assert first["data_hash"] in skipped["reason"] and "--force" in skipped["reason"]
+    assert "Skipped: depthfinder version 1 (champion, depth" in printed
+    assert len(client.search_runs([first_experiment])) == parent_runs  # no new MLflow runs
+    assert len(client.search_model_versions("name='depthfinder'")) == 1
+
+    forced = run("forced", "--force")
+    assert forced["skipped"] is False and forced["model"]["version"] == "2"
+    assert {c["status"] for c in forced["candidates"]} == {"cached"}
+
+    (tmp_path / "tiny.yaml").write_text(TINY.replace("learning_rate: 0.003", "learning_rate: 0.002"))
+    assert run("changed")["skipped"] is False  # another setting: another model
+
+
+def first_experiment_id(client: MlflowClient) -> str:
+    return client.get_experiment_by_name("depthfinder").experiment_id
