@@ -119,9 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow tracking URI")
     predict.set_defaults(handler=_predict)
 
-    deploy = commands.add_parser("deploy", help="serve the retrain flow on a nightly schedule")
-    deploy.add_argument("--cron", default="0 2 * * *", help="cron schedule (default: 0 2 * * *)")
-    deploy.add_argument("--config", type=Path, help="YAML config of the scheduled runs")
+    deploy = commands.add_parser(
+        "deploy", help="serve the nightly retrain (and the audit, on demand) from this machine; needs a Prefect server"
+    )
+    _add_data_options(deploy)
+    deploy.add_argument("--cron", default="0 2 * * *", help="cron schedule of the retrain (default: 0 2 * * *)")
+    deploy.add_argument("--timezone", default="UTC", help="IANA time zone of the schedule (default: UTC)")
     deploy.set_defaults(handler=_deploy)
 
     datasets = commands.add_parser("datasets", help="list the built-in datasets")
@@ -251,18 +254,23 @@ def _read_texts(path: Path, text_col: str) -> list[str]:
 
 
 def _deploy(args: argparse.Namespace) -> int:
-    from prefect.settings import PREFECT_API_URL
+    from flows.deploy import serve, server_problem
 
-    if not PREFECT_API_URL.value():
-        raise UsageError(
-            "schedules need a Prefect server: start one with `prefect server start` and set "
-            "PREFECT_API_URL=http://127.0.0.1:4200/api"
-        )
-    config = load_run_config(args.config, {})
-    from flows.retrain import retrain
-
-    retrain.serve(name="nightly-retrain", cron=args.cron, parameters=config.model_dump(mode="json"))
+    config = _load_config(args)
+    _check_timezone(args.timezone)
+    if problem := server_problem():
+        raise UsageError(problem)
+    serve(config, args.cron, args.timezone)
     return 0
+
+
+def _check_timezone(name: str) -> None:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise UsageError(f"--timezone {name!r} is not an IANA time zone such as UTC or Europe/Berlin") from None
 
 
 def _datasets(args: argparse.Namespace) -> int:

@@ -1,0 +1,89 @@
+"""Deployments: the nightly retrain on a cron schedule, and the audit on demand, served from this machine.
+
+`depthfinder deploy` serves both from the current process: the Prefect server keeps the
+schedule and the UI's "Run" forms; this process picks the runs up and executes them. For
+a work pool instead of a long-running process, see `prefect.yaml` (`prefect deploy`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from flows.config import RunConfig
+
+if TYPE_CHECKING:
+    from prefect.deployments.runner import RunnerDeployment
+
+NIGHTLY = "nightly-retrain"
+AUDIT = "audit-on-demand"
+NIGHTLY_CRON = "0 2 * * *"
+
+
+def server_problem() -> str | None:
+    """Why the configured Prefect server cannot hold a schedule, or None when it can."""
+    from prefect import get_client
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    start = (
+        "start one with `prefect server start` (it listens on http://127.0.0.1:4200) and run "
+        "`prefect config set PREFECT_API_URL=http://127.0.0.1:4200/api`"
+    )
+    if not url:
+        return f"a schedule needs a running Prefect server, and none is configured: {start}"
+    with get_client(sync_client=True) as client:
+        error = client.api_healthcheck()
+    if error is not None:
+        return f"no Prefect server answers at {url} ({type(error).__name__}): {start}"
+    return None
+
+
+def absolute_paths(config: RunConfig) -> RunConfig:
+    """The config with its files pinned to where they are now: scheduled runs may start elsewhere."""
+    from tasks.tracking import resolve_tracking_uri
+
+    data = config.data
+    if data.path is not None:
+        data = data.model_copy(update={"path": Path(data.path).resolve()})
+    registry = config.registry.model_copy(update={
+        "tracking_uri": resolve_tracking_uri(config.registry.tracking_uri),
+        "workdir": Path(config.registry.workdir).resolve(),
+    })
+    return config.model_copy(update={"data": data, "registry": registry})
+
+
+def nightly_deployment(config: RunConfig, cron: str = NIGHTLY_CRON, timezone: str = "UTC") -> RunnerDeployment:
+    """The retrain flow with `config` as its default parameters, on a cron schedule in `timezone`."""
+    from prefect.schedules import Cron
+
+    from flows.retrain import retrain
+
+    return retrain.to_deployment(
+        name=NIGHTLY,
+        schedule=Cron(cron, timezone=timezone),
+        parameters=absolute_paths(config).model_dump(mode="json"),
+        description="Audit the data, sweep depth, register the chosen model; skipped when nothing changed.",
+        tags=["depthfinder"],
+    )
+
+
+def audit_deployment(config: RunConfig) -> RunnerDeployment:
+    """The audit flow, run on demand from the UI, with the nightly run's data and audit settings."""
+    from flows.audit import audit_data
+
+    pinned = absolute_paths(config)
+    return audit_data.to_deployment(
+        name=AUDIT,
+        parameters={"data": pinned.data.model_dump(mode="json"), "audit": pinned.audit.model_dump(mode="json"),
+                    "workdir": str(pinned.registry.workdir)},
+        description="Audit a labelled table for leakage, label noise and imbalance.",
+        tags=["depthfinder"],
+    )
+
+
+def serve(config: RunConfig, cron: str = NIGHTLY_CRON, timezone: str = "UTC") -> None:
+    """Serve the nightly retrain and the on-demand audit until interrupted."""
+    from prefect import serve as prefect_serve
+
+    prefect_serve(nightly_deployment(config, cron, timezone), audit_deployment(config))

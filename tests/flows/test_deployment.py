@@ -1,0 +1,99 @@
+"""The nightly deployment on a real Prefect server: its UI form, its schedule, and a run from it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from prefect import get_client
+from prefect.deployments import run_deployment
+from prefect.runner import Runner
+
+from flows.config import RunConfig, load_run_config
+from flows.deploy import NIGHTLY, nightly_deployment, server_problem
+from tests.flows.test_retrain import TINY
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def deployment(prefect_server, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("nightly")
+    (folder / "tiny.yaml").write_text(TINY)
+    config = load_run_config(folder / "tiny.yaml", {"registry": {"workdir": folder / "work",
+                                                                 "tracking_uri": f"sqlite:///{folder / 'mlflow.db'}"}})
+    runner_deployment = nightly_deployment(config, cron="0 2 * * *", timezone="Europe/Berlin")
+    deployment_id = runner_deployment.apply()
+    with get_client(sync_client=True) as client:
+        return folder, runner_deployment, client.read_deployment(deployment_id)
+
+
+def _resolve(schema: dict, node: dict) -> dict:
+    while "$ref" in node or "allOf" in node:
+        ref = node["$ref"] if "$ref" in node else node["allOf"][0]["$ref"]
+        node = schema["definitions"][ref.rsplit("/", 1)[-1]]
+    return node
+
+
+def test_the_parameters_render_as_a_form_with_descriptions(deployment) -> None:
+    _, _, read = deployment
+    schema = read.parameter_openapi_schema
+    properties = schema["properties"]
+
+    assert set(properties) == {"data", "audit", "model", "train", "sweep", "registry", "force"}
+    sweep = _resolve(schema, properties["sweep"])["properties"]
+    assert sweep["depths"]["type"] == "array" and sweep["depths"]["items"] == {"type": "integer"}
+    assert sweep["rule"]["enum"] == ["tolerance", "ratio", "pareto"]
+    assert sweep["halving"]["enum"] == ["auto", "on", "off"]
+    for section in ("sweep", "train", "model", "registry", "audit", "data"):
+        fields = _resolve(schema, properties[section])["properties"]
+        undescribed = [name for name, field in fields.items() if not field.get("description")]
+        assert not undescribed, f"{section}: {undescribed} have no description for the UI"
+    assert properties["force"]["type"] == "boolean"
+
+
+def test_the_deployment_is_scheduled_nightly_in_its_time_zone_with_the_config_as_defaults(deployment) -> None:
+    folder, _, read = deployment
+    (schedule,) = read.schedules
+    assert (schedule.schedule.cron, schedule.schedule.timezone) == ("0 2 * * *", "Europe/Berlin")
+    assert read.name == NIGHTLY
+    assert read.parameters["sweep"]["depths"] == [1, 2]
+    assert read.parameters["registry"]["workdir"] == str(folder / "work")  # absolute: runs may start elsewhere
+
+
+def test_a_run_triggered_with_overridden_parameters_completes(deployment, monkeypatch) -> None:
+    folder, runner_deployment, read = deployment
+    monkeypatch.chdir(ROOT)  # where the deployment's entrypoint (flows/retrain.py) resolves
+    overrides = {"sweep": read.parameters["sweep"] | {"depths": [1]}, "force": True}
+    flow_run = run_deployment(read.id, parameters=overrides, timeout=0)
+
+    runner = Runner(name="test-runner", query_seconds=1)
+    runner.add_deployment(runner_deployment)
+    asyncio.run(runner.start(run_once=True))
+
+    with get_client(sync_client=True) as client:
+        finished = client.read_flow_run(flow_run.id)
+    assert finished.state.is_completed(), finished.state
+    assert finished.parameters["sweep"]["depths"] == [1]
+    summary = json.loads(next((folder / "mlruns").rglob("summary.json")).read_text())
+    assert [c["depth"] for c in summary["candidates"]] == [1]
+
+
+def test_no_reachable_server_is_explained(monkeypatch) -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:9/api"}):
+        problem = server_problem()
+    assert "no Prefect server answers at http://127.0.0.1:9/api" in problem and "prefect server start" in problem
+
+
+def test_prefect_yaml_declares_the_nightly_deployment() -> None:
+    project = yaml.safe_load((ROOT / "prefect.yaml").read_text())
+    (nightly,) = [d for d in project["deployments"] if d["name"] == NIGHTLY]
+    assert nightly["entrypoint"] == "flows/retrain.py:retrain"
+    assert nightly["schedules"][0]["cron"] == "0 2 * * *" and "timezone" in nightly["schedules"][0]
+    assert nightly["work_pool"]["name"]
+    RunConfig.model_validate({k: v for k, v in nightly["parameters"].items() if k != "force"})
