@@ -29,10 +29,10 @@ class DataConfig(BaseModel):
     val_fraction: float = Field(0.1, gt=0, lt=0.5, description="Share of groups assigned to validation.")
     test_fraction: float = Field(0.1, gt=0, lt=0.5, description="Share of groups assigned to test.")
     seed: int = Field(1, description="Seed of the split and of a built-in dataset.")
-    near_duplicate_threshold: float | None = Field(
-        DEFAULT_THRESHOLD, gt=0, le=1,
-        description="Jaccard similarity (character 5-grams) at which texts are grouped into one split; "
-        "null groups exact duplicates only.",
+    group_near_duplicates: bool = Field(
+        True,
+        description="Key each row's split by a MinHash of its text, so near-duplicates usually share a split "
+        "(exact duplicates always do; an old row never changes split as data grows); false: exact duplicates only.",
     )
 
     @model_validator(mode="after")

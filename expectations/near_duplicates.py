@@ -10,7 +10,7 @@ when its 64 values agree at least `threshold` of the time. Inside a band, texts 
 the same band value are paired only with their next `MAX_BUCKET_NEIGHBOURS` peers, so a
 huge bucket of look-alike texts costs linear time, not quadratic.
 
-Everything is deterministic (fixed hash seeds): the split groups texts by these pairs.
+Everything is deterministic (fixed hash seeds): the audit finds the same pairs on every run.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 How the audit informs training (the retrain flow calls `audit_and_log` and `audit_informs`):
 - rows the user asked to drop (`audit.drop`: conflicts, empty, leaks) are removed before
   the audit and counted in the report and the summary (`audit.dropped`);
-- exact and near-duplicate texts are grouped before splitting
-  (`data.near_duplicate_threshold`), so a text and its near-copy never straddle splits;
+- a row's split is keyed by its text before splitting (`data.group_near_duplicates`):
+  exact duplicates never straddle splits, near-duplicates rarely, and the
+  `cross_split_near_duplicates` check reports those that do (`--drop-leaks` drops them);
 - a `class_imbalance` warning turns on class-weighted loss (`train.class_weights: auto`);
 - the selection metric is class-balanced unless the user chose another one: the default
   `sweep.metric: macro_f1` already is (and so is the early-stopping monitor,
@@ -78,7 +79,7 @@ def audit_informs(config: RunConfig, report: dict) -> dict:
     informs: dict = {
         "class_weights": config.train.class_weights == "on" or (config.train.class_weights == "auto" and imbalanced),
         "metric": config.sweep.metric,
-        "near_duplicates_grouped": config.data.split_col is None and config.data.near_duplicate_threshold is not None,
+        "near_duplicates_grouped": config.data.split_col is None and config.data.group_near_duplicates,
         "dropped_rows": sum(report["dropped"].values()),
     }
     if imbalanced and config.sweep.metric not in BALANCED_METRICS:

@@ -33,7 +33,7 @@ def prepare_table(data: DataConfig) -> pd.DataFrame:
     table = load_table(data)
     if data.split_col is None:
         table = assign_splits(
-            table, data.val_fraction, data.test_fraction, data.seed, data.near_duplicate_threshold
+            table, data.val_fraction, data.test_fraction, data.seed, data.group_near_duplicates
         )
     return table
 
