@@ -25,22 +25,25 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "sms_spam.csv"
 
 
-def run_depthfinder(data: Path, depths: str, folder: Path) -> dict:
-    """`depthfinder run` on the data with its defaults; the summary and the wall time."""
+def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str) -> dict:
+    """`depthfinder run` on a data source (`--data PATH` or `--dataset NAME`) in its own folder,
+    with its defaults unless `options` say otherwise; the summary, its wall time, the chosen
+    depth and that depth's test macro-F1."""
     from flows.cli import main
 
     started = time.perf_counter()
     code = main([
-        "run", "--data", str(data), "--depths", depths, "--summary-json", str(folder / "summary.json"),
+        "run", *source, "--depths", depths, "--summary-json", str(folder / "summary.json"),
         "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}", "--workdir", str(folder / "work"),
-        "--experiment", "bench-sweep-cost", "--model-name", "bench-sweep-cost",
+        "--experiment", "bench", "--model-name", "bench", *options,
     ])
     seconds = time.perf_counter() - started
     if code != 0:
         raise SystemExit(f"depthfinder run exited {code}")
     summary = json.loads((folder / "summary.json").read_text())
     chosen = next(c for c in summary["candidates"] if c["depth"] == summary["selected_depth"])
-    return {"seconds": seconds, "depth": summary["selected_depth"], "test_f1": chosen["test_metrics"]["macro_f1"]}
+    return {"seconds": seconds, "depth": summary["selected_depth"], "test_f1": chosen["test_metrics"]["macro_f1"],
+            "summary": summary}
 
 
 def run_baseline(data: Path, depths: list[int], epochs: int) -> dict:
@@ -129,7 +132,7 @@ def main() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     depths = [int(d) for d in args.depths.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
-        ours = run_depthfinder(args.data, args.depths, Path(tmp))
+        ours = run_depthfinder(["--data", str(args.data)], args.depths, Path(tmp))
     baseline = run_baseline(args.data, depths, args.baseline_epochs)
     print(f"\n{'sweep':<34} {'wall s':>8} {'chosen depth':>13} {'test macro-F1':>14}")
     print(f"{'depthfinder (defaults)':<34} {ours['seconds']:>8.1f} {ours['depth']:>13} {ours['test_f1']:>14.3f}")
