@@ -115,12 +115,10 @@ def one_retrain_at_a_time(model_name: str) -> Iterator[None]:
     name = f"retrain-{model_name}"
     with get_client(sync_client=True) as client:
         client.upsert_global_concurrency_limit_by_name(name, limit=1)
-    with contextlib.ExitStack() as held:
-        try:
-            held.enter_context(concurrency(name, occupy=1, timeout_seconds=1))
-        except TimeoutError:
-            get_run_logger().warning("another retrain of %r is running; waiting for it to finish", model_name)
-            held.enter_context(concurrency(name, occupy=1))
+        busy = client.read_global_concurrency_limit_by_name(name).active_slots
+    if busy:
+        get_run_logger().warning("another retrain of %r is running; waiting for it to finish", model_name)
+    with concurrency(name, occupy=1):
         yield
 
 
