@@ -40,7 +40,11 @@ class SweepConfig(BaseModel):
         "auto", description="Successive halving: train every depth for halving_epochs, keep the better half by the "
         "rule, double the budget, until two depths are left; they train to the end. auto = on with 4 or more depths.",
     )
-    halving_epochs: int = Field(4, ge=1, description="Epochs of the first halving rung (each later rung doubles it).")
+    halving_epochs: int | None = Field(
+        None, ge=1,
+        description="Epochs of the first halving rung (each later rung doubles it); null = train.min_epochs, the "
+        "epochs a depth may spend on its initial loss plateau.",
+    )
     task_runner: Literal["threads", "processes", "dask"] = Field(
         "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster."
     )

@@ -165,7 +165,7 @@ def _sweep_depths(config: RunConfig, shared: dict, run: SweepRun) -> tuple[list[
     Returns the candidates in (depth, seed) order, pruned ones marked, and the rungs.
     """
     sweep, recipe = config.sweep, config.train
-    budgets = rung_budgets(len(sweep.depths), sweep.halving_epochs, recipe.max_epochs) if sweep.halves else []
+    budgets = halving_plan(sweep, recipe)
     latest: dict[tuple[int, int], dict] = {}
     rungs = []
     depths = sweep.depths
@@ -183,6 +183,14 @@ def _sweep_depths(config: RunConfig, shared: dict, run: SweepRun) -> tuple[list[
             depths = _halve(config, [latest[d, s] for d in depths for s in sweep.seeds], run)
             rungs.append({"epochs": epochs, "depths": sorted({g[0] for g in grids}), "kept": depths})
     return [latest[d, s] for d in sweep.depths for s in sweep.seeds], rungs
+
+
+def halving_plan(sweep: SweepConfig, recipe: TrainConfig) -> list[int]:
+    """Epoch budgets of the halving rungs (empty without halving); the first is `halving_epochs`,
+    by default the recipe's `min_epochs`: a depth may sit on its initial plateau until then."""
+    if not sweep.halves:
+        return []
+    return rung_budgets(len(sweep.depths), sweep.halving_epochs or recipe.min_epochs, recipe.max_epochs)
 
 
 def _halve(config: RunConfig, candidates: list[dict], run: SweepRun) -> list[int]:

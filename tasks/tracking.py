@@ -5,6 +5,8 @@ The active MLflow run is thread-local, so every call names its run id explicitly
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +18,8 @@ from mlflow.entities import Metric, Param, RunTag
 
 PARENT_TAG = "mlflow.parentRunId"
 RUN_NAME_TAG = "mlflow.runName"
+# The packages whose source decides what a run computes.
+SOURCE_PACKAGES = ("encoder", "expectations", "flows", "tasks")
 
 
 @dataclass(frozen=True)
@@ -98,21 +102,37 @@ def flatten(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
+@functools.cache
 def code_version() -> str:
-    """The installed depthfinder version, for tags and cache keys."""
+    """The installed depthfinder version and a digest of its source, for tags and cache keys.
+
+    The digest changes with any edit to the code (the version number alone does not), so a
+    changed recipe neither reuses old cached candidates nor skips a nightly retrain.
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("depthfinder")
+        release = version("depthfinder")
     except PackageNotFoundError:
-        return "unknown"
+        release = "unknown"
+    return f"{release}+{source_digest(Path(__file__).resolve().parents[1])}"
+
+
+def source_digest(root: Path) -> str:
+    """A short digest of the names and contents of the Python files of SOURCE_PACKAGES under root."""
+    digest = hashlib.sha256()
+    for package in SOURCE_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def record_cached_candidate(sweep: SweepRun, candidate: dict, run_id: str | None = None) -> dict:
     """Record a candidate reused from an earlier sweep in this sweep's child run of it (`run_id`, or
     a new one); return the candidate, marked cached."""
     depth, seed = candidate["depth"], candidate.get("seed")
-    tags = {"depthfinder.status": "cached", "depthfinder.source_run_id": candidate["mlflow_run_id"]}
+    tags = {"depthfinder.status": "cached", "depthfinder.source_run_id": candidate["mlflow_run_id"],
+            "depthfinder.epochs": str(candidate["epochs"])}
     if run_id is None:
         tags |= {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed)}
         run_id = start_child_run(sweep, f"depth-{depth}-seed-{seed}", tags)

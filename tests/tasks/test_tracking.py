@@ -4,7 +4,16 @@ from pathlib import Path
 
 from mlflow import MlflowClient
 
-from tasks.tracking import flatten, resolve_tracking_uri, start_child_run, start_sweep_run
+from tasks import tracking
+from tasks.tracking import (
+    SOURCE_PACKAGES,
+    code_version,
+    flatten,
+    resolve_tracking_uri,
+    source_digest,
+    start_child_run,
+    start_sweep_run,
+)
 
 
 def test_relative_sqlite_uri_is_pinned_to_the_working_directory(tmp_path: Path, monkeypatch) -> None:
@@ -33,3 +42,17 @@ def test_child_runs_name_their_parent_explicitly(tmp_path: Path) -> None:
     assert client.get_run(child).data.tags["mlflow.parentRunId"] == sweep.run_id
     assert client.get_run(sweep.run_id).data.params["sweep.depths"] == "[1, 2]"
     assert client.get_run(sweep.run_id).data.tags["k"] == "v"
+
+
+def test_the_code_version_changes_with_any_source_edit(tmp_path) -> None:
+    for package in SOURCE_PACKAGES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "encoder" / "model.py").write_text("DEPTH = 1\n")
+    (tmp_path / "README.md").write_text("docs")
+    before = source_digest(tmp_path)
+    (tmp_path / "README.md").write_text("other docs")
+    assert source_digest(tmp_path) == before  # not code
+    (tmp_path / "encoder" / "model.py").write_text("DEPTH = 2\n")
+    assert source_digest(tmp_path) != before
+    assert code_version().endswith("+" + source_digest(Path(tracking.__file__).resolve().parents[1]))
