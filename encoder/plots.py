@@ -32,13 +32,15 @@ def plot_metric_vs_depth(decision: Decision, path: Path) -> Path:
     ax.margins(x=0.1, y=0.1)
     ax.set_title(f"{decision.metric} vs depth")
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="best", fontsize=8)
     return _save(fig, path)
 
 
 def plot_metric_vs_cost(decision: Decision, path: Path) -> Path:
     """Each depth at (cost, metric), the Pareto front as a line, the chosen depth marked."""
     plt = _pyplot()
+    from matplotlib.ticker import NullFormatter
+
     scores = sorted(decision.scores, key=lambda s: s.cost)
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=120)
     ax.scatter([s.cost for s in scores], [s.mean for s in scores], color="tab:gray", zorder=2, label="depth")
@@ -50,12 +52,15 @@ def plot_metric_vs_cost(decision: Decision, path: Path) -> Path:
     ax.scatter([chosen.cost], [chosen.mean], s=160, facecolors="none", edgecolors="tab:red", linewidths=2,
                label=f"chosen: depth {chosen.depth}", zorder=3)
     ax.set_xscale("log")
+    # Label the depths' own costs, not log-axis minor ticks (they overprint each other).
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks([s.cost for s in scores], [f"{s.cost:.3g}" for s in scores], fontsize=8)
     ax.margins(x=0.12, y=0.08)
     ax.set_xlabel(COST_NAMES[decision.cost])
     ax.set_ylabel(decision.metric)
     ax.set_title(f"{decision.metric} vs {COST_NAMES[decision.cost]}")
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="best", fontsize=8)
     return _save(fig, path)
 
 
