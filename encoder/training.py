@@ -74,6 +74,7 @@ def train_candidate(
     progress: bool = True,
     epochs: int | None = None,
     resume_from: Path | None = None,
+    callbacks: Sequence[L.Callback] = (),
 ) -> TrainedCandidate:
     """Train the encoder at one depth, early-stopped on validation macro-F1.
 
@@ -93,6 +94,7 @@ def train_candidate(
             `max_epochs`, so stopping at a budget and resuming trains as one run would.
         resume_from: a `TrainedCandidate.checkpoint` of an earlier call with the same data
             and settings and the same `out_dir`, to continue from.
+        callbacks: more Lightning callbacks, e.g. to report progress elsewhere.
 
     Returns:
         The candidate with its best-validation weights restored, on CPU in eval mode, and
@@ -115,7 +117,9 @@ def train_candidate(
     checkpoint = _best_checkpoint(Path(out_dir), depth, keep_earlier=resume_from is not None)
     early_stopping = EarlyStoppingFrom(train_cfg.min_epochs, monitor=MONITOR, mode="max", patience=train_cfg.patience)
     with _quiet_lightning():
-        trainer = _build_trainer(train_cfg, [early_stopping, checkpoint], epochs, out_dir, logger, progress, batches)
+        trainer = _build_trainer(
+            train_cfg, [early_stopping, checkpoint, *callbacks], epochs, out_dir, logger, progress, batches
+        )
         started = time.perf_counter()
         trainer.fit(module, datamodule=data, ckpt_path=resume_from, weights_only=True)
         train_seconds = time.perf_counter() - started

@@ -16,12 +16,26 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from prefect import task
+from lightning.pytorch.callbacks import Callback
+from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
 from encoder.config import ModelConfig, TrainConfig
 from tasks.data import TRAINING_COLUMNS, PreparedData
 from tasks.tracking import SweepRun, code_version, flatten, log_metrics, log_params, set_tags, start_child_run
+
+
+class EpochLog(Callback):
+    """One line per epoch in the task's Prefect log (the UI shows it; progress bars stay in the terminal)."""
+
+    def __init__(self, name: str, max_epochs: int) -> None:
+        self.name, self.max_epochs = name, max_epochs
+
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:  # after this epoch's validation
+        figures = {key: float(value) for key, value in trainer.callback_metrics.items()}
+        keys = [key for key in ("train/loss", "val/loss", "val/macro_f1") if key in figures]
+        shown = ", ".join(f"{key} {figures[key]:.3f}" for key in keys)
+        get_run_logger().info("%s epoch %d/%d: %s", self.name, trainer.current_epoch + 1, self.max_epochs, shown)
 
 
 def _digest(value: Any) -> str:
@@ -123,6 +137,7 @@ def train_depth(
             logger=MLFlowLogger(tracking_uri=sweep.tracking_uri, run_id=run_id),
             epochs=epochs,
             resume_from=resume,
+            callbacks=[EpochLog(f"depth {depth} seed {seed}", train.max_epochs)],
         )
         seconds = trained.train_seconds + (previous["cost"]["train_seconds"] if previous is not None else 0.0)
         cost = measure_cost(trained.network, trained.median_length) | {"train_seconds": seconds}

@@ -21,7 +21,7 @@ def test_an_unchanged_rerun_is_skipped_and_force_retrains(prefect_server, tmp_pa
 
     first = run("first")
     parent_runs = len(client.search_runs([first_experiment := first_experiment_id(client)]))
-    capsys.readouterr()
+    assert "depth 2 seed 1 epoch 3/3: train/loss" in capsys.readouterr().err  # the task's log, one line an epoch
     skipped = run("skipped")
     printed = capsys.readouterr().out
 
