@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from expectations.synthetic import NESTED_OPS_TASKS
+
 
 @dataclass(frozen=True)
 class BuiltinDataset:
@@ -225,6 +227,7 @@ DATASETS: dict[str, BuiltinDataset] = {
             ),
             sample=_sample_topics,
         ),
+        *(BuiltinDataset(task.name, task.description, task.sample) for task in NESTED_OPS_TASKS),
     )
 }
 
