@@ -43,5 +43,7 @@ def test_reviews_negation_defeats_bag_of_words() -> None:
 
 
 def test_list_datasets() -> None:
-    assert [dataset.name for dataset in list_datasets()] == ["reviews-negation", "topics"]
+    assert [dataset.name for dataset in list_datasets()] == [
+        "reviews-negation", "topics", "nested-ops-1", "nested-ops-2", "nested-ops-3"
+    ]
     assert all(dataset.description for dataset in list_datasets())
