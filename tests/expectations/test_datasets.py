@@ -44,6 +44,6 @@ def test_reviews_negation_defeats_bag_of_words() -> None:
 
 def test_list_datasets() -> None:
     assert [dataset.name for dataset in list_datasets()] == [
-        "reviews-negation", "topics", "nested-ops-1", "nested-ops-2", "nested-ops-3"
+        "nested-ops-1", "nested-ops-2", "nested-ops-3", "reviews-negation", "topics"
     ]
     assert all(dataset.description for dataset in list_datasets())
