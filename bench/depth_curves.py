@@ -54,11 +54,13 @@ def synthetic_rows(args: argparse.Namespace, folder: Path) -> tuple[list[list[st
     for k in args.problem_depths.split(","):
         dataset = f"{args.family}-{k}"
         runs = {}
-        for halving in ("off", "auto"):
+        # With fewer than four depths the defaults do not halve: one full-grid run serves as both.
+        for halving in ("off", "auto") if len(depths.split(",")) >= 4 else ("off",):
             sub = folder / f"{dataset}-{halving}"
             sub.mkdir()
             runs[halving] = run_depthfinder(["--dataset", dataset], depths, sub, "--config", str(config),
                                             "--halving", halving)
+        runs.setdefault("auto", runs["off"])
         full = {c["depth"]: c for c in runs["off"]["summary"]["candidates"]}
         best = max(c["test_metrics"]["macro_f1"] for c in full.values())
         tolerance = runs["off"]["summary"]["rule"]["tolerance"]
@@ -139,10 +141,14 @@ def main() -> None:
     parser.add_argument("--depths", default="1,2,4,6")
     parser.add_argument("--quick", action="store_true", help="fewer rows and epochs, model depths 1 and 2")
     parser.add_argument("--real", action="store_true", help="also the full grid on the two real files")
+    parser.add_argument("--real-only", action="store_true", help="only the real files (no RESULT line)")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "depth-curves.png")
     args = parser.parse_args()
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     with tempfile.TemporaryDirectory() as tmp:
+        if args.real_only:
+            real_rows(args, Path(tmp))
+            return
         _, chosen, oracle = synthetic_rows(args, Path(tmp))
         if args.real:
             real_rows(args, Path(tmp))
