@@ -3,32 +3,41 @@
 A text is one expression tree of a fixed shape, written in prefix form with brackets;
 the label is its value, a digit:
 
-    nested-ops-1   max ( 3 9 0 4 1 7 2 5 )                          -> 9
-    nested-ops-2   min ( max ( 3 1 4 ) last ( 1 5 9 ) first ( 2 6 5 ) )  -> 4
-    nested-ops-3   last ( min ( max ( 4 3 ) first ( 4 4 ) ) max ( ... ) ) -> ...
+    nested-ops-1  min ( 7 3 9 5 1 5 6 5 )                                               -> 1
+    nested-ops-2  min ( first ( 7 5 5 ) last ( 8 7 2 ) first ( 9 4 2 ) )                -> 2
+    nested-ops-3  first ( last ( last ( 4 7 ) min ( 2 6 ) ) max ( first ( 9 4 ) last ( 8 0 ) ) )  -> 2
 
 Every operator node applies `max`, `min`, `first` or `last` to its arguments. The
 problem depth k is the number of nested operator levels; the arity shrinks with k
-(8, 3, 2) so that every depth has about eight digits and all texts stay under 30 tokens:
-only the nesting differs, not the amount of input.
+(8, 3, 2) so that every depth has eight or nine digits and at most 30 tokens: the
+nesting differs, the amount of input hardly does.
 
 Why nesting k asks for more layers. One encoder block is one round of attention
 followed by a per-token MLP. Attention can evaluate one operator over its arguments
 (the shape is fixed, so an operator's arguments sit at fixed positions: `first`/`last`
 attend by position, `max`/`min` by the digit's value), but an operator whose arguments
 are themselves operators needs their values, which exist only after the previous
-round. Evaluating k levels therefore takes about k rounds of attention (Nangia and
-Bowman's ListOps, 2018, is the variable-shape original). Width can stand in for some
-depth: an MLP can fold a small aggregation (two or three digits already gathered by
-attention) into the same block, so the measured depth need grows with k but can stay
-below k; a bag of words or a single block cannot follow the nesting at all.
+round. Evaluating k levels therefore takes about k rounds of attention (ListOps, Nangia
+and Bowman 2018, is the variable-shape original). Width stands in for some depth: an
+MLP can fold a small aggregation (two or three digits gathered by attention) into the
+same block, and the `first`/`last` paths are shortcuts, so one block gets part of the
+way (about 0.93-0.97 accuracy at k=2, 0.76-0.88 at k=3 with d_model 64) while k=3
+needs four blocks for 0.99. A bag of words cannot tell the levels apart: swapping two
+operators keeps every token and changes the value of over 40 % of the texts.
 
 Labels are balanced by construction: the value of the whole tree is drawn uniformly
 first, then each node picks an operator and arguments consistent with its value (the
 argument that decides the value sits at a random position where the operator allows;
 `max` gives only values from 4 up and `min` only values up to 5, so that the other
-arguments range over at least five digits).
-Everything is a function of the seed.
+arguments range over at least five digits). Everything is a function of the seed.
+
+Settings under which problem depths 1, 2, 3 are best served by 1, 2 and 4 blocks (three
+seeds), at 20 s to 2 min per depth on one CPU thread: 8,000 rows; d_model 64, 4 heads,
+d_ff 128, dropout 0, max_len 64, vocab_size 100; learning rate 2e-3, batch size 32, the
+default 20 epochs.
+The audit's `suspected_label_noise` check, whose bag-of-words baseline cannot learn
+nesting, estimates 35-45 % noise at k >= 2 and blocks at its default 0.3: raise
+`audit.max_label_noise_fraction` for these datasets (their labels are exact).
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ def test_a_bag_of_words_cannot_tell_the_levels_apart(tables: dict[int, pd.DataFr
         tokens[0], tokens[inner] = tokens[inner], tokens[0]
         assert sorted(tokens) == sorted(text.split())
         changed.append(evaluate(" ".join(tokens)) != int(label))
-    assert np.mean(changed) > 0.3
+    assert np.mean(changed) > 0.35
 
 
 def test_expression_has_the_requested_value_and_shape() -> None:
