@@ -180,8 +180,9 @@ def _sweep_depths(config: RunConfig, shared: dict, run: SweepRun) -> tuple[list[
             latest |= {grid: _collect(grid, future, arguments[grid], run) for grid, future in futures.items()}
             if epochs == recipe.max_epochs:
                 break
-            depths = _halve(config, [latest[d, s] for d in depths for s in sweep.seeds], run)
-            rungs.append({"epochs": epochs, "depths": sorted({g[0] for g in grids}), "kept": depths})
+            kept = _halve(config, [latest[d, s] for d in depths for s in sweep.seeds], run)
+            rungs.append({"epochs": epochs, "depths": list(depths), "kept": kept})
+            depths = kept
     return [latest[d, s] for d in sweep.depths for s in sweep.seeds], rungs
 
 
