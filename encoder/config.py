@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 def yaml_switch(value: object) -> object:
@@ -17,13 +17,21 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    d_model: int = Field(128, ge=8, description="Width of the residual stream.")
-    n_heads: int = Field(4, ge=1, description="Attention heads per block; must divide d_model.")
-    d_ff: int = Field(512, ge=8, description="Hidden width of each block's MLP.")
+    d_model: int = Field(128, strict=True, ge=8, description="Width of the residual stream.")
+    n_heads: int = Field(4, strict=True, ge=1, description="Attention heads per block; must divide d_model.")
+    d_ff: int = Field(512, strict=True, ge=8, description="Hidden width of each block's MLP.")
     dropout: float = Field(0.1, ge=0, lt=1, description="Dropout on attention, MLP and embeddings.")
-    max_len: int = Field(128, ge=4, description="Tokens kept per text (longer texts are truncated).")
-    vocab_size: int = Field(8000, ge=100, description="WordPiece vocabulary size trained on the train split.")
+    max_len: int = Field(128, strict=True, ge=4, description="Tokens kept per text (longer texts are truncated).")
+    vocab_size: int = Field(
+        8000, strict=True, ge=100, description="WordPiece vocabulary size trained on the train split."
+    )
     pooling: Literal["mean", "cls"] = Field("mean", description="Mean over real tokens, or the first ([CLS]) token.")
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> ModelConfig:
+        if self.d_model % self.n_heads:
+            raise ValueError(f"n_heads {self.n_heads} must divide d_model {self.d_model}")
+        return self
 
 
 class TrainConfig(BaseModel):
@@ -31,14 +39,16 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_epochs: int = Field(20, ge=1, description="Upper bound on epochs; early stopping usually ends sooner.")
+    max_epochs: int = Field(
+        20, strict=True, ge=1, description="Upper bound on epochs; early stopping usually ends sooner."
+    )
     min_epochs: int = Field(
-        10, ge=1,
+        10, strict=True, ge=1,
         description="Epochs before early stopping may end a run (capped at max_epochs), so that a depth still on "
         "its initial loss plateau is not stopped there.",
     )
-    patience: int = Field(5, ge=1, description="Epochs without validation improvement before stopping.")
-    batch_size: int = Field(32, ge=1, description="Examples per training step.")
+    patience: int = Field(5, strict=True, ge=1, description="Epochs without validation improvement before stopping.")
+    batch_size: int = Field(32, strict=True, ge=1, description="Examples per training step.")
     learning_rate: float = Field(
         3e-4, gt=0,
         description="Peak AdamW learning rate (after warm-up) of embeddings and head; the residual blocks use it "
@@ -58,6 +68,6 @@ class TrainConfig(BaseModel):
         description="Lightning precision; auto = bf16-mixed where the device computes in bf16 natively "
         "(CUDA with bf16, or a CPU with AVX512-BF16 or AMX), else 32-true.",
     )
-    seed: int = Field(1, description="Seed of initialisation and batching.")
+    seed: int = Field(1, strict=True, description="Seed of initialisation and batching.")
 
     _class_weights_switch = field_validator("class_weights", mode="before")(yaml_switch)

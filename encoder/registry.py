@@ -79,10 +79,13 @@ def _pinned_requirements() -> list[str]:
     return pins
 
 
-def register_challenger(
+def register_version(
     client: MlflowClient, model_uri: str, model_name: str, tags: dict[str, str]
 ) -> ModelVersion:
-    """Register a logged model as a new version of `model_name`, tag it and alias it `challenger`.
+    """Register a logged model as a new version of `model_name` and tag it; it gets no alias yet.
+
+    The `challenger` alias (mark_challenger) comes once the version has been judged against the
+    champion, so a challenger always means "judged", whatever stopped a run before that.
 
     Args:
         client: Client of the tracking server that holds the registry.
@@ -91,7 +94,7 @@ def register_challenger(
         tags: Version tags, e.g. data hash, depth, audit status, code version.
 
     Returns:
-        The new model version, read back with its tags and aliases.
+        The new model version, read back with its tags.
     """
     try:
         client.create_registered_model(model_name)
@@ -114,8 +117,12 @@ def register_challenger(
         tags={key: str(value) for key, value in tags.items()},
         model_id=model_id,
     )
-    client.set_registered_model_alias(model_name, CHALLENGER, created.version)
     return client.get_model_version(model_name, created.version)
+
+
+def mark_challenger(client: MlflowClient, model_name: str, version: ModelVersion) -> None:
+    """Alias `version` `challenger`: the latest version judged against the champion."""
+    client.set_registered_model_alias(model_name, CHALLENGER, version.version)
 
 
 def _logged_model_id(model_uri: str) -> str | None:
@@ -198,7 +205,7 @@ def promote_if_better(
     Args:
         client: Client of the registry.
         model_name: Registered model name.
-        challenger: The version register_challenger returned.
+        challenger: The version register_version returned.
         challenger_metrics: The challenger's metrics on the test split.
         champion_metrics: The champion's metrics on the same split, or None when there is no champion.
         metric: The metric to compare.

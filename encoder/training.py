@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 import warnings
 from collections import Counter
@@ -18,6 +19,7 @@ from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
 from encoder.bundle import TextClassifier
 from encoder.datamodule import TextDataModule
+from encoder.interrupt import StopOnRequest
 from encoder.metrics import classification_metrics
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.module import DepthClassifier
@@ -43,7 +45,7 @@ class TrainedCandidate:
     network: EncoderClassifier  # best weights restored, eval mode, on CPU
     metrics: dict[str, float]  # validation: accuracy, balanced_accuracy, macro_f1
     test_metrics: dict[str, float]  # test split, same keys
-    train_seconds: float
+    train_seconds: float  # in all, those before a resumed checkpoint included
     epochs: int  # epochs run in all, those before a resumed checkpoint included
     median_length: int  # median token length of the train split (for FLOPs)
     finished: bool  # early-stopped or at max_epochs: nothing left to train
@@ -86,14 +88,16 @@ def train_candidate(
         model_cfg: width, heads, dropout, max_len, pooling.
         train_cfg: the training recipe.
         class_weights: weight the loss by inverse train-class frequency.
-        out_dir: where the best checkpoint is written, replacing any earlier one of this depth.
+        out_dir: where the best weights and, after every epoch, the full training state
+            (`last_checkpoint(out_dir, depth)`) are written, replacing earlier ones of this depth.
         logger: a Lightning logger (e.g. MLFlowLogger), or None for no logging.
         progress: show Lightning's progress bars.
         epochs: stop once this many epochs are done in all (a successive-halving budget);
             None = `train_cfg.max_epochs`. The learning-rate schedule always spans
             `max_epochs`, so stopping at a budget and resuming trains as one run would.
         resume_from: a `TrainedCandidate.checkpoint` of an earlier call with the same data
-            and settings and the same `out_dir`, to continue from.
+            and settings and the same `out_dir`, or the last checkpoint of such a call that was
+            killed, to continue from.
         callbacks: more Lightning callbacks, e.g. to report progress elsewhere.
 
     Returns:
@@ -116,15 +120,14 @@ def train_candidate(
     module = _classifier(network, frame, labels, train_cfg, class_weights, total_steps=train_cfg.max_epochs * batches)
     checkpoint = _best_checkpoint(Path(out_dir), depth, keep_earlier=resume_from is not None)
     early_stopping = EarlyStoppingFrom(train_cfg.min_epochs, monitor=MONITOR, mode="max", patience=train_cfg.patience)
+    state = EpochState(last_checkpoint(Path(out_dir), depth))
+    stop = StopOnRequest(f"depth {depth} (seed {train_cfg.seed})", train_cfg.max_epochs)
     with _quiet_lightning():
         trainer = _build_trainer(
-            train_cfg, [early_stopping, checkpoint, *callbacks], epochs, out_dir, logger, progress, batches
+            train_cfg, [stop, early_stopping, checkpoint, state, *callbacks], epochs, out_dir, logger, progress,
+            batches,
         )
-        started = time.perf_counter()
         trainer.fit(module, datamodule=data, ckpt_path=resume_from, weights_only=True)
-        train_seconds = time.perf_counter() - started
-        last = Path(out_dir) / f"depth{depth}-epoch{trainer.current_epoch}.ckpt"
-        trainer.save_checkpoint(last, weights_only=False)  # the full state, to resume from
     if not checkpoint.best_model_path:
         raise RuntimeError(f"depth {depth}: no checkpoint was saved; was {MONITOR!r} ever logged?")
     restore_network_weights(network, checkpoint.best_model_path)
@@ -135,12 +138,56 @@ def train_candidate(
         network=classifier.network,
         metrics=val_metrics,
         test_metrics=test_metrics,
-        train_seconds=train_seconds,
+        train_seconds=state.train_seconds,
         epochs=trainer.current_epoch,
         median_length=int(np.median(data.token_lengths("train"))),
         finished=early_stopping.stopped_epoch > 0 or trainer.current_epoch >= train_cfg.max_epochs,
-        checkpoint=last,
+        checkpoint=state.path,
     )
+
+
+def last_checkpoint(out_dir: Path, depth: int) -> Path:
+    """Where `train_candidate` keeps the full training state after the latest finished epoch."""
+    return Path(out_dir) / f"depth{depth}-last.ckpt"
+
+
+def checkpoint_epochs(path: Path) -> int | None:
+    """Epochs done in a checkpoint written by `train_candidate`, or None if it is missing or unreadable
+    (a write cut short by a crash cannot happen, see EpochState, but a disk can still lose a file)."""
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=True)[EpochState.KEY]["epochs"])
+    except (OSError, RuntimeError, KeyError, EOFError, ValueError):
+        return None
+
+
+class EpochState(L.Callback):
+    """After every epoch (its validation, early stopping and best checkpoint included) write the full
+    training state to `path`, atomically, so a run killed mid-candidate resumes from its last
+    finished epoch. It also counts training seconds over every resumed part of the run.
+    """
+
+    KEY = "depthfinder"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.train_seconds = 0.0
+        self._epoch_started = 0.0
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._epoch_started = time.perf_counter()
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.train_seconds += time.perf_counter() - self._epoch_started
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_suffix(".partial")
+        trainer.save_checkpoint(partial, weights_only=False)
+        os.replace(partial, self.path)
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
+        checkpoint[self.KEY] = {"epochs": trainer.current_epoch + 1, "train_seconds": self.train_seconds}
+
+    def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
+        self.train_seconds = float(checkpoint.get(self.KEY, {}).get("train_seconds", 0.0))
 
 
 def restore_network_weights(network: EncoderClassifier, checkpoint_path: str | Path) -> None:

@@ -22,13 +22,13 @@ class DataConfig(BaseModel):
     dataset: str | None = Field(
         None, description="A built-in dataset (see `depthfinder datasets`), used when no path is given."
     )
-    dataset_rows: int = Field(3000, ge=20, description="Rows generated for a built-in dataset.")
+    dataset_rows: int = Field(3000, strict=True, ge=20, description="Rows generated for a built-in dataset.")
     text_col: str = Field("text", description="Column holding the text.")
     label_col: str = Field("label", description="Column holding the label.")
     split_col: str | None = Field(None, description="Column holding train/val/test; made by depthfinder when absent.")
     val_fraction: float = Field(0.1, gt=0, lt=0.5, description="Share of groups assigned to validation.")
     test_fraction: float = Field(0.1, gt=0, lt=0.5, description="Share of groups assigned to test.")
-    seed: int = Field(1, description="Seed of the split and of a built-in dataset.")
+    seed: int = Field(1, strict=True, description="Seed of the split and of a built-in dataset.")
     group_near_duplicates: bool = Field(
         True,
         description="Key each row's split by a MinHash of its text, so near-duplicates usually share a split "
@@ -81,7 +81,7 @@ class AuditConfig(BaseModel):
         description="Share of that class's rows a token must appear in to give the label away (a label's own "
         "name: half of this).",
     )
-    label_token_min_rows: int = Field(20, ge=2, description="Rows a giveaway token must appear in.")
+    label_token_min_rows: int = Field(20, strict=True, ge=2, description="Rows a giveaway token must appear in.")
     giveaway_min_lift: float = Field(
         0.5, gt=0, le=1,
         description="How far a column alone must close the gap from the majority baseline to perfect accuracy "
@@ -97,12 +97,12 @@ class AuditConfig(BaseModel):
         0.3, ge=0, le=1, description="Estimated share of mislabelled rows above which training is blocked."
     )
     noise_max_rows: int = Field(
-        20_000, ge=100, description="Confident learning runs on a random sample of this many rows at most."
+        20_000, strict=True, ge=100, description="Confident learning runs on a random sample of this many rows at most."
     )
     max_imbalance_ratio: float = Field(
         10.0, gt=1, description="Majority/minority ratio above which class imbalance is reported."
     )
     min_class_rows: int = Field(
-        10, ge=1, description="Rows a class needs in total to be learnable; fewer blocks training."
+        10, strict=True, ge=1, description="Rows a class needs in total to be learnable; fewer blocks training."
     )
-    examples: int = Field(5, ge=0, le=100, description="Example rows kept as evidence per check.")
+    examples: int = Field(5, strict=True, ge=0, le=100, description="Example rows kept as evidence per check.")

@@ -86,6 +86,14 @@ def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
     """CSV/TSV with every value read as written ("0" stays "0"); only empty fields are missing."""
     text = _read_utf8(path)
     kind = "TSV" if sep == "\t" else "CSV"
+    header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
+    repeated = [name for position, name in enumerate(header) if name in header[:position]]
+    if repeated:
+        positions = [str(position + 1) for position, name in enumerate(header) if name == repeated[0]]
+        raise ValueError(
+            f"{path}: column {repeated[0]!r} appears {len(positions)} times in the header (fields "
+            f"{', '.join(positions)}); give every column its own name"
+        )
     try:
         with warnings.catch_warnings():
             # index_col=False: a row with an extra field must not silently become the index.
@@ -172,7 +180,7 @@ def canonical_table(raw: pd.DataFrame, config: DataConfig, source: str) -> pd.Da
             + (" or pass --split-col split" if clashes[0] == "split" else "")
         )
     table = pd.DataFrame(index=pd.RangeIndex(len(raw)))
-    table["text"] = _strings(raw[config.text_col], source, config.text_col).fillna("")
+    table["text"] = _texts(raw[config.text_col], source, config.text_col)
     table["label"] = _labels(raw[config.label_col], source, config.label_col)
     if config.split_col is not None:
         table["split"] = _splits(raw[config.split_col], source, config.split_col)
@@ -212,8 +220,21 @@ def _to_string(value: object, source: str, column: str, row: int) -> str | None:
     )
 
 
+def _texts(values: pd.Series, source: str, column: str) -> pd.Series:
+    """Texts as str (a missing one becomes ""); ValueError when the column holds numbers only (ids, not text)."""
+    texts = _strings(values, source, column).fillna("")
+    given = texts[texts.str.strip() != ""]
+    if len(given) and pd.to_numeric(given, errors="coerce").notna().all():
+        raise ValueError(
+            f"{source}: column {column!r} holds only numbers (e.g. {given.iloc[0]!r}), not text; "
+            "set --text-col to the column with the text"
+        )
+    return texts
+
+
 def _labels(values: pd.Series, source: str, column: str) -> pd.Series:
-    """Labels as stripped str; ValueError when any is missing or there is only one class."""
+    """Labels as stripped str; ValueError when any is missing, two differ only in case or number
+    format ("Positive" and "positive", "1" and "1.0"), or there is only one class."""
     labels = _strings(values, source, column).str.strip()
     missing = labels.isna() | (labels == "")
     if missing.any():
@@ -223,9 +244,31 @@ def _labels(values: pd.Series, source: str, column: str) -> pd.Series:
             f"(first rows: {first}); every row needs a label"
         )
     classes = labels.unique()
+    _refuse_colliding_labels(classes, source, column)
     if len(classes) < 2:
         raise ValueError(f"{source}: column {column!r} has a single class {classes[0]!r}; need at least two classes")
     return labels
+
+
+def _label_key(label: str) -> str:
+    """What two spellings of one label share: case-folded text, or the number it writes."""
+    try:
+        number = float(label)
+    except ValueError:
+        return label.casefold()
+    return repr(number) if math.isfinite(number) else label.casefold()
+
+
+def _refuse_colliding_labels(classes: np.ndarray, source: str, column: str) -> None:
+    spellings: dict[str, list[str]] = {}
+    for label in classes:
+        spellings.setdefault(_label_key(str(label)), []).append(str(label))
+    for same in spellings.values():
+        if len(same) > 1:
+            raise ValueError(
+                f"{source}: labels {' and '.join(map(repr, sorted(same)))} in column {column!r} differ only in case "
+                "or number format, so they would train as different classes; write each class one way"
+            )
 
 
 def _splits(values: pd.Series, source: str, column: str) -> pd.Series:

@@ -26,6 +26,7 @@ from prefect.states import Failed
 
 from expectations.config import AuditConfig, DataConfig
 from flows.report import audit_markdown
+from flows.signals import stop_on_signals
 from tasks.audit import audit_dataset
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 
@@ -47,8 +48,9 @@ def audit_data(
     data_docs: Path | None = None,
 ) -> dict:
     """Audit a labelled table (GX Data Docs under `data_docs`, if given); the run fails when a check blocks training."""
-    dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
-    report = audit_dataset(dataset, audit, str(data_docs) if data_docs else None)
+    with stop_on_signals():
+        dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
+        report = audit_dataset(dataset, audit, str(data_docs) if data_docs else None)
     create_markdown_artifact(key="audit-report", markdown=audit_markdown(report), description="depthfinder audit")
     blocking = blocking_checks(report, audit.strict)
     if blocking:

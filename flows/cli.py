@@ -1,7 +1,8 @@
-"""The `depthfinder` command line: run, audit, predict, deploy, datasets.
+"""The `depthfinder` command line: run, audit, predict, deploy, datasets, unlock.
 
-Exit codes: 0 success; 1 the audit blocked training or a run failed; 2 bad input or usage.
-Errors are one line on stderr; heavy libraries are imported only by the command that needs them.
+Exit codes: 0 success; 1 the audit blocked training or a run failed; 2 bad input or usage;
+130 / 143 stopped by SIGINT / SIGTERM. Errors are one line on stderr; heavy libraries are
+imported only by the command that needs them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flows.config import RunConfig, load_run_config
+from flows.config import RegistryConfig, RunConfig, load_run_config
+from flows.signals import EXIT_CODES, stop_on_signals
 
 # Nothing phones home, and the libraries' start-up chatter stays out of the terminal
 # (the Prefect temporary server's telemetry heartbeat also races its own SQLite writes).
@@ -129,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     datasets = commands.add_parser("datasets", help="list the built-in datasets")
     datasets.set_defaults(handler=_datasets)
+
+    unlock = commands.add_parser(
+        "unlock", help="free the retrain lock of a model that a dead run of an older depthfinder left taken"
+    )
+    unlock.add_argument("--model-name", default=RegistryConfig().model_name, help="registered model name")
+    unlock.add_argument("--workdir", type=Path, default=RegistryConfig().workdir, help="the runs' work folder")
+    unlock.set_defaults(handler=_unlock)
     return parser
 
 
@@ -181,18 +190,25 @@ def _load_config(args: argparse.Namespace) -> RunConfig:
 
 
 def _write_json(path: Path | None, payload: dict) -> None:
+    """Write `payload` to `path` whole or not at all."""
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+        partial = path.with_name(f".{path.name}.partial")
+        partial.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+        partial.replace(path)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from flows.preflight import check_run
     from flows.report import format_summary
+    from flows.server import prefect_api
 
     config = _load_config(args)
+    check_run(config, outputs=[args.summary_json])
     from flows.retrain import retrain
 
-    state = retrain(**dict(config), force=args.force, return_state=True)
+    with prefect_api():
+        state = retrain(**dict(config), force=args.force, return_state=True)
     summary = state.result(raise_on_failure=False)
     if not isinstance(summary, dict):
         print(f"depthfinder: the run failed: {state.message or summary}", file=sys.stderr)
@@ -203,12 +219,21 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
+    from flows.preflight import check_prefect_api, check_writable
     from flows.report import audit_lines
+    from flows.server import prefect_api
 
     config = _load_config(args)
+    if args.report_json is not None:
+        check_writable(args.report_json, "output file")
+    for folder, what in ((args.data_docs, "Data Docs folder"), (config.registry.workdir, "work folder")):
+        if folder is not None:
+            check_writable(folder, what, folder=True)
+    check_prefect_api()
     from flows.audit import audit_data
 
-    state = audit_data(config.data, config.audit, config.registry.workdir, args.data_docs, return_state=True)
+    with prefect_api():
+        state = audit_data(config.data, config.audit, config.registry.workdir, args.data_docs, return_state=True)
     report = state.result(raise_on_failure=False)
     if not isinstance(report, dict):
         print(f"depthfinder: the audit failed: {state.message or report}", file=sys.stderr)
@@ -226,6 +251,9 @@ def _predict(args: argparse.Namespace) -> int:
     from tasks.tracking import resolve_tracking_uri
 
     texts = args.text or _read_texts(args.data, args.text_col)
+    if empty := [number for number, text in enumerate(texts, start=1) if not text.strip()]:
+        shown = ", ".join(map(str, empty[:5]))
+        raise UsageError(f"text {shown} of {len(texts)} is empty; a label of no text means nothing")
     database = args.tracking_uri.removeprefix("sqlite:///")
     if args.tracking_uri.startswith("sqlite:///") and not Path(database).is_file():
         raise UsageError(f"no MLflow database at {database}; run `depthfinder run` first or pass --tracking-uri")
@@ -281,17 +309,56 @@ def _datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _unlock(args: argparse.Namespace) -> int:
+    from flows.lock import clear_server_slots, describe_holder, is_locked, lock_path, read_holder
+    from flows.preflight import check_prefect_api
+    from flows.server import prefect_api
+
+    RegistryConfig(model_name=args.model_name)  # the name's rules
+    path = lock_path(args.workdir, args.model_name)
+    if is_locked(path):
+        raise UsageError(
+            f"a retrain of {args.model_name!r} is running ({describe_holder(read_holder(path))}); it frees the lock "
+            "when it ends, however it ends: stop it (Ctrl-C or kill) instead"
+        )
+    check_prefect_api()
+    with prefect_api():
+        taken = clear_server_slots(args.model_name)
+    print(f"The retrain lock of {args.model_name!r} is free ({path} has no live holder; "
+          f"{taken} slot(s) of the Prefect limit retrain-{args.model_name} freed).")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    from encoder.interrupt import STOP
+
     for key, value in OFFLINE_DEFAULTS.items():
         os.environ.setdefault(key, value)
     try:
-        args = build_parser().parse_args(argv)
-        return args.handler(args)
+        with stop_on_signals():
+            args = build_parser().parse_args(argv)
+            return args.handler(args)
     except UsageError as exc:
         print(str(exc) if str(exc).startswith("depthfinder") else f"depthfinder: {exc}", file=sys.stderr)
-    except ValueError as exc:  # raised at the boundary: config, input table
+    except ValueError as exc:  # raised at the boundary: config, input table, preflight
         print(f"depthfinder: {exc}", file=sys.stderr)
+    except BaseException as exc:
+        if not STOP.requested and not isinstance(exc, KeyboardInterrupt):
+            raise
+        print(_interrupted(STOP.signal_name or "SIGINT", STOP.interrupted), file=sys.stderr)
+        code = EXIT_CODES.get(STOP.signal_name, 130)
+        STOP.clear()
+        return code
     return 2
+
+
+def _interrupted(signal_name: str, what: str | None) -> str:
+    """The one line that says what a signal stopped and how to go on."""
+    return (
+        f"depthfinder: stopped by {signal_name}" + (f" while {what}" if what else "")
+        + "; nothing was registered after it; finished candidates and the last finished epoch of the others are "
+        "kept: run the same command again to continue"
+    )
 
 
 if __name__ == "__main__":

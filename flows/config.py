@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 from encoder.config import ModelConfig, TrainConfig, yaml_switch
 from expectations.config import AuditConfig, DataConfig
 
 DATA_SOURCES = {"path", "dataset"}
+MAX_DEPTH = 64  # deeper than any encoder in use (BERT-large: 24 layers): a typo, not a candidate
+# A registered model name also names a lock file and a Prefect limit, and sits in models:/NAME/VERSION URIs.
+MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
 
 
@@ -24,8 +27,10 @@ class SweepConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    depths: list[int] = Field([1, 2, 4, 6], min_length=1, description="Candidate numbers of encoder blocks.")
-    seeds: list[int] = Field([1], min_length=1, description="Seeds trained per depth; the rule uses their mean.")
+    depths: list[StrictInt] = Field(
+        [1, 2, 4, 6], min_length=1, description=f"Candidate numbers of encoder blocks (1 to {MAX_DEPTH})."
+    )
+    seeds: list[StrictInt] = Field([1], min_length=1, description="Seeds trained per depth; the rule uses their mean.")
     rule: Literal["tolerance", "ratio", "pareto"] = Field(
         "tolerance", description="tolerance: cheapest within tolerance of the best; ratio: max metric/cost^alpha; "
         "pareto: tolerance on the Pareto front."
@@ -41,23 +46,25 @@ class SweepConfig(BaseModel):
         "rule, double the budget, until two depths are left; they train to the end. auto = on with 4 or more depths.",
     )
     halving_epochs: int | None = Field(
-        None, ge=1,
+        None, strict=True, ge=1,
         description="Epochs of the first halving rung (each later rung doubles it); null = train.min_epochs, the "
         "epochs a depth may spend on its initial loss plateau.",
     )
     task_runner: Literal["threads", "processes", "dask"] = Field(
         "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster."
     )
-    workers: int = Field(1, ge=1, description="Candidates trained at once (Dask: workers of a local cluster).")
+    workers: int = Field(
+        1, strict=True, ge=1, description="Candidates trained at once (Dask: workers of a local cluster)."
+    )
     dask_address: str | None = Field(None, description="Scheduler of an existing Dask cluster; a local one otherwise.")
     max_latency_ms: float | None = Field(None, gt=0, description="Hard limit on p50 latency at batch 1.")
-    max_params: int | None = Field(None, gt=0, description="Hard limit on parameter count.")
+    max_params: int | None = Field(None, strict=True, gt=0, description="Hard limit on parameter count.")
 
     @field_validator("depths")
     @classmethod
     def _positive_unique(cls, depths: list[int]) -> list[int]:
-        if any(d < 1 for d in depths) or len(set(depths)) != len(depths):
-            raise ValueError(f"depths must be distinct positive integers, got {depths}")
+        if any(not 1 <= d <= MAX_DEPTH for d in depths) or len(set(depths)) != len(depths):
+            raise ValueError(f"depths must be distinct integers from 1 to {MAX_DEPTH}, got {depths}")
         return sorted(depths)
 
     @property
@@ -81,8 +88,13 @@ class RegistryConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tracking_uri: str = Field("sqlite:///mlflow.db", description="MLflow tracking and registry URI.")
-    experiment: str = Field("depthfinder", description="MLflow experiment of the sweep runs.")
-    model_name: str = Field("depthfinder", description="Registered model name.")
+    experiment: str = Field(
+        "depthfinder", min_length=1, pattern=r"\S", description="MLflow experiment of the sweep runs."
+    )
+    model_name: str = Field(
+        "depthfinder", pattern=MODEL_NAME_PATTERN,
+        description="Registered model name: letters, digits, '.', '_' and '-', starting with a letter or digit.",
+    )
     workdir: Path = Field(Path(".depthfinder"), description="Folder for prepared data, tokenizers and checkpoints.")
 
 
@@ -124,11 +136,21 @@ def _read_yaml(path: Path) -> dict[str, dict[str, Any]]:
         raise ValueError(f"config file {path} does not exist")
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ValueError(f"config file {path} is not valid YAML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start]
+        raise ValueError(f"config file {path} is not UTF-8 (byte 0x{byte:02x} at offset {exc.start})") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"config file {path} is not valid YAML: {_yaml_problem(exc)}") from None
     if not isinstance(loaded, dict) or not all(isinstance(v, dict) for v in loaded.values()):
         raise ValueError(f"config file {path} must map sections ({', '.join(RunConfig.model_fields)}) to settings")
     return loaded
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """Where and what, on one line: `line 3, column 7: mapping values are not allowed here`."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark is not None else problem
 
 
 def _first_error(exc: ValidationError, path: Path | None) -> str:

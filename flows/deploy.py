@@ -22,21 +22,13 @@ NIGHTLY_CRON = "0 2 * * *"
 
 def server_problem() -> str | None:
     """Why the configured Prefect server cannot hold a schedule, or None when it can."""
-    from prefect import get_client
     from prefect.settings import PREFECT_API_URL
 
-    url = PREFECT_API_URL.value()
-    start = (
-        "start one with `prefect server start` (it listens on http://127.0.0.1:4200) and run "
-        "`prefect config set PREFECT_API_URL=http://127.0.0.1:4200/api`"
-    )
-    if not url:
-        return f"a schedule needs a running Prefect server, and none is configured: {start}"
-    with get_client(sync_client=True) as client:
-        error = client.api_healthcheck()
-    if error is not None:
-        return f"no Prefect server answers at {url} ({type(error).__name__}): {start}"
-    return None
+    from flows.server import START_SERVER, api_problem
+
+    if not PREFECT_API_URL.value():
+        return f"a schedule needs a running Prefect server, and none is configured: {START_SERVER}"
+    return api_problem()
 
 
 def absolute_paths(config: RunConfig) -> RunConfig:

@@ -11,7 +11,7 @@ import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -177,6 +177,8 @@ def describe_type(field: FieldInfo) -> str:
 
 def _type_name(annotation: Any, bounds: dict[str, Any]) -> str:
     origin = get_origin(annotation)
+    if origin is Annotated:  # e.g. StrictInt: the type it constrains
+        return _type_name(get_args(annotation)[0], bounds)
     if origin in (Union, types.UnionType):
         options = [arg for arg in get_args(annotation) if arg is not type(None)]
         text = " or ".join(_type_name(option, bounds) for option in options)

@@ -2,31 +2,34 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-from prefect import flow, get_client, get_run_logger
+from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.concurrency.sync import concurrency
 from prefect.futures import PrefectFuture
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 
 from encoder.config import ModelConfig, TrainConfig
 from encoder.halving import compute_saved, kept_count, rank_depths, rung_budgets
+from encoder.interrupt import Interrupted
 from encoder.rule import choose_depth
 from expectations.config import AuditConfig, DataConfig
 from flows.audit import audit_and_log, audit_informs, blocking_checks
 from flows.config import RegistryConfig, RunConfig, SweepConfig
+from flows.lock import one_retrain_at_a_time
+from flows.preflight import check_run
 from flows.report import decision_markdown
+from flows.signals import stop_on_signals
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 from tasks.registry import find_unchanged_model, register_model
 from tasks.tracking import (
     SweepRun,
+    close_abandoned_runs,
     code_version,
+    ending,
     flatten,
     record_cached_candidate,
     resolve_tracking_uri,
@@ -53,17 +56,23 @@ def retrain(
 
     Skipped (a completed state named Skipped) when the registered champion, or a challenger
     that lost to it, was trained on the same data, settings and code, unless `force`. One
-    retrain of a registered model name runs at a time; a second waits for the first.
+    retrain of a registered model name runs at a time; a second waits for the first. SIGINT
+    or SIGTERM stops it within a training step: its MLflow runs end KILLED, nothing is
+    registered, and a rerun continues from what was finished.
     """
     config = RunConfig(data=data, audit=audit, model=model, train=train, sweep=sweep, registry=registry)
-    dataset = drop_flagged_rows(prepare_dataset(data, registry.workdir), audit, registry.workdir)
-    with one_retrain_at_a_time(registry.model_name):
-        fingerprint = fingerprint_of(config, dataset)
-        tracking_uri = resolve_tracking_uri(registry.tracking_uri)
-        wanted = fingerprint | {"sweep": "complete"}
-        if not force and (unchanged := find_unchanged_model(tracking_uri, registry.model_name, wanted)):
-            return _skipped(config, fingerprint, unchanged)
-        return _retrain(config, dataset)
+    with stop_on_signals():
+        check_run(config)
+        dataset = drop_flagged_rows(prepare_dataset(data, registry.workdir), audit, registry.workdir)
+        with one_retrain_at_a_time(registry.model_name, registry.workdir):
+            tracking_uri = resolve_tracking_uri(registry.tracking_uri)
+            if closed := close_abandoned_runs(tracking_uri, registry.experiment, registry.model_name):
+                get_run_logger().warning("ended %d MLflow runs left RUNNING by a retrain that died", len(closed))
+            fingerprint = fingerprint_of(config, dataset)
+            wanted = fingerprint | {"sweep": "complete"}
+            if not force and (unchanged := find_unchanged_model(tracking_uri, registry.model_name, wanted)):
+                return _skipped(config, fingerprint, unchanged)
+            return _retrain(config, dataset)
 
 
 def _skipped(config: RunConfig, fingerprint: dict[str, str], unchanged: dict) -> State:
@@ -81,45 +90,35 @@ def _skipped(config: RunConfig, fingerprint: dict[str, str], unchanged: dict) ->
     return Completed(name="Skipped", message=reason, data=summary)
 
 
+class AuditBlocked(Exception):
+    """The audit stopped the run before training; `summary` says why."""
+
+    def __init__(self, summary: dict) -> None:
+        super().__init__("the audit blocks training")
+        self.summary = summary
+
+
 def _retrain(config: RunConfig, dataset: PreparedData) -> dict | State:
-    """Audit, sweep and register under a new MLflow parent run."""
+    """Audit, sweep and register under a new MLflow parent run, which ends FINISHED, FAILED or KILLED."""
     registry = config.registry
     run = start_sweep_run(
         registry.tracking_uri,
         registry.experiment,
+        registry.model_name,
         f"sweep-{dataset.data_hash[:8]}",
         params=flatten("", config.model_dump(mode="json")),
         tags={"depthfinder.data_hash": dataset.data_hash},
     )
     try:
-        summary = _audit_then_sweep(config, dataset, run)
-    except BaseException:
-        run.client.set_terminated(run.run_id, "FAILED")
-        raise
-    run.client.log_dict(run.run_id, summary, "summary.json")
-    if summary["selected_depth"] is None:
-        run.client.set_terminated(run.run_id, "FAILED")
-        blocking = ", ".join(blocking_checks(summary["audit"], config.audit.strict))
-        return Failed(message=f"the audit blocks training: {blocking}", data=summary)
-    run.client.set_terminated(run.run_id, "FINISHED")
+        with ending(run.client, run.run_id):
+            summary = _audit_then_sweep(config, dataset, run)
+            run.client.log_dict(run.run_id, summary, "summary.json")
+            if summary["selected_depth"] is None:
+                raise AuditBlocked(summary)
+    except AuditBlocked as blocked:
+        blocking = ", ".join(blocking_checks(blocked.summary["audit"], config.audit.strict))
+        return Failed(message=f"the audit blocks training: {blocking}", data=blocked.summary)
     return summary
-
-
-@contextlib.contextmanager
-def one_retrain_at_a_time(model_name: str) -> Iterator[None]:
-    """Hold the Prefect global concurrency limit `retrain-<model_name>` (one slot) meanwhile.
-
-    A second retrain of the same model says that it waits, and waits. The limit lives on the
-    Prefect server: runs that share a server (scheduled runs, workers) exclude each other.
-    """
-    name = f"retrain-{model_name}"
-    with get_client(sync_client=True) as client:
-        client.upsert_global_concurrency_limit_by_name(name, limit=1)
-        busy = client.read_global_concurrency_limit_by_name(name).active_slots
-    if busy:
-        get_run_logger().warning("another retrain of %r is running; waiting for it to finish", model_name)
-    with concurrency(name, occupy=1):
-        yield
 
 
 def _audit_then_sweep(config: RunConfig, dataset: PreparedData, run: SweepRun) -> dict:
@@ -230,20 +229,20 @@ def task_runner(sweep: SweepConfig) -> TaskRunner:
 
 
 def _collect(grid: tuple[int, int], future: PrefectFuture, parameters: dict, run: SweepRun) -> dict:
-    """A trained or cached candidate, or a failed one that the rule will skip."""
+    """A trained or cached candidate, or a failed one that the rule will skip; an interrupt goes on up."""
     depth, seed = grid
     try:
         candidate = future.result()
-        if future.state.name != "Cached":
-            return candidate
-        if not Path(candidate["bundle"]).exists():  # its folder was cleaned since: train again
-            return train_depth.with_options(refresh_cache=True)(**parameters)
-        get_run_logger().info("depth %d (seed %d) reused from an earlier sweep", depth, seed)
-        previous = parameters["previous"]
-        return record_cached_candidate(run, candidate, previous["mlflow_run_id"] if previous else None)
+    except Interrupted:
+        raise
     except Exception as exc:  # a depth that fails must not sink the sweep
         get_run_logger().error("depth %d (seed %d) failed: %s", depth, seed, exc)
         return {"depth": depth, "seed": seed, "status": "failed", "error": str(exc)}
+    if candidate["status"] != "cached":
+        return candidate
+    get_run_logger().info("depth %d (seed %d) reused from an earlier sweep", depth, seed)
+    previous = parameters["previous"]
+    return record_cached_candidate(run, candidate, previous["mlflow_run_id"] if previous else None)
 
 
 def _decide_and_register(
@@ -304,11 +303,23 @@ def _plot_decision(decision, run: SweepRun, out_dir: Path) -> list[Path]:
 
 
 def fingerprint_of(config: RunConfig, dataset: PreparedData) -> dict[str, str]:
-    """The version tags that decide a model: what it learned from, with which settings and code."""
-    return {"data_hash": dataset.data_hash, "config_hash": config_hash(config), "code_version": code_version()}
+    """The version tags that decide a model: what it learned from (every column the audit judged),
+    with which settings and code."""
+    return {
+        "data_hash": dataset.data_hash,
+        "table_hash": dataset.table_hash,
+        "config_hash": config_hash(config),
+        "code_version": code_version(),
+    }
+
+
+# Settings that do not decide the model: where the data comes from and how it is read and split
+# (their effect is in the table's content hash, so another spelling of the same file is the same
+# data), where results are recorded, and where candidates train.
+UNDECIDING = {"data": True, "registry": True, "sweep": {"task_runner", "workers", "dask_address"}}
 
 
 def config_hash(config: RunConfig) -> str:
-    """What decides the model besides the data: every setting except where results are recorded."""
-    settings = config.model_dump(mode="json", exclude={"registry"})
+    """What decides the model besides the data, as a short hash."""
+    settings = config.model_dump(mode="json", exclude=UNDECIDING)
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -22,7 +23,8 @@ class PreparedData:
     """A prepared table on disk and what identifies it."""
 
     path: str
-    data_hash: str
+    data_hash: str  # what training sees: texts, labels and splits
+    table_hash: str  # everything the audit sees: every column; names the file
     rows: int
     labels: list[str]
     dropped: dict[str, int] = field(default_factory=dict)  # rows removed before the audit, per reason
@@ -38,10 +40,16 @@ def prepare_table(data: DataConfig) -> pd.DataFrame:
     return table
 
 
-def table_hash(table: pd.DataFrame) -> str:
-    """A content hash of what training sees: texts, labels and splits, in order."""
-    row_hashes = pd.util.hash_pandas_object(table[TRAINING_COLUMNS], index=False).to_numpy()
-    return hashlib.sha256(row_hashes.tobytes()).hexdigest()[:16]
+def table_hash(table: pd.DataFrame, columns: list[str] | None = None) -> str:
+    """A content hash of `columns` (default: all): their names and values, row by row, in order."""
+    columns = [str(column) for column in table.columns] if columns is None else columns
+    digest = hashlib.sha256(json.dumps(columns).encode())
+    for column in columns:
+        values = table[column]
+        if values.dtype == object:  # may hold lists or dicts (JSONL), which do not hash
+            values = values.map(repr)
+        digest.update(pd.util.hash_pandas_object(values, index=False).to_numpy().tobytes())
+    return digest.hexdigest()[:16]
 
 
 @task(name="prepare_dataset", cache_policy=NONE)
@@ -64,13 +72,15 @@ def drop_flagged_rows(dataset: PreparedData, audit: AuditConfig, workdir: Path) 
 
 
 def write_table(table: pd.DataFrame, workdir: Path) -> PreparedData:
-    """Write `table` to `workdir/data/<hash>.parquet` (once per content) and describe it."""
-    data_hash = table_hash(table)
-    path = Path(workdir) / "data" / f"{data_hash}.parquet"
+    """Write `table` to `workdir/data/<hash of all its columns>.parquet` (once per content) and describe it."""
+    whole = table_hash(table)
+    path = Path(workdir) / "data" / f"{whole}.parquet"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
         table.to_parquet(partial, index=False)
         partial.replace(path)
     labels = sorted(table["label"].unique().tolist())
-    return PreparedData(path=str(path), data_hash=data_hash, rows=len(table), labels=labels)
+    return PreparedData(
+        path=str(path), data_hash=table_hash(table, TRAINING_COLUMNS), table_hash=whole, rows=len(table), labels=labels
+    )

@@ -14,10 +14,12 @@ from tasks.tracking import SweepRun
 def register_model(
     candidate: dict, dataset: PreparedData, sweep: SweepRun, model_name: str, rule: dict, tags: dict[str, str]
 ) -> dict:
-    """Register `candidate` as challenger; score it and the champion on the same test split; promote.
+    """Register `candidate`; score it and the champion on the same test split; promote it if it earns it;
+    alias it challenger.
 
-    `rule` holds the promotion rule's metric, tolerance and cost name. `champion` moves last,
-    so a failure anywhere before leaves it on the old version.
+    `rule` holds the promotion rule's metric, tolerance and cost name. The aliases move last,
+    `challenger` after `champion`: a run stopped before the champion moved removes the version it
+    registered (it was never judged), and one stopped after leaves a consistent registry.
     """
     import mlflow
 
@@ -25,8 +27,9 @@ def register_model(
         current_champion,
         evaluate_model,
         log_text_classifier,
+        mark_challenger,
         promote_if_better,
-        register_challenger,
+        register_version,
     )
 
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
@@ -38,18 +41,25 @@ def register_model(
     client = sweep.client
     champion = current_champion(client, model_name)
     cost_tag = f"cost.{rule['cost']}"
-    challenger = register_challenger(client, model_uri, model_name, tags | {cost_tag: candidate["cost"][rule["cost"]]})
+    challenger = register_version(client, model_uri, model_name, tags | {cost_tag: candidate["cost"][rule["cost"]]})
     version_uri = f"models:/{model_name}/{challenger.version}"
-    challenger_metrics = evaluate_model(version_uri, texts, labels)
-    champion_metrics = champion_cost = None
-    if champion is not None:
-        champion_metrics = evaluate_model(f"models:/{model_name}/{champion.version}", texts, labels)
-        champion_cost = float(champion.tags[cost_tag]) if cost_tag in champion.tags else None
-    promoted, why = promote_if_better(
-        client, model_name, challenger, challenger_metrics, champion_metrics, rule["metric"],
-        tolerance=rule["tolerance"], challenger_cost=float(candidate["cost"][rule["cost"]]),
-        champion_cost=champion_cost,
-    )
+    promoted = False
+    try:
+        challenger_metrics = evaluate_model(version_uri, texts, labels)
+        champion_metrics = champion_cost = None
+        if champion is not None:
+            champion_metrics = evaluate_model(f"models:/{model_name}/{champion.version}", texts, labels)
+            champion_cost = float(champion.tags[cost_tag]) if cost_tag in champion.tags else None
+        promoted, why = promote_if_better(
+            client, model_name, challenger, challenger_metrics, champion_metrics, rule["metric"],
+            tolerance=rule["tolerance"], challenger_cost=float(candidate["cost"][rule["cost"]]),
+            champion_cost=champion_cost,
+        )
+    except BaseException:
+        if not promoted:
+            client.delete_model_version(model_name, challenger.version)
+        raise
+    mark_challenger(client, model_name, challenger)
     return {
         "model": {"name": model_name, "version": str(challenger.version), "uri": version_uri},
         "promoted": promoted,

@@ -5,9 +5,14 @@ The active MLflow run is thread-local, so every call names its run id explicitly
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import os
+import sqlite3
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,8 +21,14 @@ import mlflow
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
+from encoder.interrupt import Interrupted
+from tasks.liveness import ProcessIdentity, this_process
+
 PARENT_TAG = "mlflow.parentRunId"
 RUN_NAME_TAG = "mlflow.runName"
+MODEL_TAG = "depthfinder.model_name"
+PROCESS_TAG = "depthfinder.process"  # host/pid/start of the process that runs it, to tell an abandoned run
+SQLITE = "sqlite:///"
 # The packages whose source decides what a run computes.
 SOURCE_PACKAGES = ("encoder", "expectations", "flows", "tasks")
 
@@ -29,6 +40,7 @@ class SweepRun:
     tracking_uri: str
     experiment_id: str
     run_id: str
+    model_name: str = ""
 
     @property
     def client(self) -> MlflowClient:
@@ -41,39 +53,149 @@ def resolve_tracking_uri(uri: str) -> str:
     MLflow caches one store per URI string, so a relative `sqlite:///mlflow.db` would keep
     writing to the first directory it was opened in after the process changes directory.
     """
-    prefix = "sqlite:///"
-    if uri.startswith(prefix) and not uri.startswith(prefix + "/"):
-        return prefix + str(Path(uri.removeprefix(prefix)).resolve())
+    if uri.startswith(SQLITE) and not uri.startswith(SQLITE + "/"):
+        return SQLITE + str(Path(uri.removeprefix(SQLITE)).resolve())
     return uri
+
+
+def ensure_sqlite_store(database: Path) -> None:
+    """Make sure `database` is a whole MLflow store: create a missing one atomically; refuse a half-migrated one.
+
+    MLflow migrates a new database in place, so a first run that ran out of disk space (or was
+    killed) left a store that every later run failed on. Here the migrations run on a temporary
+    file beside it, which takes the real name only once they have all succeeded.
+
+    Raises:
+        ValueError: naming the database and how to recover.
+    """
+    database = Path(database)
+    if database.exists() and database.stat().st_size > 0:
+        _refuse_half_migrated(database)
+        return
+    partial = database.with_name(f".{database.name}.{uuid.uuid4().hex[:8]}.partial")
+    try:
+        client = MlflowClient(tracking_uri=SQLITE + str(partial))
+        client.search_experiments(max_results=1)
+        client.search_registered_models(max_results=1)
+        os.replace(partial, database)
+    except Exception as exc:
+        raise ValueError(f"cannot create the MLflow database {database}: {str(exc).splitlines()[0]}") from None
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _refuse_half_migrated(database: Path) -> None:
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as connection:
+        try:
+            tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        except sqlite3.DatabaseError as exc:
+            raise ValueError(f"{database} is not a readable SQLite database ({exc}); move it away") from None
+    leftovers = [table for table in tables if table.startswith("_alembic_tmp_")]
+    if leftovers:
+        raise ValueError(
+            f"{database} is half-migrated (table {leftovers[0]} is left from a migration that ran out of disk space or "
+            f"was killed); if it holds runs you need, run `mlflow db upgrade {SQLITE}{database}`, otherwise move it "
+            f"away (mv {database} {database}.broken) and a new one is made"
+        )
 
 
 def _artifact_root(tracking_uri: str) -> str | None:
     """Artifacts of a SQLite store go beside the database (`mlruns/`), not into the working directory."""
-    prefix = "sqlite:///"
-    if not tracking_uri.startswith(prefix):
+    if not tracking_uri.startswith(SQLITE):
         return None
-    return (Path(tracking_uri.removeprefix(prefix)).parent / "mlruns").as_uri()
+    return (Path(tracking_uri.removeprefix(SQLITE)).parent / "mlruns").as_uri()
+
+
+def experiment_id_of(client: MlflowClient, experiment: str) -> str:
+    """The id of the experiment named `experiment`, created (artifacts beside a SQLite store) if missing."""
+    found = client.get_experiment_by_name(experiment)
+    return found.experiment_id if found else client.create_experiment(experiment, _artifact_root(client.tracking_uri))
 
 
 def start_sweep_run(
-    tracking_uri: str, experiment: str, run_name: str, params: dict[str, Any], tags: dict[str, str]
+    tracking_uri: str, experiment: str, model_name: str, run_name: str, params: dict[str, Any], tags: dict[str, str]
 ) -> SweepRun:
-    """Create the parent run of a sweep, with the flattened config as params."""
+    """Create the parent run of a sweep of `model_name`, with the flattened config as params.
+
+    The sweep's runs are tagged with the model and the process that runs them, so that a later
+    retrain of the model can close them if that process dies (close_abandoned_runs).
+    """
     tracking_uri = resolve_tracking_uri(tracking_uri)
     mlflow.set_tracking_uri(tracking_uri)
     client = MlflowClient(tracking_uri=tracking_uri)
-    found = client.get_experiment_by_name(experiment)
-    experiment_id = found.experiment_id if found else client.create_experiment(experiment, _artifact_root(tracking_uri))
-    run = client.create_run(experiment_id, tags={RUN_NAME_TAG: run_name, **tags})
-    sweep = SweepRun(tracking_uri, experiment_id, run.info.run_id)
+    experiment_id = experiment_id_of(client, experiment)
+    tags = {RUN_NAME_TAG: run_name, MODEL_TAG: model_name, **_process_tag(), **tags}
+    sweep = SweepRun(tracking_uri, experiment_id, client.create_run(experiment_id, tags=tags).info.run_id, model_name)
     log_params(sweep.client, sweep.run_id, params)
     return sweep
 
 
 def start_child_run(sweep: SweepRun, run_name: str, tags: dict[str, str]) -> str:
     """Create a child run under the sweep's parent run and return its id."""
-    tags = {PARENT_TAG: sweep.run_id, RUN_NAME_TAG: run_name, **tags}
+    tags = {PARENT_TAG: sweep.run_id, RUN_NAME_TAG: run_name, MODEL_TAG: sweep.model_name, **_process_tag(), **tags}
     return sweep.client.create_run(sweep.experiment_id, tags=tags).info.run_id
+
+
+def _process_tag() -> dict[str, str]:
+    identity = this_process()
+    return {PROCESS_TAG: f"{identity.host}/{identity.pid}/{identity.started!r}"}
+
+
+def _process_of(tags: dict[str, str]) -> ProcessIdentity | None:
+    try:
+        host, pid, started = tags[PROCESS_TAG].rsplit("/", 2)
+        return ProcessIdentity(host, int(pid), float(started))
+    except (KeyError, ValueError):
+        return None
+
+
+# Exceptions that mean the process was asked to stop: KeyboardInterrupt (SIGINT), Prefect's
+# TerminationSignal (SIGTERM in a flow run) and a training thread's Interrupted.
+def _is_interrupt(exc: BaseException) -> bool:
+    from prefect.exceptions import ExternalSignal
+
+    return isinstance(exc, KeyboardInterrupt | ExternalSignal | Interrupted)
+
+
+def end_status(exc: BaseException | None) -> str:
+    """The MLflow status a run ends with: FINISHED, KILLED (interrupted) or FAILED."""
+    if exc is None:
+        return "FINISHED"
+    return "KILLED" if _is_interrupt(exc) else "FAILED"
+
+
+@contextlib.contextmanager
+def ending(client: MlflowClient, run_id: str) -> Iterator[None]:
+    """End the run `run_id` with a status that says how the block ended: FINISHED, KILLED or FAILED."""
+    try:
+        yield
+    except BaseException as exc:
+        client.set_terminated(run_id, end_status(exc))
+        raise
+    client.set_terminated(run_id, "FINISHED")
+
+
+def close_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) -> list[str]:
+    """End as KILLED the runs of `model_name` still RUNNING whose process, on this host, has died.
+
+    Runs of another host are left alone (whether their process lives cannot be told from here).
+    Returns the ids of the runs closed.
+    """
+    client = MlflowClient(tracking_uri=resolve_tracking_uri(tracking_uri))
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return []
+    running = client.search_runs(
+        [found.experiment_id], filter_string=f"attributes.status = 'RUNNING' and tags.`{MODEL_TAG}` = '{model_name}'"
+    )
+    closed = []
+    for run in running:
+        process = _process_of(run.data.tags)
+        if process is not None and process.is_alive() is False:
+            set_tags(client, run.info.run_id, {"depthfinder.abandoned": f"its process ({process.describe()}) died"})
+            client.set_terminated(run.info.run_id, "KILLED")
+            closed.append(run.info.run_id)
+    return closed
 
 
 def log_params(client: MlflowClient, run_id: str, params: dict[str, Any]) -> None:

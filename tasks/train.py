@@ -1,11 +1,13 @@
 """Tasks of the depth sweep: fit the tokenizer once, train and measure one (depth, seed).
 
-A candidate is cached by what decides it: data hash, model and training settings, class
-weights, depth, seed and code version, and the epochs it was trained to (plus the work
-folder, where its files live), so a sweep that died half-way trains only what had not
-finished when it runs again. A successive-halving rung continues a candidate from the
-previous rung's checkpoint, which ends exactly where training straight to that budget
-would, so a result at a budget is the same however it was reached.
+A candidate lives in its own folder under `workdir/candidates`, named by what decides it:
+data hash, model and training settings, class weights, depth, seed and code version. Its
+result at an epoch budget is written there (`result-epochs-N.json`, atomically) before its
+MLflow run is marked FINISHED, so a sweep killed at any moment reuses every result it
+finished. A candidate killed while it trained continues from the full training state saved
+after its last finished epoch; a successive-halving rung continues from the previous rung's
+state. Both end exactly where training straight through would, so a result at a budget is
+the same however it was reached.
 """
 
 from __future__ import annotations
@@ -22,7 +24,17 @@ from prefect.cache_policies import NONE
 
 from encoder.config import ModelConfig, TrainConfig
 from tasks.data import TRAINING_COLUMNS, PreparedData
-from tasks.tracking import SweepRun, code_version, flatten, log_metrics, log_params, set_tags, start_child_run
+from tasks.tracking import (
+    SweepRun,
+    code_version,
+    end_status,
+    ending,
+    flatten,
+    log_metrics,
+    log_params,
+    set_tags,
+    start_child_run,
+)
 
 
 class EpochLog(Callback):
@@ -71,21 +83,28 @@ def candidate_key(
     })
 
 
-def _cache_key(context: Any, parameters: dict[str, Any]) -> str:
-    """Prefect's cache key of train_depth: the candidate key and the work folder holding its bundle."""
-    names = ("dataset", "model", "train", "class_weights", "depth", "seed")
-    key = candidate_key(*(parameters[name] for name in names))
-    folder = _digest(str(Path(parameters["workdir"]).resolve()))
-    epochs = parameters.get("epochs") or parameters["train"].max_epochs
-    return f"train-depth-{parameters['depth']}-seed-{parameters['seed']}-epochs-{epochs}-{key}-{folder}"
+def result_path(candidate_dir: Path, epochs: int) -> Path:
+    """Where a candidate's result at an epoch budget is kept."""
+    return candidate_dir / f"result-epochs-{epochs}.json"
 
 
-@task(
-    name="train_depth",
-    task_run_name="train-depth-{depth}-seed-{seed}",
-    cache_key_fn=_cache_key,
-    persist_result=True,
-)
+def read_result(candidate_dir: Path, epochs: int) -> dict | None:
+    """The candidate's finished result at `epochs`, or None when there is none (or its bundle is gone)."""
+    try:
+        result = json.loads(result_path(candidate_dir, epochs).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return result if Path(result["bundle"]).is_dir() else None
+
+
+def _write_result(candidate_dir: Path, epochs: int, result: dict) -> None:
+    path = result_path(candidate_dir, epochs)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+@task(name="train_depth", task_run_name="train-depth-{depth}-seed-{seed}", cache_policy=NONE)
 def train_depth(
     dataset: PreparedData,
     tokenizer_path: str,
@@ -99,64 +118,87 @@ def train_depth(
     epochs: int | None = None,
     previous: dict | None = None,
 ) -> dict:
-    """Train one (depth, seed) to `epochs` (None: to the end) in its MLflow child run, continuing
-    `previous` (this candidate's result at an earlier rung) if given; return metrics, cost and paths."""
-    from lightning.pytorch.loggers import MLFlowLogger
-    from tokenizers import Tokenizer
-
-    from encoder.bundle import save_bundle
-    from encoder.cost import measure_cost
-    from encoder.training import train_candidate
-
-    client = sweep.client
+    """Train one (depth, seed) to `epochs` (None: to the end) in its MLflow child run, continuing from
+    its last saved epoch; `previous` is this candidate's result at an earlier rung, whose child run
+    it continues. Return metrics, cost and paths; status `cached` when the result was already there."""
     train = train.model_copy(update={"seed": seed})
     epochs = epochs or train.max_epochs
+    key = candidate_key(dataset, model, train, class_weights, depth, seed)
+    candidate_dir = Path(workdir) / "candidates" / f"depth-{depth}-seed-{seed}-{key}"
+    if (found := read_result(candidate_dir, epochs)) is not None:
+        return found | {"status": "cached"}
+    client = sweep.client
     if previous is not None:
         run_id = previous["mlflow_run_id"]
     else:
         tags = {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed)}
         run_id = start_child_run(sweep, f"depth-{depth}-seed-{seed}", tags)
         log_params(client, run_id, {"depth": depth, "seed": seed, "class_weights": class_weights})
-    resume = Path(previous["checkpoint"]) if previous is not None else None
-    if resume is not None and not resume.exists():  # cleaned since: training from scratch ends the same
-        resume, previous = None, None
-    try:
-        tokenizer = Tokenizer.from_file(tokenizer_path)
-        frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
-        key = candidate_key(dataset, model, train, class_weights, depth, seed)
-        candidate_dir = Path(workdir) / "candidates" / f"depth-{depth}-seed-{seed}-{key}"
-        trained = train_candidate(
-            frame,
-            dataset.labels,
-            tokenizer,
-            depth,
-            model,
-            train,
-            class_weights=class_weights,
-            out_dir=candidate_dir / "checkpoints",
-            logger=MLFlowLogger(tracking_uri=sweep.tracking_uri, run_id=run_id),
-            epochs=epochs,
-            resume_from=resume,
-            callbacks=[EpochLog(f"depth {depth} seed {seed}", train.max_epochs)],
-        )
-        seconds = trained.train_seconds + (previous["cost"]["train_seconds"] if previous is not None else 0.0)
-        cost = measure_cost(trained.network, trained.median_length) | {"train_seconds": seconds}
-        bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
-        result = {"metrics": trained.metrics, "test_metrics": trained.test_metrics, "cost": cost}
-        log_metrics(
-            client, run_id, flatten("", {"best_val": trained.metrics, "test": trained.test_metrics, "cost": cost})
-        )
-        set_tags(client, run_id, {"depthfinder.status": "trained", "depthfinder.epochs": str(trained.epochs)})
-        client.set_terminated(run_id, "FINISHED")
-    except BaseException:
-        set_tags(client, run_id, {"depthfinder.status": "failed"})
-        client.set_terminated(run_id, "FAILED")
-        raise
+    with ending(client, run_id):
+        try:
+            result = _train_and_measure(dataset, tokenizer_path, depth, model, train, class_weights, sweep, run_id,
+                                        candidate_dir, epochs)
+        except BaseException as exc:
+            set_tags(client, run_id, {"depthfinder.status": end_status(exc).lower()})  # failed or killed
+            raise
+        _write_result(candidate_dir, epochs, result)  # durable before the run says FINISHED
+        figures = {"best_val": result["metrics"], "test": result["test_metrics"], "cost": result["cost"]}
+        log_metrics(client, run_id, flatten("", figures))
+        set_tags(client, run_id, {"depthfinder.status": "trained", "depthfinder.epochs": str(result["epochs"])})
+    return result
+
+
+def _train_and_measure(
+    dataset: PreparedData,
+    tokenizer_path: str,
+    depth: int,
+    model: ModelConfig,
+    train: TrainConfig,
+    class_weights: bool,
+    sweep: SweepRun,
+    run_id: str,
+    candidate_dir: Path,
+    epochs: int,
+) -> dict:
+    """Train from the candidate's last saved epoch (if it has one within `epochs`), measure, save the bundle."""
+    from lightning.pytorch.loggers import MLFlowLogger
+    from tokenizers import Tokenizer
+
+    from encoder.bundle import save_bundle
+    from encoder.cost import measure_cost
+    from encoder.training import checkpoint_epochs, last_checkpoint, train_candidate
+
+    tokenizer = Tokenizer.from_file(tokenizer_path)
+    frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
+    out_dir = candidate_dir / "checkpoints"
+    last = last_checkpoint(out_dir, depth)
+    done = checkpoint_epochs(last)
+    resume = last if done is not None and done <= epochs else None
+    if resume is not None:
+        get_run_logger().info("depth %d (seed %d) continues from epoch %d", depth, train.seed, done)
+    trained = train_candidate(
+        frame,
+        dataset.labels,
+        tokenizer,
+        depth,
+        model,
+        train,
+        class_weights=class_weights,
+        out_dir=out_dir,
+        logger=MLFlowLogger(tracking_uri=sweep.tracking_uri, run_id=run_id),
+        epochs=epochs,
+        resume_from=resume,
+        callbacks=[EpochLog(f"depth {depth} seed {train.seed}", train.max_epochs)],
+    )
+    cost = measure_cost(trained.network, trained.median_length) | {"train_seconds": trained.train_seconds}
+    bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
     return {
         "depth": depth,
-        "seed": seed,
+        "seed": train.seed,
         "status": "trained",
-        **result,
+        "metrics": trained.metrics,
+        "test_metrics": trained.test_metrics,
+        "cost": cost,
         "epochs": trained.epochs,
         "finished": trained.finished,
         "mlflow_run_id": run_id,

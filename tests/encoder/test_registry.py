@@ -25,8 +25,9 @@ from encoder.registry import (
     current_champion,
     evaluate_model,
     log_text_classifier,
+    mark_challenger,
     promote_if_better,
-    register_challenger,
+    register_version,
     should_promote,
 )
 from tests.encoder.tiny_models import LABELS, constant_network, tiny_tokenizer, trained_network
@@ -66,7 +67,7 @@ def nights(client: MlflowClient, tmp_path_factory: pytest.TempPathFactory) -> li
         with mlflow.start_run(experiment_id=experiment_id):
             model_uri = log_text_classifier(bundle, input_example=TEST_TEXTS[:2])
         champion_before = current_champion(client, MODEL_NAME)
-        challenger = register_challenger(client, model_uri, MODEL_NAME, {"depth": "1", "night": str(night)})
+        challenger = register_version(client, model_uri, MODEL_NAME, {"depth": "1", "night": str(night)})
         challenger_metrics = evaluate_model(model_uri, TEST_TEXTS, TEST_LABELS)
         champion_metrics = None
         if champion_before is not None:
@@ -74,6 +75,7 @@ def nights(client: MlflowClient, tmp_path_factory: pytest.TempPathFactory) -> li
         promoted, _ = promote_if_better(
             client, MODEL_NAME, challenger, challenger_metrics, champion_metrics, "macro_f1"
         )
+        mark_challenger(client, MODEL_NAME, challenger)
         results.append({
             "model_uri": model_uri, "version": str(challenger.version), "challenger": challenger,
             "challenger_metrics": challenger_metrics, "champion_metrics": champion_metrics, "promoted": promoted,
@@ -159,7 +161,7 @@ def test_registering_through_a_client_of_another_store_than_the_global_one(
     tracking_uri = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/never-opened.db")
     try:
-        version = register_challenger(client, nights[2]["model_uri"], "other-store", {"depth": "1"})
+        version = register_version(client, nights[2]["model_uri"], "other-store", {"depth": "1"})
     finally:
         mlflow.set_tracking_uri(tracking_uri)
     assert not (tmp_path / "never-opened.db").exists()

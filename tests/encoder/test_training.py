@@ -6,10 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from lightning.pytorch.callbacks import Callback
 from tokenizers import Tokenizer
 
 from encoder import training
 from encoder.bundle import TextClassifier
+from encoder.interrupt import STOP, Interrupted
 from encoder.metrics import METRICS, classification_metrics
 from encoder.tokenizer import encode_texts, train_tokenizer
 from encoder.training import TrainedCandidate, inverse_frequency_weights, resolve_precision, train_candidate
@@ -103,6 +105,41 @@ def test_a_run_stopped_at_a_budget_and_resumed_ends_as_one_trained_straight_thro
     assert resumed.metrics == straight.metrics
     with pytest.raises(ValueError, match="epochs must be between 1 and max_epochs 4"):
         run(tmp_path / "over", epochs=5)
+
+
+def test_a_run_killed_mid_epoch_resumes_from_its_last_epoch_and_ends_as_one_trained_straight_through(
+    frame, tokenizer, tmp_path
+) -> None:
+    """The full state is written after every epoch: a run stopped in the middle of its third epoch
+    (here by a stop request, as SIGTERM makes one) continues from the end of its second."""
+    recipe = tiny_train_config(max_epochs=4, min_epochs=4)
+    model = tiny_model_config().model_copy(update={"dropout": 0.1})
+
+    class StopInEpoch3(Callback):
+        def on_train_batch_end(self, trainer, *args) -> None:
+            if trainer.current_epoch == 2:
+                STOP.request("SIGTERM")
+
+    def run(out_dir: Path, **options: object) -> TrainedCandidate:
+        return train_candidate(frame, LABELS, tokenizer, 2, model, recipe, class_weights=False, out_dir=out_dir,
+                               progress=False, **options)
+
+    straight = run(tmp_path / "straight")
+    try:
+        with pytest.raises(Interrupted, match="SIGTERM while training depth 2 .seed 1. at epoch 3 of 4"):
+            run(tmp_path / "killed", callbacks=[StopInEpoch3()])
+    finally:
+        STOP.clear()
+    last = training.last_checkpoint(tmp_path / "killed", 2)
+    assert training.checkpoint_epochs(last) == 2
+    resumed = run(tmp_path / "killed", resume_from=last)
+
+    assert (resumed.epochs, resumed.finished) == (straight.epochs, straight.finished) == (4, True)
+    weights = straight.network.state_dict()
+    assert all(torch.equal(value, weights[key]) for key, value in resumed.network.state_dict().items())
+    assert resumed.metrics == straight.metrics
+    assert resumed.train_seconds > 0
+    assert training.checkpoint_epochs(tmp_path / "nowhere.ckpt") is None
 
 
 def test_class_weights_are_inverse_frequencies_with_mean_one() -> None:

@@ -7,16 +7,16 @@ import time
 
 from prefect import flow
 
-from flows.retrain import one_retrain_at_a_time
+from flows.lock import one_retrain_at_a_time
 
 
-def test_a_second_retrain_of_the_same_model_waits_for_the_first(prefect_server) -> None:
+def test_a_second_retrain_of_the_same_model_waits_for_the_first(prefect_server, tmp_path) -> None:
     events: list[tuple[str, float]] = []
     first_inside, release = threading.Event(), threading.Event()
 
     @flow
     def first() -> None:
-        with one_retrain_at_a_time("shared-name"):
+        with one_retrain_at_a_time("shared-name", tmp_path):
             events.append(("first in", time.monotonic()))
             first_inside.set()
             release.wait(60)
@@ -24,7 +24,7 @@ def test_a_second_retrain_of_the_same_model_waits_for_the_first(prefect_server) 
 
     @flow
     def second(model_name: str) -> None:
-        with one_retrain_at_a_time(model_name):
+        with one_retrain_at_a_time(model_name, tmp_path):
             events.append((f"{model_name} in", time.monotonic()))
 
     holder = threading.Thread(target=first)

@@ -24,13 +24,13 @@ def registry(tmp_path_factory):
     folder = tmp_path_factory.mktemp("registry")
     frame = pd.DataFrame({"text": TRAIN_TEXTS, "label": TRAIN_LABELS, "split": "test"})
     frame.to_parquet(folder / "data.parquet")
-    dataset = PreparedData(str(folder / "data.parquet"), "hash", len(frame), LABELS)
+    dataset = PreparedData(str(folder / "data.parquet"), "hash", "table", len(frame), LABELS)
     tokenizer = tiny_tokenizer()
     bundles = {
         label: str(save_bundle(folder / label, constant_network(tokenizer, label), tokenizer, LABELS))
         for label in LABELS
     }
-    sweep = start_sweep_run(f"sqlite:///{folder / 'mlflow.db'}", "exp", "sweep", params={}, tags={})
+    sweep = start_sweep_run(f"sqlite:///{folder / 'mlflow.db'}", "exp", "m", "sweep", params={}, tags={})
     first = register_model.fn(_candidate(bundles["pos"]), dataset, sweep, "m", RULE, {"depth": "1"})
     return folder, dataset, sweep, bundles, first
 
@@ -48,7 +48,9 @@ def test_first_registration_becomes_champion_with_its_cost_tagged(registry) -> N
     assert float(version.tags["cost.flops_per_example"]) == 1e6
 
 
-def test_a_failure_after_registration_leaves_the_champion_alone(registry, monkeypatch) -> None:
+def test_a_failure_before_the_verdict_leaves_the_aliases_alone_and_no_unjudged_version(registry, monkeypatch) -> None:
+    """A version that was never judged against the champion (evaluation crashed, or the run was
+    stopped) is removed again: a nightly rerun must not take it for a challenger that lost."""
     _, dataset, sweep, bundles, _ = registry
     import encoder.registry
 
@@ -61,7 +63,8 @@ def test_a_failure_after_registration_leaves_the_champion_alone(registry, monkey
 
     client: MlflowClient = sweep.client
     assert str(client.get_model_version_by_alias("m", "champion").version) == "1"
-    assert str(client.get_model_version_by_alias("m", "challenger").version) == "2"
+    assert str(client.get_model_version_by_alias("m", "challenger").version) == "1"
+    assert [str(v.version) for v in client.search_model_versions("name='m'")] == ["1"]
 
 
 def test_the_champion_answers_the_scoring_server_with_raw_text(registry) -> None:

@@ -1,0 +1,88 @@
+"""What can be checked before a run does any work: output paths, the device, the stores it writes to.
+
+Each check raises ValueError with one line naming what is wrong, so the CLI exits with code 2
+before anything is trained or registered, and a run started from the Prefect UI fails in
+seconds instead of after the sweep.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from flows.config import RunConfig
+
+# A tracking server that does not answer within this many seconds is reported as unreachable
+# (MLflow's own retries take minutes).
+REACHABLE_SECONDS = 5.0
+
+
+def check_run(config: RunConfig, outputs: Iterable[Path | None] = ()) -> None:
+    """Check the output files, the work folder, the accelerator, the Prefect API and the MLflow store."""
+    for path in outputs:
+        if path is not None:
+            check_writable(path, "output file")
+    check_writable(Path(config.registry.workdir), "work folder", folder=True)
+    check_accelerator(config.train.accelerator)
+    check_prefect_api()
+    check_tracking_store(config.registry.tracking_uri)
+
+
+def check_writable(path: Path, what: str, folder: bool = False) -> None:
+    """`path` can be written (a file) or created and written into (a folder), without creating anything."""
+    path = Path(path).absolute()
+    if path.exists():
+        if folder != path.is_dir():
+            raise ValueError(f"{what} {path} is {'not ' if folder else ''}a folder")
+        if not os.access(path, os.W_OK):
+            raise ValueError(f"{what} {path} is not writable")
+        return
+    ancestor = path.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"{what} {path} cannot be created: {ancestor} is not a writable folder")
+
+
+def check_accelerator(accelerator: str) -> None:
+    if accelerator == "gpu":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("setting train.accelerator: gpu, but torch sees no CUDA GPU here; use auto or cpu")
+
+
+def check_prefect_api() -> None:
+    """A configured Prefect server answers (none configured: a temporary one is started)."""
+    from flows.server import api_problem
+
+    if problem := api_problem():
+        raise ValueError(problem)
+
+
+def check_tracking_store(tracking_uri: str) -> None:
+    """The MLflow store can be written: a SQLite file that is whole (created now, atomically, if
+    missing), or a tracking server that answers."""
+    from tasks.tracking import SQLITE, ensure_sqlite_store, resolve_tracking_uri
+
+    uri = resolve_tracking_uri(tracking_uri)
+    if uri.startswith(SQLITE):
+        database = Path(uri.removeprefix(SQLITE))
+        check_writable(database, "MLflow database (registry.tracking_uri)")
+        check_writable(database.parent, "folder of the MLflow database", folder=True)
+        ensure_sqlite_store(database)
+    elif uri.startswith(("http://", "https://")):
+        _check_tracking_server(uri)
+
+
+def _check_tracking_server(uri: str) -> None:
+    import httpx
+
+    try:
+        response = httpx.get(f"{uri.rstrip('/')}/health", timeout=REACHABLE_SECONDS)
+    except httpx.HTTPError as exc:
+        raise ValueError(f"no MLflow tracking server answers at {uri} ({type(exc).__name__}); start it or fix "
+                         "--tracking-uri") from None
+    if response.status_code >= 500:
+        raise ValueError(f"the MLflow tracking server at {uri} answers {response.status_code}; check its log")

@@ -1,0 +1,109 @@
+"""The Prefect API a command talks to: the configured server, or a temporary one of its own.
+
+Prefect starts its temporary server in the terminal's process group, so Ctrl-C killed it
+before the run could record that it stopped, and a killed run left it listening. The one
+started here runs in a session of its own (Ctrl-C in the terminal does not reach it) and,
+on Linux, is sent SIGTERM by the kernel when the process that started it dies, however it
+dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+PR_SET_PDEATHSIG = 1
+_temporary_url: str | None = None
+
+
+def _die_with_parent(parent: int) -> None:
+    """In the forked child, before exec: ask for SIGTERM when the parent dies (Linux only)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _temporary_server_class() -> type:
+    from prefect.server.api.server import SubprocessASGIServer
+
+    class TemporaryServer(SubprocessASGIServer):
+        """Prefect's temporary server, started in its own session and tied to this process's life."""
+
+        def _run_uvicorn_command(self) -> subprocess.Popen:
+            import prefect
+            from prefect.settings import get_current_settings
+
+            parent = os.getpid()
+            command = [
+                sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
+                "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
+                "--log-level", "error", "--lifespan", "on",
+            ]
+            environment = {
+                **os.environ,
+                "PREFECT_UI_ENABLED": "0",
+                "PREFECT__SERVER_EPHEMERAL": "1",
+                "PREFECT__SERVER_FINAL": "1",
+                **get_current_settings().to_environment_variables(exclude_unset=True),
+            }
+            return subprocess.Popen(
+                command, env=environment, start_new_session=True,
+                preexec_fn=(lambda: _die_with_parent(parent)) if sys.platform == "linux" else None,
+            )
+
+    return TemporaryServer
+
+
+@contextlib.contextmanager
+def prefect_api() -> Iterator[None]:
+    """Use the configured Prefect server (PREFECT_API_URL), or a temporary one for the duration."""
+    global _temporary_url
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    if PREFECT_API_URL.value():
+        yield
+        return
+    server = _temporary_server_class()()
+    server.start()
+    _temporary_url = server.api_url
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+            yield
+    finally:
+        _temporary_url = None
+        server.stop()
+
+
+def server_is_persistent() -> bool:
+    """Whether the Prefect API in use is a real server, which outlives a run and revokes expired leases."""
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    return bool(url) and url != _temporary_url
+
+
+START_SERVER = (
+    "start one with `prefect server start` (it listens on http://127.0.0.1:4200) and run "
+    "`prefect config set PREFECT_API_URL=http://127.0.0.1:4200/api`"
+)
+
+
+def api_problem() -> str | None:
+    """Why the configured Prefect server cannot be used (it does not answer), or None (it does, or none is set)."""
+    from prefect import get_client
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        return None
+    with get_client(sync_client=True) as client:
+        error = client.api_healthcheck()
+    if error is not None:
+        return f"no Prefect server answers at {url} ({type(error).__name__}): {START_SERVER}, or unset PREFECT_API_URL"
+    return None
