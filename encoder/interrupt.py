@@ -2,16 +2,13 @@
 
 The flow's main thread gets the signal; candidates train in worker threads, which a signal
 cannot reach. The signal handler (flows/signals.py) calls `STOP.request`, and the
-`StopOnRequest` callback ends training at the next batch by raising `Interrupted`, so a
+`StopOnRequest` callback (encoder.training) ends training at the next batch by raising `Interrupted`, so a
 run stops within one optimiser step instead of at the end of its sweep.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
-
-import lightning as L
 
 
 class Interrupted(Exception):
@@ -48,16 +45,3 @@ class StopRequest:
 
 
 STOP = StopRequest()
-
-
-class StopOnRequest(L.Callback):
-    """End training at the next batch once `STOP` is requested; `name` says which candidate it was."""
-
-    def __init__(self, name: str, max_epochs: int, stop: StopRequest = STOP) -> None:
-        self.name, self.max_epochs, self.stop = name, max_epochs, stop
-
-    def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
-        self.stop.raise_if_requested(f"training {self.name} at epoch {trainer.current_epoch + 1} of {self.max_epochs}")
-
-    def on_validation_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
-        self.on_train_batch_end(trainer)

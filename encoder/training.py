@@ -19,7 +19,7 @@ from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
 from encoder.bundle import TextClassifier
 from encoder.datamodule import TextDataModule
-from encoder.interrupt import StopOnRequest
+from encoder.interrupt import STOP, StopRequest
 from encoder.metrics import classification_metrics
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.module import DepthClassifier
@@ -144,6 +144,19 @@ def train_candidate(
         finished=early_stopping.stopped_epoch > 0 or trainer.current_epoch >= train_cfg.max_epochs,
         checkpoint=state.path,
     )
+
+
+class StopOnRequest(L.Callback):
+    """End training at the next batch once `STOP` is requested; `name` says which candidate it was."""
+
+    def __init__(self, name: str, max_epochs: int, stop: StopRequest = STOP) -> None:
+        self.name, self.max_epochs, self.stop = name, max_epochs, stop
+
+    def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
+        self.stop.raise_if_requested(f"training {self.name} at epoch {trainer.current_epoch + 1} of {self.max_epochs}")
+
+    def on_validation_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
+        self.on_train_batch_end(trainer)
 
 
 def last_checkpoint(out_dir: Path, depth: int) -> Path:

@@ -7,7 +7,7 @@ seconds instead of after the sweep.
 
 from __future__ import annotations
 
-import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -30,19 +30,28 @@ def check_run(config: RunConfig, outputs: Iterable[Path | None] = ()) -> None:
 
 
 def check_writable(path: Path, what: str, folder: bool = False) -> None:
-    """`path` can be written (a file) or created and written into (a folder), without creating anything."""
+    """`path` can be written (a file) or created and written into (a folder), leaving nothing behind.
+
+    Tried, not inferred from permission bits (root passes those everywhere, /proc included): a
+    file is created and removed in the folder that would hold `path`, or, where that folder is
+    missing, a folder in its nearest existing ancestor.
+    """
     path = Path(path).absolute()
-    if path.exists():
-        if folder != path.is_dir():
-            raise ValueError(f"{what} {path} is {'not ' if folder else ''}a folder")
-        if not os.access(path, os.W_OK):
-            raise ValueError(f"{what} {path} is not writable")
-        return
-    ancestor = path.parent
+    if path.exists() and folder != path.is_dir():
+        raise ValueError(f"{what} {path} is {'not ' if folder else ''}a folder")
+    home = path if folder and path.exists() else path.parent
+    ancestor = home
     while not ancestor.exists():
         ancestor = ancestor.parent
-    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-        raise ValueError(f"{what} {path} cannot be created: {ancestor} is not a writable folder")
+    try:
+        if ancestor == home:
+            with tempfile.TemporaryFile(dir=home):
+                pass
+        else:
+            with tempfile.TemporaryDirectory(dir=ancestor):
+                pass
+    except OSError as exc:
+        raise ValueError(f"{what} {path} cannot be written: {exc.strerror} in {ancestor}") from None
 
 
 def check_accelerator(accelerator: str) -> None:

@@ -74,10 +74,33 @@ def prefect_api() -> Iterator[None]:
     _temporary_url = server.api_url
     try:
         with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
-            yield
+            try:
+                yield
+            finally:
+                _drain_workers()
     finally:
         _temporary_url = None
         server.stop()
+
+
+def _drain_workers() -> None:
+    """Send the logs and events still queued to the server before it stops (else: a minute of retries at exit)."""
+    import inspect
+
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    async def drain() -> None:
+        with contextlib.suppress(RuntimeError):  # a worker that never started
+            result = APILogWorker.instance().drain()
+            if inspect.isawaitable(result):
+                await result
+        result = EventsWorker.drain_all()
+        if inspect.isawaitable(result):
+            await result
+
+    run_coro_as_sync(drain())
 
 
 def server_is_persistent() -> bool:

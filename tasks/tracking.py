@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 import os
 import sqlite3
 import time
@@ -73,6 +74,7 @@ def ensure_sqlite_store(database: Path) -> None:
         _refuse_half_migrated(database)
         return
     partial = database.with_name(f".{database.name}.{uuid.uuid4().hex[:8]}.partial")
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)  # "Creating initial MLflow database..."
     try:
         client = MlflowClient(tracking_uri=SQLITE + str(partial))
         client.search_experiments(max_results=1)

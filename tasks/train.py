@@ -19,10 +19,13 @@ from typing import Any
 
 import pandas as pd
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.loggers import MLFlowLogger
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
+from prefect.states import Cancelled, State
 
 from encoder.config import ModelConfig, TrainConfig
+from encoder.interrupt import Interrupted
 from tasks.data import TRAINING_COLUMNS, PreparedData
 from tasks.tracking import (
     SweepRun,
@@ -48,6 +51,14 @@ class EpochLog(Callback):
         keys = [key for key in ("train/loss", "val/loss", "val/macro_f1") if key in figures]
         shown = ", ".join(f"{key} {figures[key]:.3f}" for key in keys)
         get_run_logger().info("%s epoch %d/%d: %s", self.name, trainer.current_epoch + 1, self.max_epochs, shown)
+
+
+class ChildRunLogger(MLFlowLogger):
+    """Lightning's MLflow logger, except that it leaves the run's end to train_depth: Lightning marks the
+    run FINISHED when `fit` returns, before the candidate is measured and its result made durable."""
+
+    def finalize(self, status: str = "success") -> None:
+        pass
 
 
 def _digest(value: Any) -> str:
@@ -117,10 +128,11 @@ def train_depth(
     workdir: Path,
     epochs: int | None = None,
     previous: dict | None = None,
-) -> dict:
+) -> dict | State:
     """Train one (depth, seed) to `epochs` (None: to the end) in its MLflow child run, continuing from
     its last saved epoch; `previous` is this candidate's result at an earlier rung, whose child run
-    it continues. Return metrics, cost and paths; status `cached` when the result was already there."""
+    it continues. Return metrics, cost and paths; status `cached` when the result was already there.
+    Stopped by a signal, the task ends Cancelled and its result raises Interrupted."""
     train = train.model_copy(update={"seed": seed})
     epochs = epochs or train.max_epochs
     key = candidate_key(dataset, model, train, class_weights, depth, seed)
@@ -134,17 +146,20 @@ def train_depth(
         tags = {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed)}
         run_id = start_child_run(sweep, f"depth-{depth}-seed-{seed}", tags)
         log_params(client, run_id, {"depth": depth, "seed": seed, "class_weights": class_weights})
-    with ending(client, run_id):
-        try:
-            result = _train_and_measure(dataset, tokenizer_path, depth, model, train, class_weights, sweep, run_id,
-                                        candidate_dir, epochs)
-        except BaseException as exc:
-            set_tags(client, run_id, {"depthfinder.status": end_status(exc).lower()})  # failed or killed
-            raise
-        _write_result(candidate_dir, epochs, result)  # durable before the run says FINISHED
-        figures = {"best_val": result["metrics"], "test": result["test_metrics"], "cost": result["cost"]}
-        log_metrics(client, run_id, flatten("", figures))
-        set_tags(client, run_id, {"depthfinder.status": "trained", "depthfinder.epochs": str(result["epochs"])})
+    try:
+        with ending(client, run_id):
+            try:
+                result = _train_and_measure(dataset, tokenizer_path, depth, model, train, class_weights, sweep,
+                                            run_id, candidate_dir, epochs)
+            except BaseException as exc:
+                set_tags(client, run_id, {"depthfinder.status": end_status(exc).lower()})  # failed or killed
+                raise
+            _write_result(candidate_dir, epochs, result)  # durable before the run says FINISHED
+            figures = {"best_val": result["metrics"], "test": result["test_metrics"], "cost": result["cost"]}
+            log_metrics(client, run_id, flatten("", figures))
+            set_tags(client, run_id, {"depthfinder.status": "trained", "depthfinder.epochs": str(result["epochs"])})
+    except Interrupted as stopped:  # an operator's stop, not a failure: no traceback in the log
+        return Cancelled(message=str(stopped), data=stopped)
     return result
 
 
@@ -161,7 +176,6 @@ def _train_and_measure(
     epochs: int,
 ) -> dict:
     """Train from the candidate's last saved epoch (if it has one within `epochs`), measure, save the bundle."""
-    from lightning.pytorch.loggers import MLFlowLogger
     from tokenizers import Tokenizer
 
     from encoder.bundle import save_bundle
@@ -185,7 +199,7 @@ def _train_and_measure(
         train,
         class_weights=class_weights,
         out_dir=out_dir,
-        logger=MLFlowLogger(tracking_uri=sweep.tracking_uri, run_id=run_id),
+        logger=ChildRunLogger(tracking_uri=sweep.tracking_uri, run_id=run_id),
         epochs=epochs,
         resume_from=resume,
         callbacks=[EpochLog(f"depth {depth} seed {train.seed}", train.max_epochs)],

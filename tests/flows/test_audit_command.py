@@ -68,3 +68,22 @@ def test_the_markdown_summary_shows_verdicts_and_top_examples() -> None:
     assert "## cross_split_duplicates (**blocks**)" in markdown
     assert "| 17 | free \\| entry now | test | [3021] |" in markdown  # one line per example, pipes escaped
     assert "x" * 77 + "..." in markdown and "## schema" not in markdown
+
+
+def test_the_audit_judges_the_table_it_is_given_not_a_cached_one_with_the_same_texts(
+    prefect_server, tmp_path: Path, monkeypatch
+) -> None:
+    """Same texts, labels and splits, but one file also has a column that gives the label away."""
+    monkeypatch.chdir(tmp_path)
+    table = DATASETS["topics"].generate(600, seed=3)
+    table.to_csv(tmp_path / "clean.csv", index=False)
+    table.assign(source_id=table["label"].map({label: f"src-{i}" for i, label in enumerate(table["label"].unique())}))\
+        .to_csv(tmp_path / "leaky.csv", index=False)
+
+    codes = [main(["audit", "--data", f"{name}.csv", "--report-json", f"{name}.json"])
+             for name in ("clean", "leaky", "clean")]
+
+    assert codes == [0, 1, 0]
+    reports = {name: json.loads((tmp_path / f"{name}.json").read_text()) for name in ("clean", "leaky")}
+    assert reports["leaky"]["blocking_failures"] == ["label_giveaway_columns"]
+    assert reports["clean"]["success"] is True

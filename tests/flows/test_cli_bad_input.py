@@ -30,6 +30,45 @@ CASES = {
     "unknown dataset": (None, ["run", "--dataset", "nope"], "nope"),
     "bad depths": (None, ["run", "--dataset", "topics", "--depths", "1,x"], "--depths"),
     "audit of a missing file": (None, ["audit", "--data", "absent.csv"], "absent.csv"),
+    "labels that differ only in case": (
+        "text,label\ngood film,Positive\nbad film,negative\nfine film,positive\n", ["run", "--data", "t.csv"],
+        "labels 'Positive' and 'positive'",
+    ),
+    "labels that differ only in number format": (
+        "text,label\ngood film,1\nbad film,0\nfine film,1.0\n", ["run", "--data", "t.csv"], "labels '1' and '1.0'"
+    ),
+    "duplicate header": ("text,label,text\na,x,b\nc,y,d\n", ["run", "--data", "t.csv"], "'text' appears 2 times"),
+    "a text column of numbers": (
+        "id,label\n1,x\n2,y\n3,x\n", ["run", "--data", "t.csv", "--text-col", "id"], "holds only numbers"
+    ),
+    "a depth beyond any encoder": (None, ["run", "--dataset", "topics", "--depths", "1,100"], "from 1 to 64"),
+    "a boolean depth": ("data: {dataset: topics}\nsweep: {depths: [true]}\n", ["run", "--config", "c.yaml"],
+                        "sweep.depths"),
+    "malformed YAML": (
+        "data: {dataset: topics\nsweep: [1\n", ["run", "--config", "c.yaml"], "c.yaml is not valid YAML: line"
+    ),
+    "heads that do not divide the width": (
+        "data: {dataset: topics}\nmodel: {d_model: 10, n_heads: 4}\n", ["run", "--config", "c.yaml"],
+        "n_heads 4 must divide d_model 10",
+    ),
+    "a model name with a slash": (None, ["run", "--dataset", "topics", "--model-name", "a/b"], "model_name"),
+    "an empty model name": (None, ["run", "--dataset", "topics", "--model-name", ""], "model_name"),
+    "an empty experiment": (None, ["run", "--dataset", "topics", "--experiment", ""], "experiment"),
+    "a tracking store under an unwritable path": (
+        None, ["run", "--dataset", "topics", "--tracking-uri", "sqlite:////proc/nope/mlflow.db"], "/proc/nope"
+    ),
+    "a tracking server that does not answer": (
+        None, ["run", "--dataset", "topics", "--tracking-uri", "http://127.0.0.1:9"], "http://127.0.0.1:9"
+    ),
+    "a summary that cannot be written": (
+        None, ["run", "--dataset", "topics", "--summary-json", "/proc/nope/s.json"], "/proc/nope/s.json"
+    ),
+    "an audit report that cannot be written": (
+        None, ["audit", "--dataset", "topics", "--report-json", "/proc/nope/r.json"], "/proc/nope/r.json"
+    ),
+    "an empty text to label": (
+        None, ["predict", "--model", "models:/m@champion", "--text", ""], "text 1 of 1 is empty"
+    ),
 }
 
 
@@ -49,6 +88,18 @@ def test_bad_input_exits_2_with_one_line(case: str, tmp_path: Path, monkeypatch,
     assert named in err
     assert "Traceback" not in err
     assert set(tmp_path.iterdir()) == before  # no mlflow.db, no .depthfinder, no summary
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")
+def test_asking_for_a_gpu_on_a_machine_without_one_exits_2_before_any_work(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.yaml").write_text("data: {dataset: topics}\ntrain: {accelerator: gpu}\n")
+
+    code = main(["run", "--config", "c.yaml"])
+
+    err = capsys.readouterr().err
+    assert code == 2 and "train.accelerator: gpu" in err and "no CUDA GPU" in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["c.yaml"]
 
 
 def test_predict_without_a_database_exits_2_and_creates_none(tmp_path: Path, monkeypatch, capsys) -> None:

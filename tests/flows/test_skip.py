@@ -53,3 +53,24 @@ def test_an_unchanged_rerun_is_skipped_and_force_retrains(prefect_server, tmp_pa
 
 def first_experiment_id(client: MlflowClient) -> str:
     return client.get_experiment_by_name("depthfinder").experiment_id
+
+
+def test_the_same_file_under_another_spelling_of_its_path_is_the_same_data(
+    prefect_server, tmp_path, monkeypatch
+) -> None:
+    from expectations.datasets import DATASETS
+
+    monkeypatch.chdir(tmp_path)
+    DATASETS["topics"].generate(600, seed=1).to_csv(tmp_path / "base.csv", index=False)
+    (tmp_path / "tiny.yaml").write_text(TINY.replace("data: {dataset: topics, dataset_rows: 600}\n", ""))
+
+    def run(data: str) -> dict:
+        assert main(["run", "--config", "tiny.yaml", "--data", data, "--summary-json", "s.json"]) == 0
+        return json.loads((tmp_path / "s.json").read_text())
+
+    (tmp_path / "sub").mkdir()
+    first = run("base.csv")
+    spellings = [run(str(tmp_path / "base.csv")), run("sub/../base.csv")]
+
+    assert first["skipped"] is False
+    assert [summary["skipped"] for summary in spellings] == [True, True]
