@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from expectations.audit import run_audit
-from expectations.config import AuditConfig
-from expectations.split import assign_splits
+from expectations.audit.config import AuditConfig
+from expectations.audit.run import run_audit
+from expectations.table.split import assign_splits
 
 VOCABULARY = 20_000
 CLASSES = ("alpha", "beta", "gamma")

@@ -24,15 +24,16 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.states import Failed
 
-from expectations.config import AuditConfig, DataConfig
+from expectations.audit.config import AuditConfig
+from expectations.table.config import DataConfig
 from flows.report import audit_markdown
 from flows.signals import stop_on_signals
 from tasks.audit import audit_dataset
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 
 if TYPE_CHECKING:
+    from encoder.tracking.runs import SweepRun
     from flows.config import RunConfig
-    from tasks.tracking import SweepRun
 
 BALANCED_METRICS = ("macro_f1", "balanced_accuracy")
 

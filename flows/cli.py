@@ -182,7 +182,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 def _load_config(args: argparse.Namespace) -> RunConfig:
     """Validate the config and the input table before any run starts (bad input: exit 2)."""
-    from expectations.table import load_table
+    from expectations.table.load import load_table
 
     config = load_run_config(args.config, _overrides(args))
     load_table(config.data)
@@ -248,7 +248,7 @@ def _predict(args: argparse.Namespace) -> int:
     import pandas as pd
     from mlflow.exceptions import MlflowException
 
-    from tasks.tracking import resolve_tracking_uri
+    from encoder.tracking.runs import resolve_tracking_uri
 
     texts = args.text or _read_texts(args.data, args.text_col)
     if empty := [number for number, text in enumerate(texts, start=1) if not text.strip()]:
@@ -273,7 +273,7 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _read_texts(path: Path, text_col: str) -> list[str]:
-    from expectations.table import read_table
+    from expectations.table.load import read_table
 
     table = read_table(path)
     if text_col not in table.columns:
@@ -302,7 +302,7 @@ def _check_timezone(name: str) -> None:
 
 
 def _datasets(args: argparse.Namespace) -> int:
-    from expectations.datasets import list_datasets
+    from expectations.table.datasets import list_datasets
 
     for dataset in list_datasets():
         print(f"{dataset.name:<20} {dataset.description}")

@@ -13,7 +13,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 from encoder.config import ModelConfig, TrainConfig, yaml_switch
-from expectations.config import AuditConfig, DataConfig
+from expectations.audit.config import AuditConfig
+from expectations.table.config import DataConfig
 
 DATA_SOURCES = {"path", "dataset"}
 MAX_DEPTH = 64  # deeper than any encoder in use (BERT-large: 24 layers): a typo, not a candidate

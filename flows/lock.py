@@ -23,8 +23,8 @@ from typing import IO
 
 from prefect import get_run_logger
 
+from encoder.tracking.liveness import ProcessIdentity, this_process
 from flows.server import server_is_persistent
-from tasks.liveness import ProcessIdentity, this_process
 
 LEASE_SECONDS = 60.0
 POLL_SECONDS = 0.5

@@ -73,7 +73,7 @@ def check_prefect_api() -> None:
 def check_tracking_store(tracking_uri: str) -> None:
     """The MLflow store can be written: a SQLite file that is whole (created now, atomically, if
     missing), or a tracking server that answers."""
-    from tasks.tracking import SQLITE, ensure_sqlite_store, resolve_tracking_uri
+    from encoder.tracking.runs import SQLITE, ensure_sqlite_store, resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)
     if uri.startswith(SQLITE):

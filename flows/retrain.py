@@ -13,19 +13,10 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 
 from encoder.config import ModelConfig, TrainConfig
-from encoder.halving import compute_saved, kept_count, rank_depths, rung_budgets
 from encoder.interrupt import Interrupted
-from encoder.rule import choose_depth
-from expectations.config import AuditConfig, DataConfig
-from flows.audit import audit_and_log, audit_informs, blocking_checks
-from flows.config import RegistryConfig, RunConfig, SweepConfig
-from flows.lock import one_retrain_at_a_time
-from flows.preflight import check_run
-from flows.report import decision_markdown
-from flows.signals import stop_on_signals
-from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
-from tasks.registry import find_unchanged_model, register_model
-from tasks.tracking import (
+from encoder.selection.halving import compute_saved, kept_count, rank_depths, rung_budgets
+from encoder.selection.rule import choose_depth
+from encoder.tracking.runs import (
     SweepRun,
     close_abandoned_runs,
     code_version,
@@ -36,6 +27,16 @@ from tasks.tracking import (
     set_tags,
     start_sweep_run,
 )
+from expectations.audit.config import AuditConfig
+from expectations.table.config import DataConfig
+from flows.audit import audit_and_log, audit_informs, blocking_checks
+from flows.config import RegistryConfig, RunConfig, SweepConfig
+from flows.lock import one_retrain_at_a_time
+from flows.preflight import check_run
+from flows.report import decision_markdown
+from flows.signals import stop_on_signals
+from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
+from tasks.registry import find_unchanged_model, register_model
 from tasks.train import fit_tokenizer, train_depth
 
 # What a candidate carries between tasks but the summary does not show.
@@ -209,7 +210,7 @@ def _halve(config: RunConfig, candidates: list[dict], run: SweepRun) -> list[int
 
 
 def _rule_arguments(sweep: SweepConfig) -> dict:
-    """The rule's settings, as `encoder.rule.choose_depth` takes them."""
+    """The rule's settings, as `encoder.selection.rule.choose_depth` takes them."""
     names = ("rule", "metric", "tolerance", "alpha", "cost", "max_latency_ms", "max_params")
     return {name: getattr(sweep, name) for name in names}
 
@@ -291,7 +292,7 @@ def _decide_and_register(
 
 def _plot_decision(decision, run: SweepRun, out_dir: Path) -> list[Path]:
     """Both decision plots as PNGs, logged to the parent run under plots/."""
-    from encoder.plots import plot_metric_vs_cost, plot_metric_vs_depth
+    from encoder.selection.plots import plot_metric_vs_cost, plot_metric_vs_depth
 
     plots = [
         plot_metric_vs_depth(decision, out_dir / "plots" / "metric_vs_depth.png"),

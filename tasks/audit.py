@@ -8,7 +8,7 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NONE
 
-from expectations.config import AuditConfig
+from expectations.audit.config import AuditConfig
 from tasks.data import PreparedData
 
 
@@ -18,7 +18,7 @@ def audit_dataset(dataset: PreparedData, audit: AuditConfig, docs_dir: str | Non
 
     The report also says which rows were dropped before the audit (`dropped`, per reason).
     """
-    from expectations.audit import run_audit
+    from expectations.audit.run import run_audit
 
     report = run_audit(pd.read_parquet(dataset.path), audit, docs_dir=Path(docs_dir) if docs_dir else None)
     return report.to_dict() | {"dropped": dict(dataset.dropped)}

@@ -11,9 +11,10 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NONE
 
-from expectations.config import AuditConfig, DataConfig
-from expectations.split import assign_splits
-from expectations.table import load_table
+from expectations.audit.config import AuditConfig
+from expectations.table.config import DataConfig
+from expectations.table.load import load_table
+from expectations.table.split import assign_splits
 
 TRAINING_COLUMNS = ["text", "label", "split"]
 
@@ -63,7 +64,7 @@ def drop_flagged_rows(dataset: PreparedData, audit: AuditConfig, workdir: Path) 
     """Drop the rows `audit.drop` names (empty texts, label conflicts, leaking copies) and write what is kept."""
     if not audit.drop:
         return dataset
-    from expectations.drops import drop_rows
+    from expectations.audit.drops import drop_rows
 
     kept, dropped = drop_rows(pd.read_parquet(dataset.path), audit)
     if kept.empty:

@@ -6,8 +6,8 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NONE
 
+from encoder.tracking.runs import SweepRun
 from tasks.data import TRAINING_COLUMNS, PreparedData
-from tasks.tracking import SweepRun
 
 
 @task(name="register_model", cache_policy=NONE)
@@ -23,7 +23,7 @@ def register_model(
     """
     import mlflow
 
-    from encoder.registry import (
+    from encoder.tracking.registry import (
         current_champion,
         evaluate_model,
         log_text_classifier,
@@ -81,7 +81,7 @@ def find_unchanged_model(tracking_uri: str, model_name: str, fingerprint: dict[s
     from mlflow.exceptions import MlflowException
     from mlflow.protos.databricks_pb2 import RESOURCE_DOES_NOT_EXIST, ErrorCode
 
-    from encoder.registry import CHALLENGER, CHAMPION
+    from encoder.tracking.registry import CHALLENGER, CHAMPION
 
     client = MlflowClient(tracking_uri=tracking_uri)
     try:

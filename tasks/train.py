@@ -26,8 +26,7 @@ from prefect.states import Cancelled, State
 
 from encoder.config import ModelConfig, TrainConfig
 from encoder.interrupt import Interrupted
-from tasks.data import TRAINING_COLUMNS, PreparedData
-from tasks.tracking import (
+from encoder.tracking.runs import (
     SweepRun,
     code_version,
     end_status,
@@ -38,6 +37,7 @@ from tasks.tracking import (
     set_tags,
     start_child_run,
 )
+from tasks.data import TRAINING_COLUMNS, PreparedData
 
 
 class EpochLog(Callback):

@@ -14,8 +14,8 @@ import pytest
 from encoder.config import ModelConfig, TrainConfig
 from encoder.tokenizer import train_tokenizer
 from encoder.training import train_candidate
-from expectations.datasets import get_dataset
-from expectations.split import assign_splits
+from expectations.table.datasets import get_dataset
+from expectations.table.split import assign_splits
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 

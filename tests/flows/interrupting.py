@@ -15,7 +15,7 @@ import signal
 import sys
 from pathlib import Path
 
-import encoder.registry
+import encoder.tracking.registry
 import tasks.train
 from flows.cli import main
 
@@ -57,13 +57,13 @@ def after_a_result(how: str) -> None:
 
 def while_registering(how: str) -> None:
     """After the new model version is created, while it is judged against the champion."""
-    original = encoder.registry.promote_if_better
+    original = encoder.tracking.registry.promote_if_better
 
     def promote_if_better(*args, **kwargs):
         fire(how)
         return original(*args, **kwargs)
 
-    encoder.registry.promote_if_better = promote_if_better
+    encoder.tracking.registry.promote_if_better = promote_if_better
 
 
 MOMENTS = {"training": during_training, "result": after_a_result, "registering": while_registering}

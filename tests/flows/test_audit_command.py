@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from expectations.datasets import DATASETS
+from expectations.table.datasets import DATASETS
 from flows.cli import main
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from expectations.datasets import get_dataset
+from expectations.table.datasets import get_dataset
 from flows.config import RunConfig, load_run_config
 from flows.reference import REGENERATE, build_reference, cli_flags
 

@@ -170,7 +170,7 @@ def test_audit_command_passes_a_clean_table(prefect_server, tmp_path, monkeypatc
 
 
 def test_the_audit_report_and_data_docs_are_logged_to_the_parent_run(sweep) -> None:
-    from expectations.registry import REGISTRY
+    from expectations.audit.registry import REGISTRY
 
     folder, _, client = sweep
     summary = _summary(folder, "tiny")

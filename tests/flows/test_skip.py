@@ -58,7 +58,7 @@ def first_experiment_id(client: MlflowClient) -> str:
 def test_the_same_file_under_another_spelling_of_its_path_is_the_same_data(
     prefect_server, tmp_path, monkeypatch
 ) -> None:
-    from expectations.datasets import DATASETS
+    from expectations.table.datasets import DATASETS
 
     monkeypatch.chdir(tmp_path)
     DATASETS["topics"].generate(600, seed=1).to_csv(tmp_path / "base.csv", index=False)

@@ -10,9 +10,9 @@ import pytest
 from mlflow import MlflowClient
 
 from encoder.bundle import save_bundle
+from encoder.tracking.runs import start_sweep_run
 from tasks.data import PreparedData
 from tasks.registry import register_model
-from tasks.tracking import start_sweep_run
 from tests.encoder.tiny_models import LABELS, TRAIN_LABELS, TRAIN_TEXTS, constant_network, tiny_tokenizer
 
 RULE = {"metric": "macro_f1", "tolerance": 0.01, "cost": "flops_per_example"}
@@ -52,12 +52,12 @@ def test_a_failure_before_the_verdict_leaves_the_aliases_alone_and_no_unjudged_v
     """A version that was never judged against the champion (evaluation crashed, or the run was
     stopped) is removed again: a nightly rerun must not take it for a challenger that lost."""
     _, dataset, sweep, bundles, _ = registry
-    import encoder.registry
+    import encoder.tracking.registry
 
     def broken_evaluation(model_uri, texts, labels):
         raise RuntimeError(f"evaluation of {model_uri} crashed")
 
-    monkeypatch.setattr(encoder.registry, "evaluate_model", broken_evaluation)
+    monkeypatch.setattr(encoder.tracking.registry, "evaluate_model", broken_evaluation)
     with pytest.raises(RuntimeError, match="crashed"):
         register_model.fn(_candidate(bundles["neg"], flops=1.0), dataset, sweep, "m", RULE, {"depth": "1"})
 

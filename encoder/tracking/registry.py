@@ -1,0 +1,224 @@
+"""Log a bundle as an MLflow model, register it as `challenger`, and promote it to `champion`.
+
+Plain functions over an MlflowClient, no Prefect. The promotion decision is the pure
+function `should_promote`; `promote_if_better` only applies it to the registry.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pandas as pd
+from mlflow.entities.model_registry import ModelVersion
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, RESOURCE_DOES_NOT_EXIST, ErrorCode
+from mlflow.tracking import MlflowClient
+
+from encoder.bundle import read_bundle_config
+from encoder.metrics import classification_metrics
+from encoder.tracking import pyfunc
+
+CHALLENGER = "challenger"
+CHAMPION = "champion"
+PREVIOUS_CHAMPION = "previous-champion"
+
+# What the logged model needs at serving time besides the depthfinder package itself,
+# pinned to the versions it was logged with. Given explicitly, MLflow skips its slow
+# requirement inference (a subprocess that loads the model).
+_SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
+
+# Logging or loading a models-from-code pyfunc passes the model object through one
+# process-wide slot (mlflow.models.set_model), so two threads doing it at once could swap
+# models. Our own calls take turns.
+_LOAD_LOCK = threading.Lock()
+
+
+def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example: list[str]) -> str:
+    """Log a bundle as a raw-text pyfunc model under the active run.
+
+    Args:
+        bundle_dir: A folder written by encoder.bundle.save_bundle.
+        name: The logged model's name within the run.
+        input_example: A few representative texts, stored with the model.
+
+    Returns:
+        The logged model's URI (`models:/<model_id>`).
+    """
+    if mlflow.active_run() is None:
+        raise RuntimeError("log_text_classifier needs an active MLflow run (wrap it in mlflow.start_run())")
+    if not input_example or not all(isinstance(text, str) for text in input_example):
+        raise ValueError(f"input_example must be a non-empty list of strings, got {input_example!r}")
+    cfg, labels = read_bundle_config(bundle_dir)
+    with _LOAD_LOCK:  # logging executes the model's code file too
+        info = mlflow.pyfunc.log_model(
+            name=name,
+            python_model=Path(pyfunc.__file__),
+            artifacts={pyfunc.BUNDLE_ARTIFACT: str(bundle_dir)},
+            signature=pyfunc.text_classifier_signature(labels),
+            input_example=pd.DataFrame({pyfunc.TEXT_COLUMN: list(input_example)}),
+            pip_requirements=_pinned_requirements(),
+            metadata={"labels": labels, "depth": cfg.depth},
+        )
+    return info.model_uri
+
+
+def _pinned_requirements() -> list[str]:
+    """`package==version` for each serving package installed here (local tags like +cpu dropped)."""
+    pins = []
+    for package in _SERVING_PACKAGES:
+        try:
+            pins.append(f"{package}=={version(package).split('+')[0]}")
+        except PackageNotFoundError:
+            pins.append(package)
+    return pins
+
+
+def register_version(
+    client: MlflowClient, model_uri: str, model_name: str, tags: dict[str, str]
+) -> ModelVersion:
+    """Register a logged model as a new version of `model_name` and tag it; it gets no alias yet.
+
+    The `challenger` alias (mark_challenger) comes once the version has been judged against the
+    champion, so a challenger always means "judged", whatever stopped a run before that.
+
+    Args:
+        client: Client of the tracking server that holds the registry.
+        model_uri: The URI log_text_classifier returned.
+        model_name: Registered model name (created on first use).
+        tags: Version tags, e.g. data hash, depth, audit status, code version.
+
+    Returns:
+        The new model version, read back with its tags.
+    """
+    try:
+        client.create_registered_model(model_name)
+    except MlflowException as exc:
+        if exc.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
+            raise
+    model_id = _logged_model_id(model_uri)
+    source, run_id = model_uri, None
+    if model_id is not None:
+        logged = client.get_logged_model(model_id)
+        run_id = logged.source_run_id
+        if client.tracking_uri != mlflow.get_tracking_uri():
+            # The SQL registry resolves a models:/ source through the *global* tracking URI;
+            # when this client points at another store, hand it the artifact location instead.
+            source = logged.artifact_location
+    created = client.create_model_version(
+        name=model_name,
+        source=source,
+        run_id=run_id,
+        tags={key: str(value) for key, value in tags.items()},
+        model_id=model_id,
+    )
+    return client.get_model_version(model_name, created.version)
+
+
+def mark_challenger(client: MlflowClient, model_name: str, version: ModelVersion) -> None:
+    """Alias `version` `challenger`: the latest version judged against the champion."""
+    client.set_registered_model_alias(model_name, CHALLENGER, version.version)
+
+
+def _logged_model_id(model_uri: str) -> str | None:
+    """The id in `models:/<model_id>`, or None for other URIs (runs:/, models:/name/version)."""
+    prefix = "models:/"
+    rest = model_uri[len(prefix) :] if model_uri.startswith(prefix) else ""
+    return rest if rest and "/" not in rest and "@" not in rest else None
+
+
+def current_champion(client: MlflowClient, model_name: str) -> ModelVersion | None:
+    """The version aliased `champion`, or None when there is none (or no such registered model)."""
+    # A missing alias is INVALID_PARAMETER_VALUE on the SQL store, so read the alias map
+    # instead of telling that apart from a genuinely bad request.
+    try:
+        registered = client.get_registered_model(model_name)
+    except MlflowException as exc:
+        if exc.error_code == ErrorCode.Name(RESOURCE_DOES_NOT_EXIST):
+            return None
+        raise
+    version = registered.aliases.get(CHAMPION)
+    return None if version is None else client.get_model_version(model_name, str(version))
+
+
+def evaluate_model(model_uri: str, texts: Sequence[str], labels: Sequence[str]) -> dict[str, float]:
+    """Accuracy, balanced accuracy and macro-F1 of a logged or registered model on labelled texts."""
+    with _LOAD_LOCK:
+        model = mlflow.pyfunc.load_model(model_uri)
+    predictions = model.predict(pd.DataFrame({pyfunc.TEXT_COLUMN: list(texts)}))
+    return classification_metrics(list(labels), predictions[pyfunc.LABEL_COLUMN].tolist())
+
+
+def should_promote(
+    challenger_metrics: dict[str, float],
+    champion_metrics: dict[str, float] | None,
+    metric: str,
+    *,
+    tolerance: float = 0.0,
+    challenger_cost: float | None = None,
+    champion_cost: float | None = None,
+) -> tuple[bool, str]:
+    """Whether the challenger earns `champion`, and why, in a phrase.
+
+    It does when there is no champion, or when it is not worse than champion - tolerance on
+    `metric` (both measured on the same test split) and is either better or cheaper. A NaN
+    challenger never wins; an unknown cost is never cheaper.
+    """
+    if metric not in challenger_metrics:
+        raise ValueError(f"challenger metrics lack '{metric}', have {sorted(challenger_metrics)}")
+    if champion_metrics is None:
+        return True, "no champion yet"
+    if metric not in champion_metrics:
+        raise ValueError(f"champion metrics lack '{metric}', have {sorted(champion_metrics)}")
+    challenger, champion = float(challenger_metrics[metric]), float(champion_metrics[metric])
+    versus = f"test {metric} {challenger:.3f} vs champion {champion:.3f}"
+    if math.isnan(challenger):
+        return False, f"challenger's test {metric} is NaN"
+    if math.isnan(champion) or challenger > champion:
+        return True, f"better: {versus}"
+    if challenger < champion - tolerance:
+        return False, f"worse: {versus}, beyond tolerance {tolerance:g}"
+    if challenger_cost is not None and champion_cost is not None and challenger_cost < champion_cost:
+        cheaper = f"{challenger_cost:.3g} vs {champion_cost:.3g}"
+        return True, f"as good within {tolerance:g} and cheaper ({cheaper}): {versus}"
+    return False, f"neither better nor cheaper: {versus}"
+
+
+def promote_if_better(
+    client: MlflowClient,
+    model_name: str,
+    challenger: ModelVersion,
+    challenger_metrics: dict[str, float],
+    champion_metrics: dict[str, float] | None,
+    metric: str,
+    **rule: Any,
+) -> tuple[bool, str]:
+    """Move `champion` to the challenger when should_promote says so; the old one becomes `previous-champion`.
+
+    Moving the alias is the last step, so a failure before it leaves `champion` where it was.
+
+    Args:
+        client: Client of the registry.
+        model_name: Registered model name.
+        challenger: The version register_version returned.
+        challenger_metrics: The challenger's metrics on the test split.
+        champion_metrics: The champion's metrics on the same split, or None when there is no champion.
+        metric: The metric to compare.
+        **rule: tolerance, challenger_cost, champion_cost for should_promote.
+
+    Returns:
+        Whether the challenger was promoted, and why.
+    """
+    promote, why = should_promote(challenger_metrics, champion_metrics, metric, **rule)
+    if not promote:
+        return False, why
+    champion = current_champion(client, model_name)
+    if champion is not None and str(champion.version) != str(challenger.version):
+        client.set_registered_model_alias(model_name, PREVIOUS_CHAMPION, champion.version)
+    client.set_registered_model_alias(model_name, CHAMPION, challenger.version)
+    return True, why

@@ -1,0 +1,268 @@
+"""MLflow runs of a sweep: one parent run per flow run, one child run per depth.
+
+The active MLflow run is thread-local, so every call names its run id explicitly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import logging
+import os
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mlflow
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunTag
+
+from encoder.interrupt import Interrupted
+from encoder.tracking.liveness import ProcessIdentity, this_process
+
+PARENT_TAG = "mlflow.parentRunId"
+RUN_NAME_TAG = "mlflow.runName"
+MODEL_TAG = "depthfinder.model_name"
+PROCESS_TAG = "depthfinder.process"  # host/pid/start of the process that runs it, to tell an abandoned run
+SQLITE = "sqlite:///"
+# The packages whose source decides what a run computes.
+SOURCE_PACKAGES = ("encoder", "expectations", "flows", "tasks")
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """Where a sweep's parent run lives; small enough to pass to tasks."""
+
+    tracking_uri: str
+    experiment_id: str
+    run_id: str
+    model_name: str = ""
+
+    @property
+    def client(self) -> MlflowClient:
+        return MlflowClient(tracking_uri=self.tracking_uri)
+
+
+def resolve_tracking_uri(uri: str) -> str:
+    """Pin a relative SQLite path to the working directory of now.
+
+    MLflow caches one store per URI string, so a relative `sqlite:///mlflow.db` would keep
+    writing to the first directory it was opened in after the process changes directory.
+    """
+    if uri.startswith(SQLITE) and not uri.startswith(SQLITE + "/"):
+        return SQLITE + str(Path(uri.removeprefix(SQLITE)).resolve())
+    return uri
+
+
+def ensure_sqlite_store(database: Path) -> None:
+    """Make sure `database` is a whole MLflow store: create a missing one atomically; refuse a half-migrated one.
+
+    MLflow migrates a new database in place, so a first run that ran out of disk space (or was
+    killed) left a store that every later run failed on. Here the migrations run on a temporary
+    file beside it, which takes the real name only once they have all succeeded.
+
+    Raises:
+        ValueError: naming the database and how to recover.
+    """
+    database = Path(database)
+    if database.exists() and database.stat().st_size > 0:
+        _refuse_half_migrated(database)
+        return
+    partial = database.with_name(f".{database.name}.{uuid.uuid4().hex[:8]}.partial")
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)  # "Creating initial MLflow database..."
+    try:
+        client = MlflowClient(tracking_uri=SQLITE + str(partial))
+        client.search_experiments(max_results=1)
+        client.search_registered_models(max_results=1)
+        os.replace(partial, database)
+    except Exception as exc:
+        raise ValueError(f"cannot create the MLflow database {database}: {str(exc).splitlines()[0]}") from None
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _refuse_half_migrated(database: Path) -> None:
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as connection:
+        try:
+            tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        except sqlite3.DatabaseError as exc:
+            raise ValueError(f"{database} is not a readable SQLite database ({exc}); move it away") from None
+    leftovers = [table for table in tables if table.startswith("_alembic_tmp_")]
+    if leftovers:
+        raise ValueError(
+            f"{database} is half-migrated (table {leftovers[0]} is left from a migration that ran out of disk space or "
+            f"was killed); if it holds runs you need, run `mlflow db upgrade {SQLITE}{database}`, otherwise move it "
+            f"away (mv {database} {database}.broken) and a new one is made"
+        )
+
+
+def _artifact_root(tracking_uri: str) -> str | None:
+    """Artifacts of a SQLite store go beside the database (`mlruns/`), not into the working directory."""
+    if not tracking_uri.startswith(SQLITE):
+        return None
+    return (Path(tracking_uri.removeprefix(SQLITE)).parent / "mlruns").as_uri()
+
+
+def experiment_id_of(client: MlflowClient, experiment: str) -> str:
+    """The id of the experiment named `experiment`, created (artifacts beside a SQLite store) if missing."""
+    found = client.get_experiment_by_name(experiment)
+    return found.experiment_id if found else client.create_experiment(experiment, _artifact_root(client.tracking_uri))
+
+
+def start_sweep_run(
+    tracking_uri: str, experiment: str, model_name: str, run_name: str, params: dict[str, Any], tags: dict[str, str]
+) -> SweepRun:
+    """Create the parent run of a sweep of `model_name`, with the flattened config as params.
+
+    The sweep's runs are tagged with the model and the process that runs them, so that a later
+    retrain of the model can close them if that process dies (close_abandoned_runs).
+    """
+    tracking_uri = resolve_tracking_uri(tracking_uri)
+    mlflow.set_tracking_uri(tracking_uri)
+    client = MlflowClient(tracking_uri=tracking_uri)
+    experiment_id = experiment_id_of(client, experiment)
+    tags = {RUN_NAME_TAG: run_name, MODEL_TAG: model_name, **_process_tag(), **tags}
+    sweep = SweepRun(tracking_uri, experiment_id, client.create_run(experiment_id, tags=tags).info.run_id, model_name)
+    log_params(sweep.client, sweep.run_id, params)
+    return sweep
+
+
+def start_child_run(sweep: SweepRun, run_name: str, tags: dict[str, str]) -> str:
+    """Create a child run under the sweep's parent run and return its id."""
+    tags = {PARENT_TAG: sweep.run_id, RUN_NAME_TAG: run_name, MODEL_TAG: sweep.model_name, **_process_tag(), **tags}
+    return sweep.client.create_run(sweep.experiment_id, tags=tags).info.run_id
+
+
+def _process_tag() -> dict[str, str]:
+    identity = this_process()
+    return {PROCESS_TAG: f"{identity.host}/{identity.pid}/{identity.started!r}"}
+
+
+def _process_of(tags: dict[str, str]) -> ProcessIdentity | None:
+    try:
+        host, pid, started = tags[PROCESS_TAG].rsplit("/", 2)
+        return ProcessIdentity(host, int(pid), float(started))
+    except (KeyError, ValueError):
+        return None
+
+
+# Exceptions that mean the process was asked to stop: KeyboardInterrupt (SIGINT), Prefect's
+# TerminationSignal (SIGTERM in a flow run) and a training thread's Interrupted.
+def _is_interrupt(exc: BaseException) -> bool:
+    from prefect.exceptions import ExternalSignal
+
+    return isinstance(exc, KeyboardInterrupt | ExternalSignal | Interrupted)
+
+
+def end_status(exc: BaseException | None) -> str:
+    """The MLflow status a run ends with: FINISHED, KILLED (interrupted) or FAILED."""
+    if exc is None:
+        return "FINISHED"
+    return "KILLED" if _is_interrupt(exc) else "FAILED"
+
+
+@contextlib.contextmanager
+def ending(client: MlflowClient, run_id: str) -> Iterator[None]:
+    """End the run `run_id` with a status that says how the block ended: FINISHED, KILLED or FAILED."""
+    try:
+        yield
+    except BaseException as exc:
+        client.set_terminated(run_id, end_status(exc))
+        raise
+    client.set_terminated(run_id, "FINISHED")
+
+
+def close_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) -> list[str]:
+    """End as KILLED the runs of `model_name` still RUNNING whose process, on this host, has died.
+
+    Runs of another host are left alone (whether their process lives cannot be told from here).
+    Returns the ids of the runs closed.
+    """
+    client = MlflowClient(tracking_uri=resolve_tracking_uri(tracking_uri))
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return []
+    running = client.search_runs(
+        [found.experiment_id], filter_string=f"attributes.status = 'RUNNING' and tags.`{MODEL_TAG}` = '{model_name}'"
+    )
+    closed = []
+    for run in running:
+        process = _process_of(run.data.tags)
+        if process is not None and process.is_alive() is False:
+            set_tags(client, run.info.run_id, {"depthfinder.abandoned": f"its process ({process.describe()}) died"})
+            client.set_terminated(run.info.run_id, "KILLED")
+            closed.append(run.info.run_id)
+    return closed
+
+
+def log_params(client: MlflowClient, run_id: str, params: dict[str, Any]) -> None:
+    client.log_batch(run_id, params=[Param(k, str(v)) for k, v in params.items()])
+
+
+def log_metrics(client: MlflowClient, run_id: str, metrics: dict[str, float | None]) -> None:
+    timestamp = int(time.time() * 1000)
+    rows = [Metric(k, float(v), timestamp, 0) for k, v in metrics.items() if v is not None]
+    client.log_batch(run_id, metrics=rows)
+
+
+def set_tags(client: MlflowClient, run_id: str, tags: dict[str, str]) -> None:
+    client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+
+def flatten(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
+    """`{"a": {"b": 1}}` -> `{"prefix.a.b": 1}`, for params and metrics."""
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        name = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict):
+            flat.update(flatten(name, value))
+        else:
+            flat[name] = value
+    return flat
+
+
+@functools.cache
+def code_version() -> str:
+    """The installed depthfinder version and a digest of its source, for tags and cache keys.
+
+    The digest changes with any edit to the code (the version number alone does not), so a
+    changed recipe neither reuses old cached candidates nor skips a nightly retrain.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("depthfinder")
+    except PackageNotFoundError:
+        release = "unknown"
+    return f"{release}+{source_digest(Path(__file__).resolve().parents[2])}"
+
+
+def source_digest(root: Path) -> str:
+    """A short digest of the names and contents of the Python files of SOURCE_PACKAGES under root."""
+    digest = hashlib.sha256()
+    for package in SOURCE_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def record_cached_candidate(sweep: SweepRun, candidate: dict, run_id: str | None = None) -> dict:
+    """Record a candidate reused from an earlier sweep in this sweep's child run of it (`run_id`, or
+    a new one); return the candidate, marked cached."""
+    depth, seed = candidate["depth"], candidate.get("seed")
+    tags = {"depthfinder.status": "cached", "depthfinder.source_run_id": candidate["mlflow_run_id"],
+            "depthfinder.epochs": str(candidate["epochs"])}
+    if run_id is None:
+        tags |= {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed)}
+        run_id = start_child_run(sweep, f"depth-{depth}-seed-{seed}", tags)
+    else:
+        set_tags(sweep.client, run_id, tags)
+    figures = {"best_val": candidate["metrics"], "test": candidate["test_metrics"], "cost": candidate["cost"]}
+    log_metrics(sweep.client, run_id, flatten("", figures))
+    sweep.client.set_terminated(run_id, "FINISHED")
+    return candidate | {"status": "cached", "mlflow_run_id": run_id, "source_run_id": candidate["mlflow_run_id"]}

@@ -1,0 +1,275 @@
+"""Run the registered checks as Great Expectations validations and gather the audit report."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from expectations.audit.checks.base import KEY_COLUMN, NORMALIZED_COLUMN, USABLE_COLUMN, Check, CheckPlan, to_jsonable
+from expectations.audit.config import AuditConfig
+from expectations.audit.registry import REGISTRY
+from expectations.table.normalize import has_usable_token, normalized_texts_and_keys
+
+if TYPE_CHECKING:
+    from great_expectations.core import ExpectationSuiteValidationResult
+    from great_expectations.data_context import AbstractDataContext
+    from great_expectations.datasource.fluent import PandasDatasource
+
+# COMPLETE for unexpected_index_list; no index query and no partial lists, which
+# would only copy values we already hold.
+RESULT_FORMAT = {"result_format": "COMPLETE", "return_unexpected_index_query": False, "partial_unexpected_count": 0}
+OUR_SEVERITY = {"critical": "error", "warning": "warning", "info": "warning"}
+DOCS_SITE = "depthfinder_audit"
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one check: verdict, severity, observed figures and example rows."""
+
+    name: str
+    category: str
+    severity: str
+    success: bool
+    observed: dict[str, Any]
+    examples: list[dict[str, Any]]
+    description: str = ""
+    # `row` values (input-file positions) of every failing row; not part of the JSON report.
+    failing_rows: list[int] = field(default_factory=list, repr=False)
+    seconds: float = 0.0  # time to plan and validate the check (for benchmarks; not in the report)
+
+    def to_dict(self) -> dict[str, Any]:
+        """DESIGN.md's JSON shape of one check."""
+        return {
+            "name": self.name, "category": self.category, "severity": self.severity,
+            "success": self.success, "observed": self.observed, "examples": self.examples,
+        }
+
+
+@dataclass
+class AuditReport:
+    """All check results, and what blocks training.
+
+    `blocking_failures` names the failed error-level checks and `warnings` the failed
+    warning-level ones; `success` is False when anything blocks under the `strict` the
+    audit ran with (so strict with only warnings: success False, blocking_failures []).
+    """
+
+    success: bool
+    blocking_failures: list[str]
+    warnings: list[str]
+    checks: list[CheckResult]
+    rows: int = 0
+    prepare_seconds: float = 0.0  # normalising and hashing the texts, shared by the checks
+    docs_seconds: float = 0.0  # building the Data Docs
+    data_docs: Path | None = None  # index.html of the GX Data Docs, when they were built
+
+    @classmethod
+    def from_checks(cls, checks: list[CheckResult], rows: int, strict: bool = False) -> AuditReport:
+        """Gather check results; success means nothing blocks under `strict`."""
+        report = cls(success=True, blocking_failures=[], warnings=[], checks=checks, rows=rows)
+        report.warnings = [check.name for check in checks if not check.success and check.severity == "warning"]
+        report.blocking_failures = report.blocking(strict=False)
+        report.success = not report.blocking(strict)
+        return report
+
+    def blocking(self, strict: bool) -> list[str]:
+        """Names of failed error-level checks, plus failed warning-level ones when `strict`."""
+        return [
+            check.name for check in self.checks
+            if not check.success and (check.severity == "error" or strict)
+        ]
+
+    def check(self, name: str) -> CheckResult:
+        """The result of the check called `name`."""
+        for check in self.checks:
+            if check.name == name:
+                return check
+        raise KeyError(f"no check named {name!r} in this report; checks: {', '.join(c.name for c in self.checks)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """DESIGN.md's JSON shape of the report."""
+        return {
+            "success": self.success, "blocking_failures": list(self.blocking_failures),
+            "warnings": list(self.warnings), "checks": [check.to_dict() for check in self.checks],
+        }
+
+
+def run_audit(
+    table: pd.DataFrame, config: AuditConfig, checks: Iterable[type[Check]] | None = None,
+    docs_dir: Path | None = None,
+) -> AuditReport:
+    """Validate the table with every registered check (or `checks`) in an ephemeral GX context.
+
+    Args:
+        table: the canonical table (text, label, split, row, ... as from load_table
+            and assign_splits).
+        config: thresholds, examples per check, and whether warnings block (`strict`).
+        checks: check classes to run instead of the registry's.
+        docs_dir: when given, the GX Data Docs (HTML) of every validation are built there.
+
+    Returns:
+        The audit report; `report.success` is False when something blocks training.
+    """
+    started = time.perf_counter()
+    prepared = prepare_audit_table(table)
+    prepare_seconds = time.perf_counter() - started
+    context = _ephemeral_context()
+    run_id = uuid.uuid4().hex[:12]
+    source = context.data_sources.add_or_update_pandas(name=f"depthfinder_audit_{run_id}")
+    results = []
+    for check_class in REGISTRY if checks is None else checks:
+        started = time.perf_counter()
+        results.append(_run_check(check_class(), prepared, config, context, source, run_id))
+        results[-1].seconds = time.perf_counter() - started
+    report = AuditReport.from_checks(results, rows=len(prepared), strict=config.strict)
+    report.prepare_seconds = prepare_seconds
+    if docs_dir is not None:
+        started = time.perf_counter()
+        try:
+            report.data_docs = build_data_docs(context, Path(docs_dir).resolve())
+        except Exception as error:  # the verdict stands without its HTML rendering
+            logging.getLogger(__name__).warning("GX Data Docs not built in %s: %s", docs_dir, error)
+        report.docs_seconds = time.perf_counter() - started
+    return report
+
+
+def _run_check(
+    check: Check, prepared: pd.DataFrame, config: AuditConfig, context: AbstractDataContext,
+    source: PandasDatasource, run_id: str,
+) -> CheckResult:
+    """Plan and validate one check; a check that cannot run (or raises) fails with the reason."""
+    missing = [column for column in check.requires if column not in prepared.columns]
+    if missing:
+        return _not_run(check, f"missing column(s): {', '.join(missing)}")
+    try:
+        plan = check.plan(prepared, config)
+        validation = _validate(context, source, f"{run_id}.{check.name}", check.name, plan)
+    except Exception as error:  # one broken check must not hide the others' evidence
+        return _not_run(check, f"the check raised {type(error).__name__}: {error}")
+    return _check_result(check, plan, validation, prepared, config)
+
+
+def build_data_docs(context: AbstractDataContext, docs_dir: Path) -> Path:
+    """Render the context's suites and validation results as static HTML under `docs_dir`; its index.html."""
+    docs_dir.mkdir(parents=True, exist_ok=True)
+    if DOCS_SITE not in (context.list_data_docs_sites() or {}):
+        context.add_data_docs_site(DOCS_SITE, {
+            "class_name": "SiteBuilder", "show_how_to_buttons": False,
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+        })
+    context.build_data_docs(site_names=[DOCS_SITE])
+    _drop_unused_images(docs_dir)
+    return docs_dir / "index.html"
+
+
+def _drop_unused_images(docs_dir: Path) -> None:
+    """Delete the images GX copies but no page shows (3 MB of tutorial GIFs per site, logged with every run)."""
+    pages = " ".join(path.read_text(encoding="utf-8", errors="replace") for path in docs_dir.rglob("*.html"))
+    pages += " ".join(path.read_text(encoding="utf-8", errors="replace") for path in docs_dir.rglob("*.css"))
+    for image in (docs_dir / "static" / "images").glob("*"):
+        if image.is_file() and image.name not in pages:
+            image.unlink()
+
+
+def prepare_audit_table(table: pd.DataFrame) -> pd.DataFrame:
+    """A shallow copy with a 0..n-1 index, a `row` column, each text's normalised form, key and usability."""
+    prepared = table.reset_index(drop=True)
+    if "row" not in prepared.columns:
+        prepared["row"] = np.arange(len(prepared), dtype=np.int64)
+    if "text" in prepared.columns:
+        prepared[NORMALIZED_COLUMN], prepared[KEY_COLUMN] = normalized_texts_and_keys(prepared["text"])
+        prepared[USABLE_COLUMN] = has_usable_token(prepared["text"])
+    return prepared
+
+
+def _ephemeral_context() -> AbstractDataContext:
+    """An in-memory GX context with progress bars off."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    # GX pins this module's logger at INFO on import, only to announce a temporary docs folder.
+    logging.getLogger(ProgressBarsConfig.__module__).setLevel(logging.WARNING)
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return context
+
+
+def _validate(
+    context: AbstractDataContext, source: PandasDatasource, name: str, asset_name: str, plan: CheckPlan
+) -> ExpectationSuiteValidationResult:
+    """Validate `plan.frame` against `plan.expectations` through a suite and a validation definition."""
+    import great_expectations as gx
+
+    asset = source.add_dataframe_asset(name=asset_name)
+    batch_definition = asset.add_batch_definition_whole_dataframe(name="whole")
+    suite = context.suites.add_or_update(gx.ExpectationSuite(name=name, expectations=plan.expectations))
+    definition = context.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name=name, data=batch_definition, suite=suite)
+    )
+    return definition.run(batch_parameters={"dataframe": plan.frame}, result_format=RESULT_FORMAT)
+
+
+def _check_result(
+    check: Check, plan: CheckPlan, validation: ExpectationSuiteValidationResult,
+    table: pd.DataFrame, config: AuditConfig,
+) -> CheckResult:
+    """Turn one check's GX validation result into a CheckResult with evidence."""
+    failed = [result for result in validation.results if not result.success]
+    failing = sorted({index for result in failed for index in result.result.get("unexpected_index_list") or []})
+    severities = [OUR_SEVERITY[_severity_name(result.expectation_config.severity)] for result in failed]
+    severity = "error" if "error" in severities else ("warning" if severities else check.severity)
+    observed: dict[str, Any] = {}
+    failing_rows: list[int] = []
+    if check.counts_rows:
+        failing_rows = [int(row) for row in table.loc[failing, "row"]]
+        observed = {"rows": len(failing), "fraction": round(len(failing) / max(len(table), 1), 6)}
+    observed.update(plan.observed)
+    if failed:
+        observed["failed_expectations"] = [_describe(result) for result in failed]
+    return CheckResult(
+        name=check.name, category=check.category, severity=severity, success=not failed,
+        observed=to_jsonable(observed),
+        examples=check.examples(table, plan, failing, config.examples) if failing and config.examples else [],
+        description=check.description, failing_rows=failing_rows,
+    )
+
+
+def _severity_name(severity: Any) -> str:
+    """A GX FailureSeverity (enum or str) as its lower-case name."""
+    return str(getattr(severity, "value", severity)).lower()
+
+
+def _describe(result: Any) -> str:
+    """One failed expectation as 'type(column): why', plus the GX error when it raised."""
+    config = result.expectation_config
+    text = f"{config.type}({config.kwargs.get('column', '')})"
+    why = (config.meta or {}).get("why")
+    text = f"{text}: {why}" if why else text
+    errors = _exception_messages(result.exception_info)
+    return f"{text} [raised: {errors[0]}]" if errors else text
+
+
+def _exception_messages(info: dict[str, Any] | None) -> list[str]:
+    """Messages of the exceptions GX recorded (flat, or keyed by metric id)."""
+    if not info:
+        return []
+    if "raised_exception" in info:
+        return [str(info.get("exception_message"))] if info.get("raised_exception") else []
+    return [message for nested in info.values() if isinstance(nested, dict) for message in _exception_messages(nested)]
+
+
+def _not_run(check: Check, reason: str) -> CheckResult:
+    """A check that could not run (a column it needs is missing, or it raised): it fails."""
+    return CheckResult(
+        name=check.name, category=check.category, severity=check.severity, success=False,
+        observed={"not_run": reason}, examples=[], description=check.description,
+    )

@@ -1,0 +1,205 @@
+"""The registry lifecycle against a throwaway SQLite tracking store.
+
+One module-scoped fixture plays three nights: a mediocre first model (always "pos"), a worse
+challenger (always "neg") and a trained, better one. Each test reads one part of the story.
+Logging + registering one model on SQLite takes about a second; the module takes a few.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from encoder.bundle import save_bundle
+from encoder.tracking.pyfunc import texts_from_input
+from encoder.tracking.registry import (
+    CHALLENGER,
+    CHAMPION,
+    PREVIOUS_CHAMPION,
+    current_champion,
+    evaluate_model,
+    log_text_classifier,
+    mark_challenger,
+    promote_if_better,
+    register_version,
+    should_promote,
+)
+from tests.encoder.tiny_models import LABELS, constant_network, tiny_tokenizer, trained_network
+
+MODEL_NAME = "depthfinder-test"
+# Imbalanced on purpose: always-"pos" scores macro-F1 0.43 here, always-"neg" only 0.2.
+TEST_TEXTS = ["great fun", "a great cast", "great music and acting", "an awful mess"]
+TEST_LABELS = ["pos", "pos", "pos", "neg"]
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowClient]:
+    """A fresh SQLite tracking store and registry; artifacts stay under the temporary folder."""
+    root = tmp_path_factory.mktemp("mlflow")
+    uri = f"sqlite:///{root}/mlflow.db"
+    previous_uri = mlflow.get_tracking_uri()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MLFLOW_ALLOW_PICKLE_DESERIALIZATION", "false")  # the model must load without pickle
+        env.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+        mlflow.set_tracking_uri(uri)
+        try:
+            yield MlflowClient(tracking_uri=uri)
+        finally:
+            mlflow.set_tracking_uri(previous_uri)
+
+
+@pytest.fixture(scope="module")
+def nights(client: MlflowClient, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Register three challengers in turn, scoring each against the champion as the retrain flow does."""
+    root = tmp_path_factory.mktemp("bundles")
+    tokenizer = tiny_tokenizer()
+    networks = [constant_network(tokenizer, "pos"), constant_network(tokenizer, "neg"), trained_network(tokenizer)]
+    experiment_id = client.create_experiment("registry-test", artifact_location=(root / "artifacts").as_uri())
+    results = []
+    for night, network in enumerate(networks, start=1):
+        bundle = save_bundle(root / f"night-{night}", network, tokenizer, LABELS)
+        with mlflow.start_run(experiment_id=experiment_id):
+            model_uri = log_text_classifier(bundle, input_example=TEST_TEXTS[:2])
+        champion_before = current_champion(client, MODEL_NAME)
+        challenger = register_version(client, model_uri, MODEL_NAME, {"depth": "1", "night": str(night)})
+        challenger_metrics = evaluate_model(model_uri, TEST_TEXTS, TEST_LABELS)
+        champion_metrics = None
+        if champion_before is not None:
+            champion_metrics = evaluate_model(f"models:/{MODEL_NAME}@{CHAMPION}", TEST_TEXTS, TEST_LABELS)
+        promoted, _ = promote_if_better(
+            client, MODEL_NAME, challenger, challenger_metrics, champion_metrics, "macro_f1"
+        )
+        mark_challenger(client, MODEL_NAME, challenger)
+        results.append({
+            "model_uri": model_uri, "version": str(challenger.version), "challenger": challenger,
+            "challenger_metrics": challenger_metrics, "champion_metrics": champion_metrics, "promoted": promoted,
+            # Versions come back as int from the SQL store (str elsewhere): compare as str.
+            "aliases": {alias: str(v) for alias, v in client.get_registered_model(MODEL_NAME).aliases.items()},
+        })
+    return results
+
+
+def test_first_registration_becomes_champion(nights: list[dict[str, Any]]) -> None:
+    first = nights[0]
+    assert first["champion_metrics"] is None
+    assert first["promoted"]
+    assert first["aliases"] == {CHALLENGER: first["version"], CHAMPION: first["version"]}
+
+
+def test_worse_challenger_is_not_promoted_and_champion_stays(nights: list[dict[str, Any]]) -> None:
+    first, second = nights[0], nights[1]
+    assert second["challenger_metrics"]["macro_f1"] == pytest.approx(0.2)
+    assert second["champion_metrics"]["macro_f1"] == pytest.approx(6 / 14)  # always "pos": F1 6/7 and 0
+    assert not second["promoted"]
+    assert second["aliases"] == {CHALLENGER: second["version"], CHAMPION: first["version"]}
+
+
+def test_better_challenger_is_promoted_and_old_champion_becomes_previous(nights: list[dict[str, Any]]) -> None:
+    first, third = nights[0], nights[2]
+    assert third["challenger_metrics"]["macro_f1"] == pytest.approx(1.0)
+    assert third["promoted"]
+    assert third["aliases"] == {CHALLENGER: third["version"], CHAMPION: third["version"],
+                                PREVIOUS_CHAMPION: first["version"]}
+
+
+def test_champion_loads_by_alias_and_predicts_labels(client: MlflowClient, nights: list[dict[str, Any]]) -> None:
+    model = mlflow.pyfunc.load_model(f"models:/{MODEL_NAME}@{CHAMPION}")
+    predictions = model.predict(pd.DataFrame({"text": TEST_TEXTS}))
+    assert list(predictions.columns) == ["label", "confidence", "proba_neg", "proba_pos"]
+    assert predictions["label"].tolist() == TEST_LABELS
+    assert set(predictions["label"]) <= set(LABELS)
+    assert predictions[["proba_neg", "proba_pos"]].sum(axis=1).tolist() == pytest.approx([1.0] * len(TEST_TEXTS))
+    assert (predictions["confidence"] >= 0.5).all()
+    from_series = model.predict(pd.Series(TEST_TEXTS, name="text"))
+    pd.testing.assert_frame_equal(from_series, predictions)
+
+
+def test_model_input_may_be_a_frame_a_series_or_a_list() -> None:
+    texts = ["great fun", "an awful mess"]
+    assert texts_from_input(pd.DataFrame({"text": texts, "id": [1, 2]})) == texts
+    assert texts_from_input(pd.Series(texts)) == texts
+    assert texts_from_input(texts) == texts
+    with pytest.raises(ValueError, match=r"needs a 'text' column, got columns \['review'\]"):
+        texts_from_input(pd.DataFrame({"review": texts}))
+    with pytest.raises(ValueError, match="text in row 1 is None"):
+        texts_from_input(["great fun", None])
+
+
+def test_logged_model_is_code_with_explicit_signature_not_a_pickle(nights: list[dict[str, Any]]) -> None:
+    model_dir = Path(mlflow.artifacts.download_artifacts(nights[0]["model_uri"]))
+    assert not list(model_dir.rglob("*.pkl"))
+    assert (model_dir / "pyfunc.py").is_file()
+    info = mlflow.models.get_model_info(nights[0]["model_uri"])
+    assert info.signature.inputs.input_names() == ["text"]
+    assert info.signature.outputs.input_names() == ["label", "confidence", "proba_neg", "proba_pos"]
+    assert info.saved_input_example_info["type"] == "dataframe"
+
+
+def test_versions_carry_their_tags(client: MlflowClient, nights: list[dict[str, Any]]) -> None:
+    for night, result in enumerate(nights, start=1):
+        tags = client.get_model_version(MODEL_NAME, result["version"]).tags
+        assert tags == {"depth": "1", "night": str(night)}
+    assert nights[0]["challenger"].tags == {"depth": "1", "night": "1"}
+
+
+def test_current_champion_is_none_without_model_or_alias(client: MlflowClient, nights: list[dict[str, Any]]) -> None:
+    assert current_champion(client, "no-such-model") is None
+    client.create_registered_model("no-champion-yet")
+    assert current_champion(client, "no-champion-yet") is None
+    assert str(current_champion(client, MODEL_NAME).version) == nights[2]["version"]
+
+
+def test_registering_through_a_client_of_another_store_than_the_global_one(
+    client: MlflowClient, nights: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    tracking_uri = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/never-opened.db")
+    try:
+        version = register_version(client, nights[2]["model_uri"], "other-store", {"depth": "1"})
+    finally:
+        mlflow.set_tracking_uri(tracking_uri)
+    assert not (tmp_path / "never-opened.db").exists()
+    predictions = mlflow.pyfunc.load_model(f"models:/other-store/{version.version}").predict(
+        pd.DataFrame({"text": TEST_TEXTS})
+    )
+    assert predictions["label"].tolist() == TEST_LABELS
+
+
+def test_logging_needs_an_active_run(client: MlflowClient, tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="needs an active MLflow run"):
+        log_text_classifier(tmp_path, input_example=["great"])
+
+
+@pytest.mark.parametrize(
+    ("challenger", "champion", "rule", "expected", "why"),
+    [
+        ({"macro_f1": 0.5}, None, {}, True, "no champion yet"),
+        ({"macro_f1": 0.91}, {"macro_f1": 0.9}, {}, True, "better"),
+        ({"macro_f1": 0.9}, {"macro_f1": 0.9}, {}, False, "neither better nor cheaper"),
+        ({"macro_f1": 0.89}, {"macro_f1": 0.9}, {}, False, "worse"),
+        ({"macro_f1": 0.895}, {"macro_f1": 0.9}, {"tolerance": 0.01, "challenger_cost": 1.0, "champion_cost": 2.0},
+         True, "cheaper"),
+        ({"macro_f1": 0.895}, {"macro_f1": 0.9}, {"tolerance": 0.01, "challenger_cost": 3.0, "champion_cost": 2.0},
+         False, "neither better nor cheaper"),
+        ({"macro_f1": 0.88}, {"macro_f1": 0.9}, {"tolerance": 0.01, "challenger_cost": 1.0, "champion_cost": 2.0},
+         False, "beyond tolerance"),
+        ({"macro_f1": 0.9}, {"macro_f1": 0.9}, {"tolerance": 0.01, "challenger_cost": 1.0, "champion_cost": None},
+         False, "neither"),
+        ({"macro_f1": float("nan")}, {"macro_f1": 0.9}, {}, False, "NaN"),
+    ],
+)
+def test_should_promote(challenger: dict, champion: dict | None, rule: dict, expected: bool, why: str) -> None:
+    promote, reason = should_promote(challenger, champion, "macro_f1", **rule)
+    assert promote is expected
+    assert why in reason
+
+
+def test_should_promote_names_a_missing_metric() -> None:
+    with pytest.raises(ValueError, match="champion metrics lack 'macro_f1', have .'accuracy'."):
+        should_promote({"macro_f1": 0.9}, {"accuracy": 0.9}, "macro_f1")
