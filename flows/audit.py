@@ -1,6 +1,6 @@
-"""The audit flow (prepare the table, drop what the user asked, run the GX checks), and the audit steps of retrain.
+"""The audit flow (prepare the table, drop what the user asked, run the GX checks), and how the audit informs training.
 
-How the audit informs training (the retrain flow calls `audit_and_log` and `audit_informs`):
+How the audit informs training (the retrain flow calls `audit_informs`):
 - rows the user asked to drop (`audit.drop`: conflicts, empty, leaks) are removed before
   the audit and counted in the report and the summary (`audit.dropped`);
 - a row's split is keyed by its text before splitting (`data.group_near_duplicates`):
@@ -11,84 +11,68 @@ How the audit informs training (the retrain flow calls `audit_and_log` and `audi
   `sweep.metric: macro_f1` already is (and so is the early-stopping monitor,
   val/macro_f1), so the audit never has to override it and `rule.metric` is always the
   concrete metric used. A user who picks `accuracy` on imbalanced data keeps it, with a
-  warning in the log and in `summary["audit"]["informs"]["note"]`.
+  warning in the log and in the summary's `audit.informs.note`.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.states import Failed
+from prefect.states import Failed, State
 
+from encoder.config import TrainConfig
 from expectations.audit.config import AuditConfig
+from expectations.audit.report import AuditReport, audit_markdown
 from expectations.table.config import DataConfig
-from flows.report import audit_markdown
+from flows.config import RunConfig
 from flows.signals import stop_on_signals
+from flows.summary import AuditInforms
 from tasks.audit import audit_dataset
-from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
-
-if TYPE_CHECKING:
-    from encoder.tracking.runs import SweepRun
-    from flows.config import RunConfig
+from tasks.data import drop_flagged_rows, prepare_dataset
 
 BALANCED_METRICS = ("macro_f1", "balanced_accuracy")
-
-
-def blocking_checks(report: dict, strict: bool) -> list[str]:
-    """Checks that stop training: errors always, warnings too when strict."""
-    return list(report["blocking_failures"]) + (list(report["warnings"]) if strict else [])
 
 
 @flow(name="audit")
 def audit_data(
     data: DataConfig, audit: AuditConfig = AuditConfig(), workdir: Path = Path(".depthfinder"),
     data_docs: Path | None = None,
-) -> dict:
+) -> AuditReport | State:
     """Audit a labelled table (GX Data Docs under `data_docs`, if given); the run fails when a check blocks training."""
     with stop_on_signals():
         dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
         report = audit_dataset(dataset, audit, str(data_docs) if data_docs else None)
-    create_markdown_artifact(key="audit-report", markdown=audit_markdown(report), description="depthfinder audit")
-    blocking = blocking_checks(report, audit.strict)
-    if blocking:
+    publish_audit(report)
+    if blocking := report.blocking(audit.strict):
         return Failed(message=f"the audit blocks training: {', '.join(blocking)}", data=report)
     return report
 
 
-def audit_and_log(config: RunConfig, dataset: PreparedData, run: SweepRun) -> dict:
-    """Run the audit; log the JSON report, the GX Data Docs and the dropped-row count to the parent run,
-    and the markdown summary to Prefect."""
-    from mlflow.entities import Metric
-
-    docs_dir = Path(config.registry.workdir) / "runs" / run.run_id / "data_docs"
-    report = audit_dataset(dataset, config.audit, str(docs_dir))
-    client = run.client
-    client.log_dict(run.run_id, report, "audit/report.json")
-    if docs_dir.is_dir():
-        client.log_artifacts(run.run_id, str(docs_dir), "audit/data_docs")
-    dropped = float(sum(report["dropped"].values()))
-    client.log_batch(run.run_id, metrics=[Metric("audit.dropped_rows", dropped, int(time.time() * 1000), 0)])
+def publish_audit(report: AuditReport) -> None:
+    """The audit as the Prefect artifact `audit-report`."""
     create_markdown_artifact(key="audit-report", markdown=audit_markdown(report), description="depthfinder audit")
-    return report
 
 
-def audit_informs(config: RunConfig, report: dict) -> dict:
+def uses_class_weights(train: TrainConfig, report: AuditReport) -> bool:
+    """Whether the loss is weighted by inverse class frequency: asked for, or `auto` and the audit saw imbalance."""
+    return train.class_weights == "on" or (train.class_weights == "auto" and "class_imbalance" in report.warnings)
+
+
+def audit_informs(config: RunConfig, report: AuditReport) -> AuditInforms:
     """What the audit changed in training (see the module docstring), for the summary; logs a metric warning."""
-    imbalanced = "class_imbalance" in report["warnings"]
-    informs: dict = {
-        "class_weights": config.train.class_weights == "on" or (config.train.class_weights == "auto" and imbalanced),
-        "metric": config.sweep.metric,
-        "near_duplicates_grouped": config.data.split_col is None and config.data.group_near_duplicates,
-        "dropped_rows": sum(report["dropped"].values()),
-    }
-    if imbalanced and config.sweep.metric not in BALANCED_METRICS:
-        informs["note"] = (
+    note = None
+    if "class_imbalance" in report.warnings and config.sweep.metric not in BALANCED_METRICS:
+        note = (
             f"the audit reports class imbalance but the selection metric is {config.sweep.metric}, which a "
             "majority-class model scores well on; consider --metric macro_f1 or balanced_accuracy"
         )
-        get_run_logger().warning("%s", informs["note"])
-    return informs
+        get_run_logger().warning("%s", note)
+    return AuditInforms(
+        class_weights=uses_class_weights(config.train, report),
+        metric=config.sweep.metric,
+        near_duplicates_grouped=config.data.split_col is None and config.data.group_near_duplicates,
+        dropped_rows=sum(report.dropped.values()),
+        note=note,
+    )

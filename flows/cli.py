@@ -12,9 +12,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from flows.config import RegistryConfig, RunConfig, load_run_config
+from pydantic import BaseModel
+
+from flows.config import RegistryConfig, RunConfig, SweepConfig, load_run_config
+from flows.deploy import NIGHTLY_CRON
 from flows.signals import EXIT_CODES, stop_on_signals
 
 # Nothing phones home, and the libraries' start-up chatter stays out of the terminal
@@ -44,6 +47,11 @@ class UsageError(ValueError):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, not usage + message
         raise UsageError(f"{self.prog}: {message}")
+
+
+def _choices(model: type[BaseModel], field: str) -> list[str]:
+    """The values a Literal setting allows, from the config's own type."""
+    return list(get_args(model.model_fields[field].annotation))
 
 
 def _depths(text: str) -> list[int]:
@@ -78,21 +86,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_options(run)
     run.add_argument("--depths", type=_depths, help="candidate depths, e.g. 1,2,4,6")
     run.add_argument("--max-epochs", type=int, help="upper bound on epochs per depth")
-    run.add_argument("--metric", choices=["macro_f1", "balanced_accuracy", "accuracy"], help="selection metric")
+    run.add_argument("--metric", choices=_choices(SweepConfig, "metric"), help="selection metric")
     run.add_argument("--tolerance", type=float, help="quality a cheaper depth may give up")
     run.add_argument("--seeds", type=_depths, help="seeds per depth, e.g. 1,2,3 (the rule uses their mean)")
-    run.add_argument("--rule", choices=["tolerance", "ratio", "pareto"], help="how to choose among depths")
+    run.add_argument("--rule", choices=_choices(SweepConfig, "rule"), help="how to choose among depths")
     run.add_argument(
         "--cost",
-        choices=["flops_per_example", "latency_ms_p50", "params", "train_seconds"],
+        choices=_choices(SweepConfig, "cost"),
         help="cost the rule minimises (default: flops_per_example)",
     )
     run.add_argument(
-        "--halving", choices=["auto", "on", "off"], help="successive halving over depths (auto: on with 4+ depths)"
+        "--halving", choices=_choices(SweepConfig, "halving"),
+        help="successive halving over depths (auto: on with 4+ depths)",
     )
     run.add_argument("--max-latency-ms", type=float, help="hard limit on p50 latency at batch 1")
     run.add_argument("--max-params", type=int, help="hard limit on the parameter count")
-    run.add_argument("--task-runner", choices=["threads", "processes", "dask"], help="where candidates train")
+    run.add_argument("--task-runner", choices=_choices(SweepConfig, "task_runner"), help="where candidates train")
     run.add_argument("--workers", type=int, help="candidates trained at once")
     run.add_argument("--dask-address", help="scheduler address of an existing Dask cluster")
     run.add_argument("--experiment", help="MLflow experiment name")
@@ -125,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         "deploy", help="serve the nightly retrain (and the audit, on demand) from this machine; needs a Prefect server"
     )
     _add_data_options(deploy)
-    deploy.add_argument("--cron", default="0 2 * * *", help="cron schedule of the retrain (default: 0 2 * * *)")
+    deploy.add_argument("--cron", default=NIGHTLY_CRON, help=f"cron schedule of the retrain (default: {NIGHTLY_CRON})")
     deploy.add_argument("--timezone", default="UTC", help="IANA time zone of the schedule (default: UTC)")
     deploy.set_defaults(handler=_deploy)
 
@@ -209,18 +218,20 @@ def _run(args: argparse.Namespace) -> int:
 
     with prefect_api():
         state = retrain(**dict(config), force=args.force, return_state=True)
+    from flows.summary import RunSummary
+
     summary = state.result(raise_on_failure=False)
-    if not isinstance(summary, dict):
+    if not isinstance(summary, RunSummary):
         print(f"depthfinder: the run failed: {state.message or summary}", file=sys.stderr)
         return 1
-    _write_json(args.summary_json, summary)
+    _write_json(args.summary_json, summary.to_dict())
     print(format_summary(summary))
     return 0 if state.is_completed() else 1
 
 
 def _audit(args: argparse.Namespace) -> int:
+    from expectations.audit.report import AuditReport, audit_lines
     from flows.preflight import check_prefect_api, check_writable
-    from flows.report import audit_lines
     from flows.server import prefect_api
 
     config = _load_config(args)
@@ -235,11 +246,11 @@ def _audit(args: argparse.Namespace) -> int:
     with prefect_api():
         state = audit_data(config.data, config.audit, config.registry.workdir, args.data_docs, return_state=True)
     report = state.result(raise_on_failure=False)
-    if not isinstance(report, dict):
+    if not isinstance(report, AuditReport):
         print(f"depthfinder: the audit failed: {state.message or report}", file=sys.stderr)
         return 1
-    _write_json(args.report_json, report)
-    print(f"Audit: {'passed' if report['success'] else 'failed'}", *audit_lines(report), sep="\n")
+    _write_json(args.report_json, report.to_dict())
+    print(f"Audit: {'passed' if report.success else 'failed'}", *audit_lines(report), sep="\n")
     return 0 if state.is_completed() else 1
 
 

@@ -13,6 +13,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 from encoder.config import ModelConfig, TrainConfig, yaml_switch
+from encoder.selection.halving import rung_budgets
+from encoder.selection.rule import SelectionRule
 from expectations.audit.config import AuditConfig
 from expectations.table.config import DataConfig
 
@@ -20,28 +22,15 @@ DATA_SOURCES = {"path", "dataset"}
 MAX_DEPTH = 64  # deeper than any encoder in use (BERT-large: 24 layers): a typo, not a candidate
 # A registered model name also names a lock file and a Prefect limit, and sits in models:/NAME/VERSION URIs.
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
-Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
 
 
-class SweepConfig(BaseModel):
-    """Which depths to try and how to choose among them."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class SweepConfig(SelectionRule):
+    """Which depths to try and how to choose among them (the selection rule's settings, and the sweep's)."""
 
     depths: list[StrictInt] = Field(
         [1, 2, 4, 6], min_length=1, description=f"Candidate numbers of encoder blocks (1 to {MAX_DEPTH})."
     )
     seeds: list[StrictInt] = Field([1], min_length=1, description="Seeds trained per depth; the rule uses their mean.")
-    rule: Literal["tolerance", "ratio", "pareto"] = Field(
-        "tolerance", description="tolerance: cheapest within tolerance of the best; ratio: max metric/cost^alpha; "
-        "pareto: tolerance on the Pareto front."
-    )
-    metric: Metric = Field("macro_f1", description="Validation metric the rule chooses by.")
-    tolerance: float = Field(0.01, ge=0, description="Quality a cheaper depth may give up against the best.")
-    alpha: float = Field(0.1, gt=0, description="Exponent of the cost in the ratio rule.")
-    cost: Literal["flops_per_example", "latency_ms_p50", "params", "train_seconds"] = Field(
-        "flops_per_example", description="Cost the rule minimises among depths within tolerance."
-    )
     halving: Literal["auto", "on", "off"] = Field(
         "auto", description="Successive halving: train every depth for halving_epochs, keep the better half by the "
         "rule, double the budget, until two depths are left; they train to the end. auto = on with 4 or more depths.",
@@ -58,8 +47,6 @@ class SweepConfig(BaseModel):
         1, strict=True, ge=1, description="Candidates trained at once (Dask: workers of a local cluster)."
     )
     dask_address: str | None = Field(None, description="Scheduler of an existing Dask cluster; a local one otherwise.")
-    max_latency_ms: float | None = Field(None, gt=0, description="Hard limit on p50 latency at batch 1.")
-    max_params: int | None = Field(None, strict=True, gt=0, description="Hard limit on parameter count.")
 
     @field_validator("depths")
     @classmethod
@@ -72,6 +59,13 @@ class SweepConfig(BaseModel):
     def halves(self) -> bool:
         """Whether this sweep uses successive halving."""
         return self.halving == "on" or (self.halving == "auto" and len(self.depths) >= 4)
+
+    def rung_budgets(self, recipe: TrainConfig) -> list[int]:
+        """Epoch budgets of the halving rungs (empty without halving); the first is `halving_epochs`, by
+        default the recipe's `min_epochs`: a depth may sit on its initial loss plateau until then."""
+        if not self.halves:
+            return []
+        return rung_budgets(len(self.depths), self.halving_epochs or recipe.min_epochs, recipe.max_epochs)
 
     _halving_switch = field_validator("halving", mode="before")(yaml_switch)
 

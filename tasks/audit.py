@@ -9,16 +9,15 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from expectations.audit.config import AuditConfig
+from expectations.audit.report import AuditReport
 from tasks.data import PreparedData
 
 
-@task(name="run_audit", cache_policy=NONE)
-def audit_dataset(dataset: PreparedData, audit: AuditConfig, docs_dir: str | None = None) -> dict:
-    """Run every registered check (and build the GX Data Docs under `docs_dir`); return DESIGN.md's JSON report.
-
-    The report also says which rows were dropped before the audit (`dropped`, per reason).
-    """
+@task(cache_policy=NONE)
+def audit_dataset(dataset: PreparedData, audit: AuditConfig, docs_dir: str | None = None) -> AuditReport:
+    """Run every registered check (and build the GX Data Docs under `docs_dir`); the report also counts
+    the rows dropped before the audit (`dropped`, per reason)."""
     from expectations.audit.run import run_audit
 
     report = run_audit(pd.read_parquet(dataset.path), audit, docs_dir=Path(docs_dir) if docs_dir else None)
-    return report.to_dict() | {"dropped": dict(dataset.dropped)}
+    return report.model_copy(update={"dropped": dict(dataset.dropped)})

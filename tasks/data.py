@@ -53,13 +53,13 @@ def table_hash(table: pd.DataFrame, columns: list[str] | None = None) -> str:
     return digest.hexdigest()[:16]
 
 
-@task(name="prepare_dataset", cache_policy=NONE)
+@task(cache_policy=NONE)
 def prepare_dataset(data: DataConfig, workdir: Path) -> PreparedData:
     """Load, split and write the table to `workdir/data/<hash>.parquet`."""
     return write_table(prepare_table(data), workdir)
 
 
-@task(name="drop_rows", cache_policy=NONE)
+@task(cache_policy=NONE)
 def drop_flagged_rows(dataset: PreparedData, audit: AuditConfig, workdir: Path) -> PreparedData:
     """Drop the rows `audit.drop` names (empty texts, label conflicts, leaking copies) and write what is kept."""
     if not audit.drop:

@@ -1,25 +1,29 @@
-"""The registry task: log the chosen depth, register it as challenger, promote it if it earns it."""
+"""Registry tasks: find a version trained on the same data, settings and code; register and promote a new one."""
 
 from __future__ import annotations
 
 import pandas as pd
 from prefect import task
-from prefect.cache_policies import NONE
 
+from encoder.selection.candidate import Candidate
+from encoder.selection.rule import SelectionRule
+from encoder.tracking.records import KnownVersion, ModelVersionRef, Registration
 from encoder.tracking.runs import SweepRun
 from tasks.data import TRAINING_COLUMNS, PreparedData
+from tasks.tracking import RETRIES
 
 
-@task(name="register_model", cache_policy=NONE)
+@task(**RETRIES)
 def register_model(
-    candidate: dict, dataset: PreparedData, sweep: SweepRun, model_name: str, rule: dict, tags: dict[str, str]
-) -> dict:
-    """Register `candidate`; score it and the champion on the same test split; promote it if it earns it;
-    alias it challenger.
+    candidate: Candidate, dataset: PreparedData, sweep: SweepRun, model_name: str, rule: SelectionRule,
+    tags: dict[str, str],
+) -> Registration:
+    """Register `candidate`; score it and the champion on the same test split; promote it if it earns it by
+    `rule`; alias it challenger.
 
-    `rule` holds the promotion rule's metric, tolerance and cost name. The aliases move last,
-    `challenger` after `champion`: a run stopped before the champion moved removes the version it
-    registered (it was never judged), and one stopped after leaves a consistent registry.
+    The aliases move last, `challenger` after `champion`: a run stopped before the champion moved
+    removes the version it registered (it was never judged), and one stopped after leaves a
+    consistent registry.
     """
     import mlflow
 
@@ -37,11 +41,11 @@ def register_model(
     texts, labels = test["text"].tolist(), test["label"].tolist()
     mlflow.set_tracking_uri(sweep.tracking_uri)
     with mlflow.start_run(run_id=sweep.run_id):
-        model_uri = log_text_classifier(candidate["bundle"], input_example=texts[:3])
+        model_uri = log_text_classifier(candidate.bundle, input_example=texts[:3])
     client = sweep.client
     champion = current_champion(client, model_name)
-    cost_tag = f"cost.{rule['cost']}"
-    challenger = register_version(client, model_uri, model_name, tags | {cost_tag: candidate["cost"][rule["cost"]]})
+    cost_tag, cost = f"cost.{rule.cost}", candidate.cost.value(rule.cost)
+    challenger = register_version(client, model_uri, model_name, tags | {cost_tag: cost})
     version_uri = f"models:/{model_name}/{challenger.version}"
     promoted = False
     try:
@@ -51,27 +55,26 @@ def register_model(
             champion_metrics = evaluate_model(f"models:/{model_name}/{champion.version}", texts, labels)
             champion_cost = float(champion.tags[cost_tag]) if cost_tag in champion.tags else None
         promoted, why = promote_if_better(
-            client, model_name, challenger, challenger_metrics, champion_metrics, rule["metric"],
-            tolerance=rule["tolerance"], challenger_cost=float(candidate["cost"][rule["cost"]]),
-            champion_cost=champion_cost,
+            client, model_name, challenger, challenger_metrics, champion_metrics, rule,
+            challenger_cost=float(cost), champion_cost=champion_cost,
         )
     except BaseException:
         if not promoted:
             client.delete_model_version(model_name, challenger.version)
         raise
     mark_challenger(client, model_name, challenger)
-    return {
-        "model": {"name": model_name, "version": str(challenger.version), "uri": version_uri},
-        "promoted": promoted,
-        "promotion": why,
-        "champion_version": str(challenger.version if promoted else champion.version),
-        "challenger_test_metrics": challenger_metrics,
-        "champion_test_metrics": champion_metrics,
-    }
+    return Registration(
+        model=ModelVersionRef(name=model_name, version=str(challenger.version), uri=version_uri),
+        promoted=promoted,
+        promotion=why,
+        champion_version=str(challenger.version if promoted else champion.version),
+        challenger_test_metrics=challenger_metrics,
+        champion_test_metrics=champion_metrics,
+    )
 
 
-@task(name="find_unchanged_model", cache_policy=NONE)
-def find_unchanged_model(tracking_uri: str, model_name: str, fingerprint: dict[str, str]) -> dict | None:
+@task(**RETRIES)
+def find_unchanged_model(tracking_uri: str, model_name: str, fingerprint: dict[str, str]) -> KnownVersion | None:
     """The `champion` (else `challenger`) version trained on this very data, config and code, or None.
 
     `fingerprint` holds the version tags that must match, e.g. data_hash, config_hash,
@@ -95,5 +98,5 @@ def find_unchanged_model(tracking_uri: str, model_name: str, fingerprint: dict[s
             continue
         version = client.get_model_version(model_name, str(aliases[alias]))
         if all(version.tags.get(key) == value for key, value in fingerprint.items()):
-            return {"alias": alias, "version": str(version.version), "depth": version.tags.get("depth")}
+            return KnownVersion(alias=alias, version=str(version.version), depth=version.tags.get("depth"))
     return None

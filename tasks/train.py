@@ -26,13 +26,13 @@ from prefect.states import Cancelled, State
 
 from encoder.config import ModelConfig, TrainConfig
 from encoder.interrupt import Interrupted
+from encoder.selection.candidate import Candidate, Cost
 from encoder.tracking.runs import (
     SweepRun,
     code_version,
     end_status,
     ending,
-    flatten,
-    log_metrics,
+    log_candidate,
     log_params,
     set_tags,
     start_child_run,
@@ -65,7 +65,7 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-@task(name="train_tokenizer", cache_policy=NONE)
+@task(cache_policy=NONE)
 def fit_tokenizer(dataset: PreparedData, model: ModelConfig, workdir: Path) -> str:
     """Train WordPiece on the train split only; reuse the one already fitted to this data and vocabulary."""
     from encoder.tokenizer import train_tokenizer
@@ -99,23 +99,23 @@ def result_path(candidate_dir: Path, epochs: int) -> Path:
     return candidate_dir / f"result-epochs-{epochs}.json"
 
 
-def read_result(candidate_dir: Path, epochs: int) -> dict | None:
+def read_result(candidate_dir: Path, epochs: int) -> Candidate | None:
     """The candidate's finished result at `epochs`, or None when there is none (or its bundle is gone)."""
     try:
-        result = json.loads(result_path(candidate_dir, epochs).read_text(encoding="utf-8"))
+        result = Candidate.from_dict(json.loads(result_path(candidate_dir, epochs).read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None
-    return result if Path(result["bundle"]).is_dir() else None
+    return result if result.bundle and Path(result.bundle).is_dir() else None
 
 
-def _write_result(candidate_dir: Path, epochs: int, result: dict) -> None:
+def _write_result(candidate_dir: Path, epochs: int, result: Candidate) -> None:
     path = result_path(candidate_dir, epochs)
     partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    partial.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
     partial.replace(path)
 
 
-@task(name="train_depth", task_run_name="train-depth-{depth}-seed-{seed}", cache_policy=NONE)
+@task(task_run_name="train-depth-{depth}-seed-{seed}", cache_policy=NONE)
 def train_depth(
     dataset: PreparedData,
     tokenizer_path: str,
@@ -127,8 +127,8 @@ def train_depth(
     sweep: SweepRun,
     workdir: Path,
     epochs: int | None = None,
-    previous: dict | None = None,
-) -> dict | State:
+    previous: Candidate | None = None,
+) -> Candidate | State:
     """Train one (depth, seed) to `epochs` (None: to the end) in its MLflow child run, continuing from
     its last saved epoch; `previous` is this candidate's result at an earlier rung, whose child run
     it continues. Return metrics, cost and paths; status `cached` when the result was already there.
@@ -138,10 +138,10 @@ def train_depth(
     key = candidate_key(dataset, model, train, class_weights, depth, seed)
     candidate_dir = Path(workdir) / "candidates" / f"depth-{depth}-seed-{seed}-{key}"
     if (found := read_result(candidate_dir, epochs)) is not None:
-        return found | {"status": "cached"}
+        return found.model_copy(update={"status": "cached"})
     client = sweep.client
     if previous is not None:
-        run_id = previous["mlflow_run_id"]
+        run_id = previous.mlflow_run_id
     else:
         tags = {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed)}
         run_id = start_child_run(sweep, f"depth-{depth}-seed-{seed}", tags)
@@ -155,9 +155,7 @@ def train_depth(
                 set_tags(client, run_id, {"depthfinder.status": end_status(exc).lower()})  # failed or killed
                 raise
             _write_result(candidate_dir, epochs, result)  # durable before the run says FINISHED
-            figures = {"best_val": result["metrics"], "test": result["test_metrics"], "cost": result["cost"]}
-            log_metrics(client, run_id, flatten("", figures))
-            set_tags(client, run_id, {"depthfinder.status": "trained", "depthfinder.epochs": str(result["epochs"])})
+            log_candidate(sweep, run_id, result)
     except Interrupted as stopped:  # an operator's stop, not a failure: no traceback in the log
         return Cancelled(message=str(stopped), data=stopped)
     return result
@@ -174,7 +172,7 @@ def _train_and_measure(
     run_id: str,
     candidate_dir: Path,
     epochs: int,
-) -> dict:
+) -> Candidate:
     """Train from the candidate's last saved epoch (if it has one within `epochs`), measure, save the bundle."""
     from tokenizers import Tokenizer
 
@@ -204,18 +202,10 @@ def _train_and_measure(
         resume_from=resume,
         callbacks=[EpochLog(f"depth {depth} seed {train.seed}", train.max_epochs)],
     )
-    cost = measure_cost(trained.network, trained.median_length) | {"train_seconds": trained.train_seconds}
+    cost = Cost(**measure_cost(trained.network, trained.median_length), train_seconds=trained.train_seconds)
     bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
-    return {
-        "depth": depth,
-        "seed": train.seed,
-        "status": "trained",
-        "metrics": trained.metrics,
-        "test_metrics": trained.test_metrics,
-        "cost": cost,
-        "epochs": trained.epochs,
-        "finished": trained.finished,
-        "mlflow_run_id": run_id,
-        "bundle": str(bundle),
-        "checkpoint": str(trained.checkpoint),
-    }
+    return Candidate(
+        depth=depth, seed=train.seed, status="trained", metrics=trained.metrics, test_metrics=trained.test_metrics,
+        cost=cost, epochs=trained.epochs, finished=trained.finished, mlflow_run_id=run_id, bundle=str(bundle),
+        checkpoint=str(trained.checkpoint),
+    )

@@ -17,9 +17,30 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
 
-from encoder.selection.rule import USABLE_STATUSES, choose_depth
+from pydantic import Field
+
+from encoder.selection.candidate import Candidate, Record
+from encoder.selection.rule import SelectionRule, choose_depth
+
+
+class Rung(Record):
+    """One halving rung: the budget, the depths it ranked and those it kept."""
+
+    epochs: int = Field(description="Epochs in all at this rung.")
+    depths: list[int] = Field(description="Depths ranked at this rung.")
+    kept: list[int] = Field(description="Depths kept for the next rung.")
+
+
+class Halving(Record):
+    """What successive halving did and saved."""
+
+    rungs: list[Rung] = Field(description="The rungs, in order.")
+    train_seconds: float | None = Field(None, description="Training time spent, pruned candidates included, s.")
+    full_grid_train_seconds: float | None = Field(
+        None, description="Estimated training time of the full grid (every depth to the end), s."
+    )
+    saved_fraction: float | None = Field(None, description="1 - train_seconds / full_grid_train_seconds.")
 
 
 def rung_budgets(n_depths: int, first_epochs: int, max_epochs: int) -> list[int]:
@@ -38,44 +59,44 @@ def kept_count(n_depths: int) -> int:
     return max(2, math.ceil(n_depths / 2))
 
 
-def rank_depths(candidates: list[dict[str, Any]], **rule: Any) -> list[int]:
+def rank_depths(candidates: list[Candidate], rule: SelectionRule) -> list[int]:
     """Depths best first by the rule: its choice, then its choice among the rest, and so on.
 
     Args:
-        candidates: run-summary candidates at the same budget; unusable ones are ignored.
-        rule: keyword arguments of `encoder.selection.rule.choose_depth` (metric, tolerance, cost, ...).
+        candidates: the candidates at the same budget; unusable ones are ignored.
+        rule: the selection rule.
 
     Returns:
         Every usable depth once; those beyond the hard limits last, better metric first.
     """
-    remaining = [c for c in candidates if c.get("status") in USABLE_STATUSES]
+    remaining = [c for c in candidates if c.usable]
     order: list[int] = []
     while remaining:
         try:
-            chosen = choose_depth(remaining, **rule).selected_depth
+            chosen = choose_depth(remaining, rule).selected_depth
         except ValueError:  # the rest exceed the hard limits
             break
         order.append(chosen)
-        remaining = [c for c in remaining if int(c["depth"]) != chosen]
-    beyond_limits = {int(c["depth"]) for c in remaining}
-    mean_metric = {d: statistics.fmean(c["metrics"][rule["metric"]] for c in remaining if c["depth"] == d)
+        remaining = [c for c in remaining if c.depth != chosen]
+    beyond_limits = {c.depth for c in remaining}
+    mean_metric = {d: statistics.fmean(c.metrics[rule.metric] for c in remaining if c.depth == d)
                    for d in beyond_limits}
     return order + sorted(beyond_limits, key=lambda d: (-mean_metric[d], d))
 
 
-def compute_saved(candidates: list[dict[str, Any]]) -> dict[str, float] | None:
-    """Training time spent against an estimate of the full grid's, or None without a finished candidate.
+def halving_summary(rungs: list[Rung], candidates: list[Candidate]) -> Halving:
+    """The rungs, and training time spent against an estimate of the full grid's (none without a finished candidate).
 
     A pruned candidate's full-grid time is its seconds per epoch so far times the mean
     epochs of the candidates that trained to the end (what early stopping let them run).
     """
-    finished = [c for c in candidates if c.get("status") in USABLE_STATUSES]
-    pruned = [c for c in candidates if c.get("status") == "pruned"]
+    finished = [c for c in candidates if c.usable]
+    pruned = [c for c in candidates if c.status == "pruned"]
     if not finished:
-        return None
-    full_epochs = statistics.fmean(c["epochs"] for c in finished)
-    spent_finished = sum(c["cost"]["train_seconds"] for c in finished)
-    spent_pruned = sum(c["cost"]["train_seconds"] for c in pruned)
-    full_pruned = sum(c["cost"]["train_seconds"] / c["epochs"] * max(full_epochs, c["epochs"]) for c in pruned)
+        return Halving(rungs=rungs)
+    full_epochs = statistics.fmean(c.epochs for c in finished)
+    spent_finished = sum(c.cost.train_seconds for c in finished)
+    spent_pruned = sum(c.cost.train_seconds for c in pruned)
+    full_pruned = sum(c.cost.train_seconds / c.epochs * max(full_epochs, c.epochs) for c in pruned)
     spent, full = spent_finished + spent_pruned, spent_finished + full_pruned
-    return {"train_seconds": spent, "full_grid_train_seconds": full, "saved_fraction": 1 - spent / full}
+    return Halving(rungs=rungs, train_seconds=spent, full_grid_train_seconds=full, saved_fraction=1 - spent / full)

@@ -11,20 +11,24 @@ Among candidates that trained (or were reused from cache) and meet the hard limi
 - `pareto`: keep the Pareto front of (metric up, cost down) and apply `tolerance` on it;
   the front is reported with the decision.
 
-Pure functions of the run summary's candidate dicts, so a decision can be replayed from
-a summary JSON. With several seeds a depth appears once per seed; its score is the mean.
+Pure functions of typed candidates (encoder.selection.candidate), so a decision can be
+replayed from a summary JSON: `choose_depth(summary.candidates, summary.rule.selection_rule())`.
+With several seeds a depth appears once per seed; its score is the mean.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
-USABLE_STATUSES = ("trained", "cached")
-RULES = ("tolerance", "ratio", "pareto")
-COST_NAMES = {
+from pydantic import BaseModel, ConfigDict, Field
+
+from encoder.selection.candidate import Candidate, CostName, Record
+
+RuleName = Literal["tolerance", "ratio", "pareto"]
+Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
+COST_NAMES: dict[str, str] = {
     "flops_per_example": "FLOPs per example",
     "latency_ms_p50": "p50 latency",
     "params": "parameters",
@@ -35,8 +39,28 @@ COST_NAMES = {
 _EPS = 1e-9
 
 
-@dataclass(frozen=True)
-class DepthScore:
+class SelectionRule(BaseModel):
+    """How to choose among depths: the rule, its metric and cost, and the hard limits.
+
+    One object, passed whole to the rule, to successive halving (which ranks by it) and to
+    promotion (which compares champion and challenger by its metric, tolerance and cost).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule: RuleName = Field(
+        "tolerance", description="tolerance: cheapest within tolerance of the best; ratio: max metric/cost^alpha; "
+        "pareto: tolerance on the Pareto front."
+    )
+    metric: Metric = Field("macro_f1", description="Validation metric the rule chooses by.")
+    tolerance: float = Field(0.01, ge=0, description="Quality a cheaper depth may give up against the best.")
+    alpha: float = Field(0.1, gt=0, description="Exponent of the cost in the ratio rule.")
+    cost: CostName = Field("flops_per_example", description="Cost the rule minimises among depths within tolerance.")
+    max_latency_ms: float | None = Field(None, gt=0, description="Hard limit on p50 latency at batch 1.")
+    max_params: int | None = Field(None, strict=True, gt=0, description="Hard limit on parameter count.")
+
+
+class DepthScore(Record):
     """One depth's quality over its seeds (mean and standard error) and its mean cost."""
 
     depth: int
@@ -46,121 +70,99 @@ class DepthScore:
     cost: float
 
 
-@dataclass(frozen=True)
-class Decision:
-    """Which depth the rule chose, the best depth by quality, and why, in one sentence."""
+class Decision(Record):
+    """The summary's `rule` object: the settings it chose by, what it chose, and why in one sentence."""
 
-    selected_depth: int
-    best_depth: int
-    metric: str
-    tolerance: float
-    cost: str
-    reason: str
-    rule: str = "tolerance"
-    effective_tolerance: float | None = None
-    alpha: float | None = None
-    pareto_front: list[int] = field(default_factory=list)
-    scores: list[DepthScore] = field(default_factory=list)
+    name: RuleName = Field(description="The rule: tolerance, ratio or pareto.")
+    metric: Metric = Field(description="Validation metric it chose by.")
+    tolerance: float = Field(description="Configured tolerance.")
+    cost: CostName = Field(description="Cost it minimised.")
+    reason: str = Field(description="The decision in one sentence, with its numbers.")
+    selected_depth: int = Field(description="The chosen depth.")
+    best_depth: int = Field(description="The depth with the best mean validation metric.")
+    effective_tolerance: float = Field(
+        description="Tolerance applied: the configured one, or the best depth's standard error over seeds if larger."
+    )
+    alpha: float = Field(description="Exponent of the cost in the ratio rule.")
+    max_latency_ms: float | None = Field(None, description="Hard limit on p50 latency, if set.")
+    max_params: int | None = Field(None, description="Hard limit on parameters, if set.")
+    pareto_front: list[int] = Field(description="Depths no other depth beats on both quality and cost.")
+    scores: list[DepthScore] = Field(description="Per eligible depth: mean metric, standard error, seeds, mean cost.")
 
-    def to_dict(self, rule_name: str | None = None) -> dict[str, Any]:
-        """The summary's "rule" object: name, metric, tolerance, cost, reason (+ rule-specific figures)."""
-        out: dict[str, Any] = {
-            "name": rule_name or self.rule,
-            "metric": self.metric,
-            "tolerance": self.tolerance,
-            "cost": self.cost,
-            "reason": self.reason,
-        }
-        if self.effective_tolerance is not None and self.effective_tolerance != self.tolerance:
-            out["effective_tolerance"] = self.effective_tolerance
-        if self.alpha is not None:
-            out["alpha"] = self.alpha
-        if self.rule == "pareto":
-            out["pareto_front"] = self.pareto_front
-        return out
+    def selection_rule(self) -> SelectionRule:
+        """The settings this decision was made with, to replay it: `choose_depth(candidates, d.selection_rule())`."""
+        return SelectionRule(rule=self.name, metric=self.metric, tolerance=self.tolerance, alpha=self.alpha,
+                             cost=self.cost, max_latency_ms=self.max_latency_ms, max_params=self.max_params)
 
 
-def choose_depth(
-    candidates: list[dict[str, Any]],
-    *,
-    metric: str,
-    tolerance: float,
-    cost: str,
-    rule: str = "tolerance",
-    alpha: float = 0.1,
-    max_latency_ms: float | None = None,
-    max_params: int | None = None,
-) -> Decision:
+def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     """Choose a depth by `rule`.
 
     Args:
-        candidates: Run-summary candidates: {"depth", "status", "metrics" (validation), "cost"};
-            a depth trained with several seeds appears once per seed.
-        metric: Validation metric to compare, e.g. "macro_f1".
-        tolerance: Quality a cheaper depth may give up against the best (>= 0).
-        cost: Cost to minimise: one of COST_NAMES.
-        rule: "tolerance", "ratio" or "pareto".
-        alpha: Exponent of the cost in the ratio rule.
-        max_latency_ms: Hard limit on cost["latency_ms_p50"], or None.
-        max_params: Hard limit on cost["params"], or None.
+        candidates: the sweep's candidates; a depth trained with several seeds appears once per
+            seed; only usable ones (trained, cached) are considered.
+        rule: the rule and its settings.
 
     Returns:
         The Decision, with a reason that names the numbers.
 
     Raises:
-        ValueError: on a bad argument or candidate, or when no candidate is eligible.
+        ValueError: on a candidate without the metric or cost, or when no candidate is eligible.
     """
-    _check_arguments(rule, cost, tolerance, alpha)
-    usable = [c for c in candidates if c.get("status") in USABLE_STATUSES]
-    unusable = [c for c in candidates if c.get("status") not in USABLE_STATUSES]
+    usable = [c for c in candidates if c.usable]
+    unusable = [c for c in candidates if not c.usable]
     if not usable:
         raise ValueError(f"no candidate depth finished training ({_statuses(candidates) or 'no candidates'})")
-    limits = _limits(max_latency_ms, max_params)
+    limits = _limits(rule)
     excluded: dict[int, list[str]] = {}
     for candidate in usable:
         if why := _violations(candidate, limits):
-            excluded.setdefault(int(candidate["depth"]), why)
-    eligible = [c for c in usable if int(c["depth"]) not in excluded]
+            excluded.setdefault(candidate.depth, why)
+    eligible = [c for c in usable if c.depth not in excluded]
     if not eligible:
         raise ValueError(
             f"every trained depth exceeds the hard limits {_limits_text(limits)}: {_excluded_text(excluded)}"
         )
-    scores = aggregate(eligible, metric, cost)
+    scores = aggregate(eligible, rule.metric, rule.cost)
     best = max(sorted(scores), key=lambda d: scores[d].mean)  # ties: the shallower depth
-    effective = max(tolerance, scores[best].std_error) if scores[best].seeds > 1 else tolerance
+    effective = max(rule.tolerance, scores[best].std_error) if scores[best].seeds > 1 else rule.tolerance
     front = pareto_front(list(scores.values()))
-    if rule == "ratio":
-        selected = max(sorted(scores), key=lambda d: _ratio(scores[d], alpha))
-        reason = _ratio_reason(selected, best, scores, metric=metric, cost=cost, alpha=alpha)
+    if rule.rule == "ratio":
+        selected = max(sorted(scores), key=lambda d: _ratio(scores[d], rule.alpha))
+        reason = _ratio_reason(selected, best, scores, rule)
     else:
-        pool = {d: scores[d] for d in (front if rule == "pareto" else scores)}
+        pool = {d: scores[d] for d in (front if rule.rule == "pareto" else scores)}
         within = [d for d in pool if pool[d].mean >= scores[best].mean - effective - _EPS]
         selected = min(within, key=lambda d: (pool[d].cost, d))
-        reason = _tolerance_reason(selected, best, scores, metric=metric, tolerance=effective, cost=cost)
+        reason = _tolerance_reason(selected, best, scores, rule, effective)
     clauses = [reason]
-    if rule == "pareto":
+    if rule.rule == "pareto":
         clauses.append(f"Pareto front: depths {', '.join(map(str, front))}")
     if excluded:
         clauses.append(f"excluded by hard limits: {_excluded_text(excluded)}")
     if unusable:
         clauses.append(f"not considered: {_statuses(unusable)}")
     return Decision(
-        selected, best, metric, tolerance, cost, "; ".join(clauses), rule=rule, effective_tolerance=effective,
-        alpha=alpha if rule == "ratio" else None, pareto_front=front, scores=[scores[d] for d in sorted(scores)],
+        name=rule.rule, metric=rule.metric, tolerance=rule.tolerance, cost=rule.cost, reason="; ".join(clauses),
+        selected_depth=selected, best_depth=best, effective_tolerance=effective, alpha=rule.alpha,
+        max_latency_ms=rule.max_latency_ms, max_params=rule.max_params, pareto_front=front,
+        scores=[scores[d] for d in sorted(scores)],
     )
 
 
-def aggregate(candidates: list[dict[str, Any]], metric: str, cost: str) -> dict[int, DepthScore]:
+def aggregate(candidates: list[Candidate], metric: str, cost: str) -> dict[int, DepthScore]:
     """Per depth: mean and standard error of the metric over seeds, and the mean cost."""
-    by_depth: dict[int, list[dict[str, Any]]] = {}
+    by_depth: dict[int, list[Candidate]] = {}
     for candidate in candidates:
-        by_depth.setdefault(int(candidate["depth"]), []).append(candidate)
+        by_depth.setdefault(candidate.depth, []).append(candidate)
     scores = {}
     for depth, runs in sorted(by_depth.items()):
-        values = [_value(c, "metrics", metric) for c in runs]
+        values = [_metric(c, metric) for c in runs]
         std_error = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
-        mean_cost = statistics.fmean(_value(c, "cost", cost) for c in runs)
-        scores[depth] = DepthScore(depth, statistics.fmean(values), std_error, len(values), mean_cost)
+        mean_cost = statistics.fmean(_cost(c, cost) for c in runs)
+        scores[depth] = DepthScore(
+            depth=depth, mean=statistics.fmean(values), std_error=std_error, seeds=len(values), cost=mean_cost
+        )
     return scores
 
 
@@ -170,17 +172,6 @@ def pareto_front(scores: list[DepthScore]) -> list[int]:
         s.depth for s in scores
         if not any(o.mean >= s.mean and o.cost <= s.cost and (o.mean, o.cost) != (s.mean, s.cost) for o in scores)
     )
-
-
-def _check_arguments(rule: str, cost: str, tolerance: float, alpha: float) -> None:
-    if rule not in RULES:
-        raise ValueError(f"rule must be one of {list(RULES)}, got {rule!r}")
-    if cost not in COST_NAMES:
-        raise ValueError(f"cost must be one of {sorted(COST_NAMES)}, got {cost!r}")
-    if not tolerance >= 0:
-        raise ValueError(f"tolerance must be a number >= 0, got {tolerance!r}")
-    if not alpha > 0:
-        raise ValueError(f"alpha must be a number > 0, got {alpha!r}")
 
 
 def _ratio(score: DepthScore, alpha: float) -> float:
@@ -193,19 +184,19 @@ def _quality(score: DepthScore) -> str:
 
 
 def _tolerance_reason(
-    selected: int, best: int, scores: dict[int, DepthScore], *, metric: str, tolerance: float, cost: str
+    selected: int, best: int, scores: dict[int, DepthScore], rule: SelectionRule, tolerance: float
 ) -> str:
     """One sentence with the numbers behind a tolerance choice."""
-    chosen, top = scores[selected], scores[best]
+    chosen, top, metric = scores[selected], scores[best], rule.metric
     if selected != best:
         share = chosen.cost / top.cost if top.cost else math.nan
         return (
             f"depth {selected}: {metric} {_quality(chosen)} vs best {_quality(top)} at depth {best}, "
-            f"within tolerance {tolerance:.3g}, at {share:.0%} of its {COST_NAMES[cost]}"
+            f"within tolerance {tolerance:.3g}, at {share:.0%} of its {COST_NAMES[rule.cost]}"
         )
     cheaper = [d for d in scores if scores[d].cost < top.cost]
     if not cheaper:
-        return f"depth {best} has the best {metric} {_quality(top)} and is also the cheapest by {COST_NAMES[cost]}"
+        return f"depth {best} has the best {metric} {_quality(top)} and is also the cheapest by {COST_NAMES[rule.cost]}"
     closest = max(cheaper, key=lambda d: scores[d].mean)
     return (
         f"depth {best} has the best {metric} {_quality(top)} and no cheaper depth is within {tolerance:.3g} "
@@ -213,43 +204,47 @@ def _tolerance_reason(
     )
 
 
-def _ratio_reason(selected: int, best: int, scores: dict[int, DepthScore], *, metric: str, cost: str,
-                  alpha: float) -> str:
+def _ratio_reason(selected: int, best: int, scores: dict[int, DepthScore], rule: SelectionRule) -> str:
     """One sentence with the numbers behind a ratio choice."""
     chosen, top = scores[selected], scores[best]
-    head = (f"depth {selected} maximises {metric} / ({COST_NAMES[cost]})^{alpha:g}: "
+    head = (f"depth {selected} maximises {rule.metric} / ({COST_NAMES[rule.cost]})^{rule.alpha:g}: "
             f"{_quality(chosen)} at {chosen.cost:.3g}")
     if selected == best:
         return head + ", also the best quality"
     return head + f" vs best {_quality(top)} at depth {best} for {top.cost / chosen.cost:.1f}x the cost"
 
 
-def _limits(max_latency_ms: float | None, max_params: int | None) -> dict[str, tuple[str, float]]:
+def _limits(rule: SelectionRule) -> dict[str, tuple[str, float]]:
     """Cost key -> (limit name, limit value) for the limits that are set."""
     limits = {}
-    if max_latency_ms is not None:
-        limits["latency_ms_p50"] = ("max_latency_ms", float(max_latency_ms))
-    if max_params is not None:
-        limits["params"] = ("max_params", float(max_params))
+    if rule.max_latency_ms is not None:
+        limits["latency_ms_p50"] = ("max_latency_ms", float(rule.max_latency_ms))
+    if rule.max_params is not None:
+        limits["params"] = ("max_params", float(rule.max_params))
     return limits
 
 
-def _violations(candidate: dict[str, Any], limits: dict[str, tuple[str, float]]) -> list[str]:
+def _violations(candidate: Candidate, limits: dict[str, tuple[str, float]]) -> list[str]:
     """The hard limits this candidate exceeds, each as 'key value > limit_name limit'."""
     return [
-        f"{key} {_value(candidate, 'cost', key):g} > {name} {limit:g}"
+        f"{key} {_cost(candidate, key):g} > {name} {limit:g}"
         for key, (name, limit) in limits.items()
-        if _value(candidate, "cost", key) > limit
+        if _cost(candidate, key) > limit
     ]
 
 
-def _value(candidate: dict[str, Any], section: str, key: str) -> float:
-    """A finite number from candidate[section][key], or a ValueError naming the depth and key."""
-    value = (candidate.get(section) or {}).get(key)
+def _metric(candidate: Candidate, name: str) -> float:
+    return _finite(candidate, "metrics", name, candidate.metrics.get(name))
+
+
+def _cost(candidate: Candidate, name: str) -> float:
+    return _finite(candidate, "cost", name, candidate.cost.value(name) if candidate.cost else None)
+
+
+def _finite(candidate: Candidate, section: str, key: str, value: object) -> float:
+    """`value` as a finite number, or a ValueError naming the depth and key."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(
-            f"depth {candidate.get('depth')}: {section}.{key} must be a finite number, got {value!r}"
-        )
+        raise ValueError(f"depth {candidate.depth}: {section}.{key} must be a finite number, got {value!r}")
     return float(value)
 
 
@@ -261,5 +256,5 @@ def _excluded_text(excluded: dict[int, list[str]]) -> str:
     return ", ".join(f"depth {depth} ({' and '.join(why)})" for depth, why in sorted(excluded.items()))
 
 
-def _statuses(candidates: list[dict[str, Any]]) -> str:
-    return ", ".join(f"depth {c.get('depth')} {c.get('status')}" for c in candidates)
+def _statuses(candidates: list[Candidate]) -> str:
+    return ", ".join(f"depth {c.depth} {c.status}" for c in candidates)

@@ -11,7 +11,6 @@ import threading
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
 import mlflow
 import pandas as pd
@@ -22,6 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from encoder.bundle import read_bundle_config
 from encoder.metrics import classification_metrics
+from encoder.selection.rule import SelectionRule
 from encoder.tracking import pyfunc
 
 CHALLENGER = "challenger"
@@ -157,18 +157,18 @@ def evaluate_model(model_uri: str, texts: Sequence[str], labels: Sequence[str]) 
 def should_promote(
     challenger_metrics: dict[str, float],
     champion_metrics: dict[str, float] | None,
-    metric: str,
+    rule: SelectionRule,
     *,
-    tolerance: float = 0.0,
     challenger_cost: float | None = None,
     champion_cost: float | None = None,
 ) -> tuple[bool, str]:
     """Whether the challenger earns `champion`, and why, in a phrase.
 
-    It does when there is no champion, or when it is not worse than champion - tolerance on
-    `metric` (both measured on the same test split) and is either better or cheaper. A NaN
-    challenger never wins; an unknown cost is never cheaper.
+    It does when there is no champion, or when it is not worse than champion - `rule.tolerance`
+    on `rule.metric` (both measured on the same test split) and is either better or cheaper by
+    `rule.cost`. A NaN challenger never wins; an unknown cost is never cheaper.
     """
+    metric, tolerance = rule.metric, rule.tolerance
     if metric not in challenger_metrics:
         raise ValueError(f"challenger metrics lack '{metric}', have {sorted(challenger_metrics)}")
     if champion_metrics is None:
@@ -195,8 +195,8 @@ def promote_if_better(
     challenger: ModelVersion,
     challenger_metrics: dict[str, float],
     champion_metrics: dict[str, float] | None,
-    metric: str,
-    **rule: Any,
+    rule: SelectionRule,
+    **costs: float | None,
 ) -> tuple[bool, str]:
     """Move `champion` to the challenger when should_promote says so; the old one becomes `previous-champion`.
 
@@ -208,13 +208,13 @@ def promote_if_better(
         challenger: The version register_version returned.
         challenger_metrics: The challenger's metrics on the test split.
         champion_metrics: The champion's metrics on the same split, or None when there is no champion.
-        metric: The metric to compare.
-        **rule: tolerance, challenger_cost, champion_cost for should_promote.
+        rule: The selection rule: its metric, tolerance and cost decide.
+        **costs: challenger_cost, champion_cost for should_promote.
 
     Returns:
         Whether the challenger was promoted, and why.
     """
-    promote, why = should_promote(challenger_metrics, champion_metrics, metric, **rule)
+    promote, why = should_promote(challenger_metrics, champion_metrics, rule, **costs)
     if not promote:
         return False, why
     champion = current_champion(client, model_name)

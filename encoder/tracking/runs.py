@@ -23,6 +23,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
 from encoder.interrupt import Interrupted
+from encoder.selection.candidate import Candidate
 from encoder.tracking.liveness import ProcessIdentity, this_process
 
 PARENT_TAG = "mlflow.parentRunId"
@@ -151,19 +152,13 @@ def _process_of(tags: dict[str, str]) -> ProcessIdentity | None:
         return None
 
 
-# Exceptions that mean the process was asked to stop: KeyboardInterrupt (SIGINT), Prefect's
-# TerminationSignal (SIGTERM in a flow run) and a training thread's Interrupted.
-def _is_interrupt(exc: BaseException) -> bool:
-    from prefect.exceptions import ExternalSignal
-
-    return isinstance(exc, KeyboardInterrupt | ExternalSignal | Interrupted)
-
-
 def end_status(exc: BaseException | None) -> str:
-    """The MLflow status a run ends with: FINISHED, KILLED (interrupted) or FAILED."""
+    """The MLflow status a run ends with: FINISHED; KILLED when the process was asked to stop (a training
+    thread's Interrupted, or what is not an Exception: KeyboardInterrupt for SIGINT, Prefect's
+    TerminationSignal for SIGTERM); FAILED otherwise."""
     if exc is None:
         return "FINISHED"
-    return "KILLED" if _is_interrupt(exc) else "FAILED"
+    return "KILLED" if isinstance(exc, Interrupted) or not isinstance(exc, Exception) else "FAILED"
 
 
 @contextlib.contextmanager
@@ -251,18 +246,26 @@ def source_digest(root: Path) -> str:
     return digest.hexdigest()[:12]
 
 
-def record_cached_candidate(sweep: SweepRun, candidate: dict, run_id: str | None = None) -> dict:
-    """Record a candidate reused from an earlier sweep in this sweep's child run of it (`run_id`, or
-    a new one); return the candidate, marked cached."""
-    depth, seed = candidate["depth"], candidate.get("seed")
-    tags = {"depthfinder.status": "cached", "depthfinder.source_run_id": candidate["mlflow_run_id"],
-            "depthfinder.epochs": str(candidate["epochs"])}
-    if run_id is None:
-        tags |= {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed)}
-        run_id = start_child_run(sweep, f"depth-{depth}-seed-{seed}", tags)
-    else:
-        set_tags(sweep.client, run_id, tags)
-    figures = {"best_val": candidate["metrics"], "test": candidate["test_metrics"], "cost": candidate["cost"]}
+def log_candidate(sweep: SweepRun, run_id: str, candidate: Candidate) -> None:
+    """Log a candidate's validation and test metrics and its cost to its child run, and tag how it ended."""
+    figures = {"best_val": candidate.metrics, "test": candidate.test_metrics,
+               "cost": candidate.cost.to_dict() if candidate.cost else {}}
     log_metrics(sweep.client, run_id, flatten("", figures))
+    tags = {"depthfinder.status": candidate.status, "depthfinder.epochs": str(candidate.epochs)}
+    if candidate.source_run_id:
+        tags["depthfinder.source_run_id"] = candidate.source_run_id
+    set_tags(sweep.client, run_id, tags)
+
+
+def record_cached_candidate(sweep: SweepRun, candidate: Candidate, run_id: str | None = None) -> Candidate:
+    """Record a candidate reused from an earlier sweep in this sweep's child run of it (`run_id`, or
+    a new one); return the candidate, marked cached, with that run."""
+    if run_id is None:
+        tags = {"depthfinder.depth": str(candidate.depth), "depthfinder.seed": str(candidate.seed)}
+        run_id = start_child_run(sweep, f"depth-{candidate.depth}-seed-{candidate.seed}", tags)
+    cached = candidate.model_copy(
+        update={"status": "cached", "mlflow_run_id": run_id, "source_run_id": candidate.mlflow_run_id}
+    )
+    log_candidate(sweep, run_id, cached)
     sweep.client.set_terminated(run_id, "FINISHED")
-    return candidate | {"status": "cached", "mlflow_run_id": run_id, "source_run_id": candidate["mlflow_run_id"]}
+    return cached

@@ -6,7 +6,6 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,7 @@ import pandas as pd
 from expectations.audit.checks.base import KEY_COLUMN, NORMALIZED_COLUMN, USABLE_COLUMN, Check, CheckPlan, to_jsonable
 from expectations.audit.config import AuditConfig
 from expectations.audit.registry import REGISTRY
+from expectations.audit.report import AuditReport, CheckResult
 from expectations.table.normalize import has_usable_token, normalized_texts_and_keys
 
 if TYPE_CHECKING:
@@ -28,78 +28,6 @@ if TYPE_CHECKING:
 RESULT_FORMAT = {"result_format": "COMPLETE", "return_unexpected_index_query": False, "partial_unexpected_count": 0}
 OUR_SEVERITY = {"critical": "error", "warning": "warning", "info": "warning"}
 DOCS_SITE = "depthfinder_audit"
-
-
-@dataclass
-class CheckResult:
-    """The outcome of one check: verdict, severity, observed figures and example rows."""
-
-    name: str
-    category: str
-    severity: str
-    success: bool
-    observed: dict[str, Any]
-    examples: list[dict[str, Any]]
-    description: str = ""
-    # `row` values (input-file positions) of every failing row; not part of the JSON report.
-    failing_rows: list[int] = field(default_factory=list, repr=False)
-    seconds: float = 0.0  # time to plan and validate the check (for benchmarks; not in the report)
-
-    def to_dict(self) -> dict[str, Any]:
-        """DESIGN.md's JSON shape of one check."""
-        return {
-            "name": self.name, "category": self.category, "severity": self.severity,
-            "success": self.success, "observed": self.observed, "examples": self.examples,
-        }
-
-
-@dataclass
-class AuditReport:
-    """All check results, and what blocks training.
-
-    `blocking_failures` names the failed error-level checks and `warnings` the failed
-    warning-level ones; `success` is False when anything blocks under the `strict` the
-    audit ran with (so strict with only warnings: success False, blocking_failures []).
-    """
-
-    success: bool
-    blocking_failures: list[str]
-    warnings: list[str]
-    checks: list[CheckResult]
-    rows: int = 0
-    prepare_seconds: float = 0.0  # normalising and hashing the texts, shared by the checks
-    docs_seconds: float = 0.0  # building the Data Docs
-    data_docs: Path | None = None  # index.html of the GX Data Docs, when they were built
-
-    @classmethod
-    def from_checks(cls, checks: list[CheckResult], rows: int, strict: bool = False) -> AuditReport:
-        """Gather check results; success means nothing blocks under `strict`."""
-        report = cls(success=True, blocking_failures=[], warnings=[], checks=checks, rows=rows)
-        report.warnings = [check.name for check in checks if not check.success and check.severity == "warning"]
-        report.blocking_failures = report.blocking(strict=False)
-        report.success = not report.blocking(strict)
-        return report
-
-    def blocking(self, strict: bool) -> list[str]:
-        """Names of failed error-level checks, plus failed warning-level ones when `strict`."""
-        return [
-            check.name for check in self.checks
-            if not check.success and (check.severity == "error" or strict)
-        ]
-
-    def check(self, name: str) -> CheckResult:
-        """The result of the check called `name`."""
-        for check in self.checks:
-            if check.name == name:
-                return check
-        raise KeyError(f"no check named {name!r} in this report; checks: {', '.join(c.name for c in self.checks)}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """DESIGN.md's JSON shape of the report."""
-        return {
-            "success": self.success, "blocking_failures": list(self.blocking_failures),
-            "warnings": list(self.warnings), "checks": [check.to_dict() for check in self.checks],
-        }
 
 
 def run_audit(
@@ -127,18 +55,19 @@ def run_audit(
     results = []
     for check_class in REGISTRY if checks is None else checks:
         started = time.perf_counter()
-        results.append(_run_check(check_class(), prepared, config, context, source, run_id))
-        results[-1].seconds = time.perf_counter() - started
+        result = _run_check(check_class(), prepared, config, context, source, run_id)
+        results.append(result.model_copy(update={"seconds": time.perf_counter() - started}))
     report = AuditReport.from_checks(results, rows=len(prepared), strict=config.strict)
-    report.prepare_seconds = prepare_seconds
-    if docs_dir is not None:
-        started = time.perf_counter()
-        try:
-            report.data_docs = build_data_docs(context, Path(docs_dir).resolve())
-        except Exception as error:  # the verdict stands without its HTML rendering
-            logging.getLogger(__name__).warning("GX Data Docs not built in %s: %s", docs_dir, error)
-        report.docs_seconds = time.perf_counter() - started
-    return report
+    report = report.model_copy(update={"prepare_seconds": prepare_seconds})
+    if docs_dir is None:
+        return report
+    started = time.perf_counter()
+    data_docs = None
+    try:
+        data_docs = str(build_data_docs(context, Path(docs_dir).resolve()))
+    except Exception as error:  # the verdict stands without its HTML rendering
+        logging.getLogger(__name__).warning("GX Data Docs not built in %s: %s", docs_dir, error)
+    return report.model_copy(update={"data_docs": data_docs, "docs_seconds": time.perf_counter() - started})
 
 
 def _run_check(
@@ -235,11 +164,12 @@ def _check_result(
     observed.update(plan.observed)
     if failed:
         observed["failed_expectations"] = [_describe(result) for result in failed]
+    observed = to_jsonable(observed)
     return CheckResult(
         name=check.name, category=check.category, severity=severity, success=not failed,
-        observed=to_jsonable(observed),
+        headline=check.headline(observed), observed=observed,
         examples=check.examples(table, plan, failing, config.examples) if failing and config.examples else [],
-        description=check.description, failing_rows=failing_rows,
+        evidence=list(check.evidence), description=check.description, failing_rows=failing_rows,
     )
 
 
@@ -271,5 +201,5 @@ def _not_run(check: Check, reason: str) -> CheckResult:
     """A check that could not run (a column it needs is missing, or it raised): it fails."""
     return CheckResult(
         name=check.name, category=check.category, severity=check.severity, success=False,
-        observed={"not_run": reason}, examples=[], description=check.description,
+        headline=f"not run: {reason}", observed={"not_run": reason}, examples=[], description=check.description,
     )

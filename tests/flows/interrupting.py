@@ -49,7 +49,7 @@ def after_a_result(how: str) -> None:
 
     def write_result(candidate_dir, epochs, result) -> None:
         original(candidate_dir, epochs, result)
-        if result["depth"] == 1:
+        if result.depth == 1:
             fire(how)
 
     tasks.train._write_result = write_result

@@ -46,30 +46,6 @@ def test_a_conflict_blocks_and_drop_conflicts_drops_and_counts_it(
     assert not list((tmp_path / "docs").rglob("*.gif"))  # GX's tutorial images are not kept
 
 
-def test_the_markdown_summary_shows_verdicts_and_top_examples() -> None:
-    from flows.report import audit_markdown
-
-    report = {
-        "success": False, "blocking_failures": ["cross_split_duplicates"], "warnings": [],
-        "dropped": {"conflicts": 3},
-        "checks": [
-            {"name": "schema", "category": "schema", "severity": "error", "success": True,
-             "observed": {"rows": 0, "fraction": 0.0}, "examples": []},
-            {"name": "cross_split_duplicates", "category": "leakage", "severity": "error", "success": False,
-             "observed": {"rows": 4, "fraction": 0.002, "groups": 2},
-             "examples": [{"row": 17, "text": "free | entry\nnow", "split": "test", "matches": [3021]},
-                          {"row": 18, "text": "x" * 200, "split": "val", "matches": [5]}]},
-        ],
-    }
-    markdown = audit_markdown(report)
-    assert markdown.startswith("# Data audit: failed")
-    assert "| cross_split_duplicates | leakage | **blocks** | 4 rows (0.20 %) |" in markdown
-    assert "Rows dropped before the audit: 3 conflicts." in markdown
-    assert "## cross_split_duplicates (**blocks**)" in markdown
-    assert "| 17 | free \\| entry now | test | [3021] |" in markdown  # one line per example, pipes escaped
-    assert "x" * 77 + "..." in markdown and "## schema" not in markdown
-
-
 def test_the_audit_judges_the_table_it_is_given_not_a_cached_one_with_the_same_texts(
     prefect_server, tmp_path: Path, monkeypatch
 ) -> None:

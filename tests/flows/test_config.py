@@ -74,11 +74,10 @@ def test_class_weights_read_a_bare_yaml_on(tmp_path) -> None:
 
 def test_the_first_halving_rung_defaults_to_the_recipes_min_epochs() -> None:
     from encoder.config import TrainConfig
-    from flows.retrain import halving_plan
 
     four = SweepConfig(depths=[1, 2, 4, 6])
-    assert halving_plan(four, TrainConfig()) == [10]  # min_epochs 10, max_epochs 20
-    assert halving_plan(four, TrainConfig(min_epochs=3)) == [3]
-    assert halving_plan(SweepConfig(depths=[1, 2, 3, 4, 5, 6], halving_epochs=2), TrainConfig()) == [2, 4]
-    assert halving_plan(four, TrainConfig(min_epochs=10, max_epochs=8)) == []  # no rung before the end
-    assert halving_plan(SweepConfig(depths=[1, 2, 4]), TrainConfig()) == []  # auto: off below four depths
+    assert four.rung_budgets(TrainConfig()) == [10]  # min_epochs 10, max_epochs 20
+    assert four.rung_budgets(TrainConfig(min_epochs=3)) == [3]
+    assert SweepConfig(depths=[1, 2, 3, 4, 5, 6], halving_epochs=2).rung_budgets(TrainConfig()) == [2, 4]
+    assert four.rung_budgets(TrainConfig(min_epochs=10, max_epochs=8)) == []  # no rung before the end
+    assert SweepConfig(depths=[1, 2, 4]).rung_budgets(TrainConfig()) == []  # auto: off below four depths

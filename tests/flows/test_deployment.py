@@ -13,7 +13,7 @@ from prefect.deployments import run_deployment
 from prefect.runner import Runner
 
 from flows.config import RunConfig, load_run_config
-from flows.deploy import NIGHTLY, nightly_deployment, server_problem
+from flows.deploy import NIGHTLY, NIGHTLY_CRON, nightly_deployment, server_problem
 from tests.flows.test_retrain import TINY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,6 +94,6 @@ def test_prefect_yaml_declares_the_nightly_deployment() -> None:
     project = yaml.safe_load((ROOT / "prefect.yaml").read_text())
     (nightly,) = [d for d in project["deployments"] if d["name"] == NIGHTLY]
     assert nightly["entrypoint"] == "flows/retrain.py:retrain"
-    assert nightly["schedules"][0]["cron"] == "0 2 * * *" and "timezone" in nightly["schedules"][0]
+    assert nightly["schedules"][0]["cron"] == NIGHTLY_CRON and "timezone" in nightly["schedules"][0]
     assert nightly["work_pool"]["name"]
     RunConfig.model_validate({k: v for k, v in nightly["parameters"].items() if k != "force"})

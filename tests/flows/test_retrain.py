@@ -181,6 +181,6 @@ def test_the_audit_report_and_data_docs_are_logged_to_the_parent_run(sweep) -> N
     assert [check["name"] for check in report["checks"]] == REGISTRY.names() and report["dropped"] == {}
     assert summary["audit"]["dropped"] == {}
     assert summary["audit"]["informs"] == {
-        "class_weights": False, "metric": "macro_f1", "near_duplicates_grouped": True, "dropped_rows": 0,
+        "class_weights": False, "metric": "macro_f1", "near_duplicates_grouped": True, "dropped_rows": 0, "note": None,
     }
     assert client.get_run(run_id).data.metrics["audit.dropped_rows"] == 0

@@ -9,7 +9,7 @@ from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
 from flows.cli import main
 from flows.config import SweepConfig
-from flows.retrain import task_runner
+from flows.sweep import task_runner
 from tests.flows.test_retrain import TINY
 
 

@@ -10,12 +10,14 @@ import pytest
 from mlflow import MlflowClient
 
 from encoder.bundle import save_bundle
+from encoder.selection.candidate import Candidate, Cost
+from encoder.selection.rule import SelectionRule
 from encoder.tracking.runs import start_sweep_run
 from tasks.data import PreparedData
 from tasks.registry import register_model
 from tests.encoder.tiny_models import LABELS, TRAIN_LABELS, TRAIN_TEXTS, constant_network, tiny_tokenizer
 
-RULE = {"metric": "macro_f1", "tolerance": 0.01, "cost": "flops_per_example"}
+RULE = SelectionRule(metric="macro_f1", tolerance=0.01, cost="flops_per_example")
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +37,15 @@ def registry(tmp_path_factory):
     return folder, dataset, sweep, bundles, first
 
 
-def _candidate(bundle: str, flops: float = 1e6) -> dict:
-    return {"depth": 1, "bundle": bundle, "cost": {"flops_per_example": flops}}
+def _candidate(bundle: str, flops: float = 1e6) -> Candidate:
+    return Candidate(depth=1, status="trained", bundle=bundle, cost=Cost(flops_per_example=flops))
 
 
 def test_first_registration_becomes_champion_with_its_cost_tagged(registry) -> None:
     _, _, sweep, _, first = registry
     version = sweep.client.get_model_version_by_alias("m", "champion")
 
-    assert first["promoted"] is True and first["promotion"] == "no champion yet"
+    assert first.promoted is True and first.promotion == "no champion yet"
     assert str(version.version) == "1"
     assert float(version.tags["cost.flops_per_example"]) == 1e6
 

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
 from expectations.audit.config import AuditConfig
+from expectations.audit.report import Category, Severity, short
 
 if TYPE_CHECKING:
     from great_expectations.expectations import Expectation
-
-Category = Literal["schema", "leakage", "noise", "imbalance", "text"]
-Severity = Literal["error", "warning"]
 
 # The audit adds this column to its copy of the table: the normalised-text key of each row.
 KEY_COLUMN = "_text_key"
@@ -55,6 +53,16 @@ class Check:
     # False for checks whose derived frame has one row per class, not per table row.
     counts_rows: ClassVar[bool] = True
     evidence_columns: ClassVar[tuple[str, ...]] = ("row", "text", "split", "label")
+    # Keys of an example shown after its text, in this order (the check's own evidence).
+    evidence: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def headline(cls, observed: dict[str, Any]) -> str:
+        """The figure that says most about this check's result; checks with a better one override it."""
+        if "rows" in observed:
+            return f"{observed['rows']} rows ({100 * observed.get('fraction', 0):.2f} %)"
+        scalars = [f"{k}={short(v)}" for k, v in observed.items() if not isinstance(v, (dict, list))]
+        return ", ".join(scalars[:4])
 
     def plan(self, table: pd.DataFrame, config: AuditConfig) -> CheckPlan:
         """Compute the derived frame, the GX expectations over it and observed figures."""

@@ -22,6 +22,12 @@ class ClassImbalanceCheck(Check):
     category = "imbalance"
     severity = "error"
     description = "classes too small to learn or evaluate (error) or far rarer than the majority (warning)"
+
+    @classmethod
+    def headline(cls, observed: dict[str, Any]) -> str:
+        if observed.get("ratio") is None:
+            return super().headline(observed)
+        return f"majority/minority {observed['ratio']:.1f}, minority share {100 * observed['minority_share']:.1f} %"
     requires = ("label", "split")
     counts_rows = False
 

@@ -21,6 +21,7 @@ class ConflictingLabelsCheck(OnePerTextCheck):
     category = "noise"
     severity = "error"
     description = "the same normalised text with different labels: at least one label is wrong"
+    evidence = ("matches",)
     column = "label"
     derived = "labels_of_text"
     why = "a text cannot have two true labels"

@@ -24,6 +24,7 @@ class CrossSplitDuplicatesCheck(OnePerTextCheck):
     category = "leakage"
     severity = "error"
     description = "the same normalised text in two or more splits: the model is evaluated on training rows"
+    evidence = ("matches",)
     column = "split"
     derived = "splits_of_text"
     why = "a text seen in training must not be evaluated again"

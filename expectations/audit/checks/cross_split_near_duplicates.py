@@ -78,6 +78,7 @@ class CrossSplitNearDuplicatesCheck(Check):
     category = "leakage"
     severity = "error"
     description = "near-identical texts in two splits (MinHash/LSH): evaluation rows the model has nearly seen"
+    evidence = ("similarity", "matches")
     requires = ("text", "split")
 
     def plan(self, table: pd.DataFrame, config: AuditConfig) -> CheckPlan:

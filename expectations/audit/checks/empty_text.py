@@ -31,6 +31,7 @@ class EmptyTextCheck(Check):
     category = "text"
     severity = "error"
     description = "empty or whitespace-only texts, texts with no letter or digit, and extreme length outliers"
+    evidence = ("reason",)
     requires = ("text",)
 
     def plan(self, table: pd.DataFrame, config: AuditConfig) -> CheckPlan:

@@ -190,6 +190,13 @@ class LabelGiveawayColumnsCheck(Check):
     category = "leakage"
     severity = "error"
     description = "a non-text column (id, source, timestamp, file name) or the row order that predicts the label"
+
+    @classmethod
+    def headline(cls, observed: dict[str, Any]) -> str:
+        if not observed.get("columns"):
+            return super().headline(observed)
+        best = max(observed["columns"], key=lambda column: column["lift"])
+        return f"strongest: {best['column']} ({best['reading']}), lift {best['lift']:.2f}"
     requires = ("label", "row")
     counts_rows = False
 

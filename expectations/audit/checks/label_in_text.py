@@ -129,6 +129,11 @@ class LabelInTextCheck(Check):
     category = "leakage"
     severity = "error"
     description = "a token or bigram (a planted tag, the label's own name) that alone gives the label away"
+    evidence = ("token", "rows", "purity", "coverage")
+
+    @classmethod
+    def headline(cls, observed: dict[str, Any]) -> str:
+        return f"{len(observed.get('tokens', []))} giveaway tokens"
     requires = ("text", "label")
 
     def plan(self, table: pd.DataFrame, config: AuditConfig) -> CheckPlan:

@@ -34,6 +34,17 @@ class SuspectedLabelNoiseCheck(Check):
     category = "noise"
     severity = "warning"
     description = "rows whose label disagrees with out-of-fold predictions of a baseline (confident learning)"
+    evidence = ("likely_label", "self_confidence")
+
+    @classmethod
+    def headline(cls, observed: dict[str, Any]) -> str:
+        if "fraction" not in observed:
+            return super().headline(observed)
+        sampled = ", sampled" if observed.get("sampled") else ""
+        return (
+            f"estimated noise {100 * observed['fraction']:.1f} % ({observed['rows']} rows flagged of "
+            f"{observed['judged_rows']} judged{sampled})"
+        )
     requires = ("text", "label")
 
     def plan(self, table: pd.DataFrame, config: AuditConfig) -> CheckPlan:

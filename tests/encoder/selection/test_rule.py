@@ -1,21 +1,19 @@
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError
-
 import pytest
+from pydantic import ValidationError
 
-from encoder.selection.rule import choose_depth
+from encoder.selection.candidate import Candidate, Cost
+from encoder.selection.rule import SelectionRule, choose_depth
 
 
-def candidate(depth: int, f1: float | None, flops: float, latency: float = 1.0, params: int = 1000,
-              status: str = "trained") -> dict:
-    """A run-summary candidate with validation macro_f1 and its cost."""
-    return {
-        "depth": depth,
-        "status": status,
-        "metrics": {"macro_f1": f1, "accuracy": f1},
-        "cost": {"params": params, "flops_per_example": flops, "latency_ms_p50": latency},
-    }
+def candidate(depth: int, f1: float, flops: float, latency: float = 1.0, params: int = 1000,
+              status: str = "trained") -> Candidate:
+    """A candidate with validation macro_f1 and its cost."""
+    return Candidate(
+        depth=depth, status=status, metrics={"macro_f1": f1, "accuracy": f1},
+        cost=Cost(params=params, flops_per_example=flops, latency_ms_p50=latency),
+    )
 
 
 # Quality rises slowly with depth while cost rises linearly: depth 2 is within 0.01 of depth 6.
@@ -28,7 +26,7 @@ SWEEP = [
 
 
 def test_picks_the_cheapest_depth_within_tolerance() -> None:
-    decision = choose_depth(SWEEP, metric="macro_f1", tolerance=0.01, cost="flops_per_example")
+    decision = choose_depth(SWEEP, SelectionRule(tolerance=0.01))
     assert (decision.selected_depth, decision.best_depth) == (2, 6)
     assert decision.reason == (
         "depth 2: macro_f1 0.941 vs best 0.946 at depth 6, within tolerance 0.01, "
@@ -37,7 +35,7 @@ def test_picks_the_cheapest_depth_within_tolerance() -> None:
 
 
 def test_picks_the_best_when_no_cheaper_depth_is_close() -> None:
-    decision = choose_depth(SWEEP, metric="macro_f1", tolerance=0.001, cost="flops_per_example")
+    decision = choose_depth(SWEEP, SelectionRule(tolerance=0.001))
     assert (decision.selected_depth, decision.best_depth) == (6, 6)
     assert decision.reason == (
         "depth 6 has the best macro_f1 0.946 and no cheaper depth is within 0.001 (closest: depth 4 at 0.944)"
@@ -46,39 +44,38 @@ def test_picks_the_best_when_no_cheaper_depth_is_close() -> None:
 
 def test_zero_tolerance_picks_the_best_and_a_best_that_is_cheapest_says_so() -> None:
     sweep = [candidate(1, 0.95, 1e8), candidate(2, 0.93, 2e8)]
-    decision = choose_depth(sweep, metric="macro_f1", tolerance=0.0, cost="flops_per_example")
+    decision = choose_depth(sweep, SelectionRule(tolerance=0.0))
     assert decision.selected_depth == 1
     assert "depth 1 has the best macro_f1 0.950 and is also the cheapest" in decision.reason
 
 
 def test_a_depth_exactly_at_the_tolerance_boundary_qualifies() -> None:
     sweep = [candidate(1, 0.94, 1e8), candidate(2, 0.95, 2e8)]  # 0.95 - 0.01 is 0.9399999... in floats
-    assert choose_depth(sweep, metric="macro_f1", tolerance=0.01, cost="flops_per_example").selected_depth == 1
+    assert choose_depth(sweep, SelectionRule(tolerance=0.01)).selected_depth == 1
 
 
 def test_equal_cost_goes_to_the_shallower_depth() -> None:
     sweep = [candidate(4, 0.95, 2e8), candidate(2, 0.95, 2e8), candidate(6, 0.96, 5e8)]
-    assert choose_depth(sweep, metric="macro_f1", tolerance=0.02, cost="flops_per_example").selected_depth == 2
+    assert choose_depth(sweep, SelectionRule(tolerance=0.02)).selected_depth == 2
 
 
 def test_cost_can_be_latency() -> None:
     sweep = [candidate(2, 0.95, 1e8, latency=3.0), candidate(4, 0.95, 2e8, latency=1.0)]
-    decision = choose_depth(sweep, metric="macro_f1", tolerance=0.01, cost="latency_ms_p50")
+    decision = choose_depth(sweep, SelectionRule(tolerance=0.01, cost="latency_ms_p50"))
     assert decision.selected_depth == 4
     assert "p50 latency" in decision.reason
 
 
 def test_hard_limits_exclude_depths_and_the_reason_names_them() -> None:
     decision = choose_depth(
-        SWEEP, metric="macro_f1", tolerance=0.001, cost="flops_per_example", max_latency_ms=3.0,
-    )
+        SWEEP, SelectionRule(tolerance=0.001, max_latency_ms=3.0,))
     assert (decision.selected_depth, decision.best_depth) == (4, 4)
     assert "depth 4 has the best macro_f1 0.944" in decision.reason
     assert "excluded by hard limits: depth 6 (latency_ms_p50 3.9 > max_latency_ms 3)" in decision.reason
 
 
 def test_max_params_is_a_hard_limit() -> None:
-    decision = choose_depth(SWEEP, metric="macro_f1", tolerance=0.01, cost="flops_per_example", max_params=2_000_000)
+    decision = choose_depth(SWEEP, SelectionRule(tolerance=0.01, max_params=2_000_000))
     assert (decision.selected_depth, decision.best_depth) == (2, 2)
     assert "depth 4 (params 2.5e+06 > max_params 2e+06), depth 6" in decision.reason
 
@@ -87,55 +84,66 @@ def test_only_trained_or_cached_candidates_count() -> None:
     sweep = [
         candidate(1, 0.90, 1e8, status="cached"),
         candidate(2, 0.99, 2e8, status="pruned"),
-        {"depth": 4, "status": "failed", "error": "out of memory"},
+        Candidate(depth=4, status="failed", error="out of memory"),
         candidate(6, 0.905, 6e8),
     ]
-    decision = choose_depth(sweep, metric="macro_f1", tolerance=0.01, cost="flops_per_example")
+    decision = choose_depth(sweep, SelectionRule(tolerance=0.01))
     assert (decision.selected_depth, decision.best_depth) == (1, 6)
     assert "not considered: depth 2 pruned, depth 4 failed" in decision.reason
 
 
 def test_raises_when_every_candidate_failed() -> None:
-    sweep = [{"depth": 1, "status": "failed"}, {"depth": 2, "status": "pruned"}]
+    sweep = [Candidate(depth=1, status="failed"), Candidate(depth=2, status="pruned")]
     with pytest.raises(ValueError, match="no candidate depth finished training .depth 1 failed, depth 2 pruned"):
-        choose_depth(sweep, metric="macro_f1", tolerance=0.01, cost="flops_per_example")
+        choose_depth(sweep, SelectionRule(tolerance=0.01))
     with pytest.raises(ValueError, match="no candidates"):
-        choose_depth([], metric="macro_f1", tolerance=0.01, cost="flops_per_example")
+        choose_depth([], SelectionRule(tolerance=0.01))
 
 
 def test_raises_naming_the_limits_when_every_candidate_exceeds_them() -> None:
     with pytest.raises(ValueError, match=r"hard limits max_latency_ms=0\.5, max_params=100: depth 1 \(latency"):
-        choose_depth(SWEEP, metric="macro_f1", tolerance=0.01, cost="flops_per_example",
-                     max_latency_ms=0.5, max_params=100)
+        choose_depth(SWEEP, SelectionRule(tolerance=0.01,
+                     max_latency_ms=0.5, max_params=100))
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"cost": "dollars"}, "cost must be one of"),
-        ({"tolerance": -0.1}, "tolerance must be a number >= 0"),
-        ({"metric": "roc_auc"}, "depth 1: metrics.roc_auc must be a finite number, got None"),
+        ({"cost": "dollars"},
+         "cost\n  Input should be 'flops_per_example', 'latency_ms_p50', 'params' or 'train_seconds'"),
+        ({"tolerance": -0.1}, "tolerance\n  Input should be greater than or equal to 0"),
+        ({"metric": "roc_auc"}, "metric\n  Input should be 'macro_f1', 'balanced_accuracy' or 'accuracy'"),
     ],
 )
 def test_bad_arguments_raise_clearly(kwargs: dict, message: str) -> None:
     arguments = {"metric": "macro_f1", "tolerance": 0.01, "cost": "flops_per_example", **kwargs}
     with pytest.raises(ValueError, match=message):
-        choose_depth(SWEEP, **arguments)
+        choose_depth(SWEEP, SelectionRule(**arguments))
+
+
+def test_a_candidate_without_the_metric_is_named() -> None:
+    missing = [candidate(1, 0.9, 1e8), Candidate(depth=2, status="trained", metrics={"accuracy": 0.9},
+                                                 cost=Cost(flops_per_example=2e8))]
+    with pytest.raises(ValueError, match="depth 2: metrics.macro_f1 must be a finite number, got None"):
+        choose_depth(missing, SelectionRule())
 
 
 def test_a_trained_candidate_without_the_metric_is_an_error_not_a_silent_skip() -> None:
     with pytest.raises(ValueError, match="depth 2: metrics.macro_f1 must be a finite number, got nan"):
-        choose_depth([candidate(1, 0.9, 1e8), candidate(2, float("nan"), 2e8)],
-                     metric="macro_f1", tolerance=0.01, cost="flops_per_example")
+        choose_depth([candidate(1, 0.9, 1e8), candidate(2, float("nan"), 2e8)], SelectionRule(tolerance=0.01))
 
 
 def test_decision_serialises_as_the_summary_rule_object() -> None:
-    decision = choose_depth(SWEEP, metric="macro_f1", tolerance=0.01, cost="flops_per_example")
+    decision = choose_depth(SWEEP, SelectionRule(tolerance=0.01))
     assert decision.to_dict() == {
-        "name": "tolerance", "metric": "macro_f1", "tolerance": 0.01,
-        "cost": "flops_per_example", "reason": decision.reason,
+        "name": "tolerance", "metric": "macro_f1", "tolerance": 0.01, "cost": "flops_per_example",
+        "reason": decision.reason, "selected_depth": 2, "best_depth": 6, "effective_tolerance": 0.01, "alpha": 0.1,
+        "max_latency_ms": None, "max_params": None, "pareto_front": [1, 2, 4, 6],
+        "scores": [score.to_dict() for score in decision.scores],
     }
-    with pytest.raises(FrozenInstanceError):
+    assert type(decision).from_dict(decision.to_dict()) == decision
+    assert choose_depth(SWEEP, decision.selection_rule()) == decision  # replayed from its own record
+    with pytest.raises(ValidationError, match="frozen"):
         decision.selected_depth = 4  # type: ignore[misc]
 
 
@@ -148,7 +156,7 @@ def test_seeds_are_averaged_and_the_standard_error_widens_the_tolerance() -> Non
         candidate(6, 0.930, 6e8), candidate(6, 0.970, 6e8),
     ]
 
-    decision = choose_depth(seeds, metric="macro_f1", tolerance=0.01, cost="flops_per_example")
+    decision = choose_depth(seeds, SelectionRule(tolerance=0.01))
 
     assert decision.best_depth == 6
     assert decision.selected_depth == 2
@@ -159,16 +167,16 @@ def test_seeds_are_averaged_and_the_standard_error_widens_the_tolerance() -> Non
 
 
 def test_one_seed_keeps_the_configured_tolerance() -> None:
-    decision = choose_depth(SWEEP, metric="macro_f1", tolerance=0.001, cost="flops_per_example")
+    decision = choose_depth(SWEEP, SelectionRule(tolerance=0.001))
 
     assert decision.selected_depth == 6  # 0.944 at depth 4 is 0.002 short
     assert decision.effective_tolerance == 0.001
 
 
 def test_ratio_rule_trades_quality_for_cost_by_alpha() -> None:
-    cheap = choose_depth(SWEEP, rule="ratio", alpha=0.1, metric="macro_f1", tolerance=0.0, cost="flops_per_example")
-    quality_first = choose_depth(SWEEP, rule="ratio", alpha=0.001, metric="macro_f1", tolerance=0.0,
-                                 cost="flops_per_example")
+    cheap = choose_depth(SWEEP, SelectionRule(rule="ratio", alpha=0.1, tolerance=0.0))
+    quality_first = choose_depth(SWEEP, SelectionRule(rule="ratio", alpha=0.001, tolerance=0.0,
+                                 cost="flops_per_example"))
 
     # alpha 0.1: 0.900 / 1e8^0.1 beats 0.941 / 2e8^0.1 (a doubling of cost must buy 7 % quality)
     assert cheap.selected_depth == 1
@@ -181,7 +189,7 @@ def test_pareto_rule_reports_the_front_and_picks_on_it() -> None:
     # depth 4 is dominated by depth 2: worse quality at higher cost
     sweep = [candidate(1, 0.90, 1e8), candidate(2, 0.95, 2e8), candidate(4, 0.94, 4e8), candidate(6, 0.96, 6e8)]
 
-    decision = choose_depth(sweep, rule="pareto", metric="macro_f1", tolerance=0.01, cost="flops_per_example")
+    decision = choose_depth(sweep, SelectionRule(rule="pareto", tolerance=0.01))
 
     assert decision.pareto_front == [1, 2, 6]
     assert decision.selected_depth == 2
@@ -190,14 +198,15 @@ def test_pareto_rule_reports_the_front_and_picks_on_it() -> None:
 
 
 def test_train_seconds_can_be_the_cost() -> None:
-    sweep = [dict(c, cost=dict(c["cost"], train_seconds=s)) for c, s in zip(SWEEP, [40, 10, 60, 90], strict=True)]
+    sweep = [c.model_copy(update={"cost": c.cost.model_copy(update={"train_seconds": s})})
+             for c, s in zip(SWEEP, [40, 10, 60, 90], strict=True)]
 
-    decision = choose_depth(sweep, metric="macro_f1", tolerance=0.05, cost="train_seconds")
+    decision = choose_depth(sweep, SelectionRule(tolerance=0.05, cost="train_seconds"))
 
     assert decision.selected_depth == 2
     assert "train time" in decision.reason
 
 
 def test_an_unknown_rule_is_refused() -> None:
-    with pytest.raises(ValueError, match="rule must be one of"):
-        choose_depth(SWEEP, rule="vibes", metric="macro_f1", tolerance=0.01, cost="flops_per_example")
+    with pytest.raises(ValueError, match="rule\n  Input should be 'tolerance', 'ratio' or 'pareto'"):
+        choose_depth(SWEEP, SelectionRule(rule="vibes", tolerance=0.01))

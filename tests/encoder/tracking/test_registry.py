@@ -17,6 +17,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from encoder.bundle import save_bundle
+from encoder.selection.rule import SelectionRule
 from encoder.tracking.pyfunc import texts_from_input
 from encoder.tracking.registry import (
     CHALLENGER,
@@ -73,7 +74,7 @@ def nights(client: MlflowClient, tmp_path_factory: pytest.TempPathFactory) -> li
         if champion_before is not None:
             champion_metrics = evaluate_model(f"models:/{MODEL_NAME}@{CHAMPION}", TEST_TEXTS, TEST_LABELS)
         promoted, _ = promote_if_better(
-            client, MODEL_NAME, challenger, challenger_metrics, champion_metrics, "macro_f1"
+            client, MODEL_NAME, challenger, challenger_metrics, champion_metrics, SelectionRule(tolerance=0.0)
         )
         mark_challenger(client, MODEL_NAME, challenger)
         results.append({
@@ -195,11 +196,12 @@ def test_logging_needs_an_active_run(client: MlflowClient, tmp_path: Path) -> No
     ],
 )
 def test_should_promote(challenger: dict, champion: dict | None, rule: dict, expected: bool, why: str) -> None:
-    promote, reason = should_promote(challenger, champion, "macro_f1", **rule)
+    costs = {key: rule[key] for key in ("challenger_cost", "champion_cost") if key in rule}
+    promote, reason = should_promote(challenger, champion, SelectionRule(tolerance=rule.get("tolerance", 0.0)), **costs)
     assert promote is expected
     assert why in reason
 
 
 def test_should_promote_names_a_missing_metric() -> None:
     with pytest.raises(ValueError, match="champion metrics lack 'macro_f1', have .'accuracy'."):
-        should_promote({"macro_f1": 0.9}, {"accuracy": 0.9}, "macro_f1")
+        should_promote({"macro_f1": 0.9}, {"accuracy": 0.9}, SelectionRule())

@@ -1,0 +1,89 @@
+"""The records that cross layers: one trained depth (a candidate) and what it costs.
+
+Frozen pydantic models: they validate when built, serialise with `to_dict` (JSON types) and
+come back with `from_dict`, so a run summary written to JSON can be read and its decision
+replayed. The field descriptions are the summary's documentation (docs/summary.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import Self
+
+Status = Literal["trained", "cached", "pruned", "failed"]
+# Statuses of candidates the rule may choose among: they trained to the end of their budget.
+USABLE_STATUSES: tuple[Status, ...] = ("trained", "cached")
+CostName = Literal["flops_per_example", "latency_ms_p50", "params", "train_seconds"]
+
+
+class Record(BaseModel):
+    """A frozen record with a JSON form."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON types."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Self:
+        """The record back from `to_dict`'s output (or the same keys from a JSON file)."""
+        return cls.model_validate(values)
+
+
+class Cost(Record):
+    """What one candidate costs, measured the same way for every depth (encoder.cost)."""
+
+    params: float | None = Field(None, description="Parameters, embeddings included.")
+    params_without_embeddings: float | None = Field(
+        None, description="Parameters without token and position embeddings."
+    )
+    flops_per_example: float | None = Field(
+        None, description="FLOPs of one batch-1 forward at the median train length (torch's flop counter)."
+    )
+    latency_ms_p50: float | None = Field(None, description="Median CPU latency of a batch-1 forward, ms.")
+    latency_ms_p95: float | None = Field(None, description="95th percentile of the same, ms.")
+    throughput_per_s: float | None = Field(None, description="Examples per second in batches of 64.")
+    peak_memory_mb: float | None = Field(
+        None, description="Parameters, buffers, inputs and the peak of live tensors in one forward of 64, MiB."
+    )
+    train_seconds: float | None = Field(None, description="Training time in all, resumed parts included, s.")
+
+    def value(self, name: str) -> float | None:
+        """The cost called `name` (a CostName or another field), None when not measured."""
+        return getattr(self, name, None)
+
+
+class Candidate(Record):
+    """One (depth, seed) of a sweep: how it ended, its quality on validation and test, and its cost."""
+
+    depth: int = Field(description="Encoder blocks.")
+    seed: int = Field(1, description="Seed of initialisation and batching.")
+    status: Status = Field(
+        description="trained; cached (reused from an earlier, interrupted or identical sweep); pruned (dropped "
+        "by successive halving); failed."
+    )
+    metrics: dict[str, float] = Field(
+        {}, description="Validation accuracy, balanced_accuracy and macro_f1; the rule chooses by these."
+    )
+    test_metrics: dict[str, float] = Field({}, description="The same on the test split; reported, never chosen by.")
+    cost: Cost | None = Field(None, description="What it costs; none for a failed candidate.")
+    epochs: int = Field(0, description="Epochs trained in all.")
+    finished: bool = Field(False, description="Early-stopped or at max_epochs: nothing left to train.")
+    mlflow_run_id: str | None = Field(None, description="Its MLflow child run in this sweep.")
+    source_run_id: str | None = Field(None, description="For a cached candidate: the run that trained it.")
+    error: str | None = Field(None, description="For a failed candidate: why.")
+    bundle: str | None = Field(None, description="Folder of its saved model (weights, config, tokenizer).")
+    checkpoint: str | None = Field(None, description="Its full training state after the last epoch, to resume.")
+
+    @property
+    def usable(self) -> bool:
+        """Whether the rule may choose it."""
+        return self.status in USABLE_STATUSES
+
+    @property
+    def name(self) -> str:
+        """`depth 2 seed 1`, as logs and messages say it."""
+        return f"depth {self.depth} seed {self.seed}"

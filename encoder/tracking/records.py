@@ -1,0 +1,34 @@
+"""Records of the registry that cross layers: a registered version, and what registering one decided."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from encoder.selection.candidate import Record
+
+
+class ModelVersionRef(Record):
+    """A registered model version."""
+
+    name: str = Field(description="Registered model name.")
+    version: str = Field(description="Its version.")
+    uri: str = Field(description="models:/NAME/VERSION.")
+
+
+class KnownVersion(Record):
+    """A version that an alias points at, found by the fingerprint of what it was trained on."""
+
+    alias: str
+    version: str
+    depth: str | None = None
+
+
+class Registration(Record):
+    """What registering a chosen candidate decided."""
+
+    model: ModelVersionRef
+    promoted: bool
+    promotion: str = Field(description="Why it was promoted or not, in a phrase.")
+    champion_version: str
+    challenger_test_metrics: dict[str, float]
+    champion_test_metrics: dict[str, float] | None = None

@@ -1,0 +1,157 @@
+"""The audit report: one record per check and the verdict, and how both read in a terminal and in Markdown.
+
+Frozen pydantic records with a JSON form (`to_dict`, DESIGN's report shape, and `from_dict`).
+Each check owns its presentation: the report stores the headline the check wrote and the
+keys of its evidence, so nothing here knows a check by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import Self
+
+Category = Literal["schema", "leakage", "noise", "imbalance", "text"]
+Severity = Literal["error", "warning"]
+EXAMPLES_SHOWN = 3
+# Keys that say where an example is; the rest of an example is its evidence.
+LOCATION_KEYS = ("row", "text", "split", "label")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON types (internal fields left out)."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Self:
+        return cls.model_validate(values)
+
+
+class CheckResult(_Record):
+    """The outcome of one check: verdict, severity, observed figures and example rows."""
+
+    name: str = Field(description="The check's stable name, e.g. cross_split_duplicates.")
+    category: Category = Field(description="schema, leakage, noise, imbalance or text.")
+    severity: Severity = Field(description="error (blocks training) or warning (reported).")
+    success: bool = Field(description="Whether the check passed.")
+    headline: str = Field("", description="The figure that says most about the check, as the check phrases it.")
+    observed: dict[str, Any] = Field(
+        description="Observed values; where the check counts rows, `rows` and `fraction` of the table."
+    )
+    examples: list[dict[str, Any]] = Field(description="A handful of the rows (or classes, columns) at fault.")
+    evidence: list[str] = Field([], description="Keys of an example that are evidence (shown after its text).")
+    description: str = Field("", exclude=True)
+    # `row` values (input-file positions) of every failing row; not part of the JSON report.
+    failing_rows: list[int] = Field([], exclude=True, repr=False)
+    seconds: float = Field(0.0, exclude=True)  # time to plan and validate (for benchmarks)
+
+
+class AuditReport(_Record):
+    """All check results, and what blocks training.
+
+    `blocking_failures` names the failed error-level checks and `warnings` the failed
+    warning-level ones; `success` is False when anything blocks under the `strict` the
+    audit ran with (so strict with only warnings: success False, blocking_failures []).
+    """
+
+    success: bool = Field(description="Nothing blocks training (under --strict, warnings block too).")
+    blocking_failures: list[str] = Field(description="Failed error-level checks.")
+    warnings: list[str] = Field(description="Failed warning-level checks.")
+    checks: list[CheckResult] = Field(description="Every check, in the registry's order.")
+    dropped: dict[str, int] = Field({}, description="Rows removed before the audit (audit.drop), per kind.")
+    rows: int = Field(0, exclude=True)
+    prepare_seconds: float = Field(0.0, exclude=True)  # normalising and hashing the texts, shared by the checks
+    docs_seconds: float = Field(0.0, exclude=True)  # building the Data Docs
+    data_docs: str | None = Field(None, exclude=True)  # index.html of the GX Data Docs, when built
+
+    @classmethod
+    def from_checks(cls, checks: list[CheckResult], rows: int, strict: bool = False) -> AuditReport:
+        """Gather check results; success means nothing blocks under `strict`."""
+        failed = [check for check in checks if not check.success]
+        return cls(
+            success=not [check for check in failed if check.severity == "error" or strict],
+            blocking_failures=[check.name for check in failed if check.severity == "error"],
+            warnings=[check.name for check in failed if check.severity == "warning"],
+            checks=checks,
+            rows=rows,
+        )
+
+    def blocking(self, strict: bool) -> list[str]:
+        """Names of failed error-level checks, plus failed warning-level ones when `strict`."""
+        return [check.name for check in self.checks if not check.success and (check.severity == "error" or strict)]
+
+    def check(self, name: str) -> CheckResult:
+        """The result of the check called `name`."""
+        for check in self.checks:
+            if check.name == name:
+                return check
+        raise KeyError(f"no check named {name!r} in this report; checks: {', '.join(c.name for c in self.checks)}")
+
+
+def audit_lines(report: AuditReport) -> list[str]:
+    """One line per check (verdict, name, headline), its first examples when it failed, and dropped rows."""
+    lines = []
+    for check in report.checks:
+        verdict = "ok  " if check.success else ("FAIL" if check.severity == "error" else "warn")
+        lines.append(f"  {verdict} {check.name:<28} {check.headline}".rstrip())
+        if not check.success:
+            shown = check.examples[:EXAMPLES_SHOWN]
+            lines += [f"         {example_line(example, check.evidence)}" for example in shown]
+    if report.dropped:
+        lines.append(f"  dropped before the audit: {dropped_text(report.dropped)}")
+    return lines
+
+
+def example_line(example: dict[str, Any], evidence: list[str]) -> str:
+    """One example as a line: where it is, its text, and its evidence."""
+    if "row" not in example:  # a per-class or per-column example
+        return ", ".join(f"{k}={short(v)}" for k, v in example.items())
+    where = ", ".join(f"{k} {example[k]}" for k in ("split", "label") if example.get(k) is not None)
+    text = str(example.get("text", ""))[:60]
+    shown = ", ".join(f"{k} {short(example[k])}" for k in evidence if example.get(k) not in (None, []))
+    return f"row {example['row']} ({where}): {text!r}" + (f"; {shown}" if shown else "")
+
+
+def audit_markdown(report: AuditReport) -> str:
+    """The audit for the Prefect UI: a table of checks and verdicts, then the top examples of each failed check."""
+    rows = [[check.name, check.category, _verdict(check), cell(check.headline)] for check in report.checks]
+    status = "passed" if report.success else "failed"
+    parts = [f"# Data audit: {status}", markdown_table(["check", "category", "verdict", "headline"], rows)]
+    if report.dropped:
+        parts.append(f"Rows dropped before the audit: {dropped_text(report.dropped)}.")
+    for check in report.checks:
+        if check.success or not check.examples:
+            continue
+        examples = check.examples[:EXAMPLES_SHOWN]
+        header = list(dict.fromkeys(key for example in examples for key in example))
+        table = [[cell(short(example.get(key, ""))) for key in header] for example in examples]
+        parts += [f"## {check.name} ({_verdict(check)})", markdown_table(header, table)]
+    return "\n\n".join(parts)
+
+
+def dropped_text(dropped: dict[str, int]) -> str:
+    return ", ".join(f"{rows} {kind}" for kind, rows in dropped.items())
+
+
+def short(value: object) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def cell(value: object, width: int = 80) -> str:
+    """A markdown table cell: one line, pipes escaped, long values cut."""
+    text = " ".join(str(value).split()).replace("|", "\\|")
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _verdict(check: CheckResult) -> str:
+    return "pass" if check.success else ("**blocks**" if check.severity == "error" else "warning")

@@ -1,0 +1,53 @@
+"""What a run decided, as one record: `run --summary-json` writes it, the MLflow parent run keeps it.
+
+Built from the typed records of the layers below (candidates and the decision from
+encoder.selection, the audit report from expectations.audit). `RunSummary.from_dict` reads a
+summary back, and `choose_depth(summary.candidates, summary.rule.selection_rule())` replays
+its decision. docs/summary.md documents every field, generated from these models.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from encoder.selection.candidate import Candidate, Record
+from encoder.selection.halving import Halving
+from encoder.selection.rule import Decision
+from encoder.tracking.records import ModelVersionRef
+from expectations.audit.report import AuditReport
+
+
+class AuditInforms(Record):
+    """What the audit changed in training."""
+
+    class_weights: bool = Field(description="The loss was weighted by inverse class frequency.")
+    metric: str = Field(description="The metric the rule chose by.")
+    near_duplicates_grouped: bool = Field(description="Rows were split by a MinHash of their text.")
+    dropped_rows: int = Field(description="Rows dropped before the audit.")
+    note: str | None = Field(None, description="A warning about the metric, when the data is imbalanced.")
+
+
+class RunAudit(AuditReport):
+    """The audit report, and what it changed in training."""
+
+    informs: AuditInforms
+
+
+class RunSummary(Record):
+    """What one run decided."""
+
+    skipped: bool = Field(
+        False, description="Nothing was retrained: a model of the same data, settings and code exists."
+    )
+    reason: str | None = Field(None, description="Why the run was skipped.")
+    audit: RunAudit | None = Field(None, description="The audit's verdict; none when skipped.")
+    candidates: list[Candidate] = Field([], description="Every (depth, seed) of the sweep.")
+    selected_depth: int | None = Field(None, description="The chosen depth; none when skipped or blocked.")
+    rule: Decision | None = Field(None, description="How the depth was chosen, and why.")
+    halving: Halving | None = Field(None, description="What successive halving did; none without halving.")
+    model: ModelVersionRef | None = Field(None, description="The version registered (or, when skipped, reused).")
+    promoted: bool | None = Field(None, description="Whether it became champion.")
+    promotion: str | None = Field(None, description="Why it was promoted or not, in a phrase.")
+    champion_version: str | None = Field(None, description="The champion after the run.")
+    mlflow_run_id: str | None = Field(None, description="The sweep's MLflow parent run.")
+    data_hash: str = Field(description="Content hash of the texts, labels and splits trained on.")

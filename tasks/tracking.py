@@ -1,0 +1,94 @@
+"""Tasks that write a sweep to MLflow: its parent run, reused and pruned candidates, the audit and the decision.
+
+Their work is I/O against the tracking server, which can fail for a moment (a restart, a
+locked SQLite file): they retry with backoff. A ValueError or TypeError is a bug or bad
+input, not a passing fault, and is not retried.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NONE
+from prefect.tasks import exponential_backoff
+
+from encoder.interrupt import Interrupted
+from encoder.selection.candidate import Candidate
+from encoder.tracking import runs
+from encoder.tracking.runs import SweepRun, set_tags
+from expectations.audit.report import AuditReport
+
+NOT_PASSING = (ValueError, TypeError, KeyError, Interrupted)
+
+
+def passing_fault(task: Any, task_run: Any, state: Any) -> bool:
+    """Whether a failed attempt is worth another: not for bad input, bugs or a stop request."""
+    try:
+        state.result()
+    except NOT_PASSING:
+        return False
+    except Exception:
+        return True
+    return False
+
+
+# Retries of tasks whose work is I/O against MLflow or the Prefect API: 2, 4, 8 s apart.
+RETRIES: dict[str, Any] = {
+    "retries": 3, "retry_delay_seconds": exponential_backoff(backoff_factor=2), "retry_condition_fn": passing_fault,
+    "cache_policy": NONE,
+}
+
+
+@task(**RETRIES)
+def close_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) -> list[str]:
+    """End as KILLED the runs of `model_name` a dead process on this host left RUNNING; their ids."""
+    return runs.close_abandoned_runs(tracking_uri, experiment, model_name)
+
+
+@task(**RETRIES)
+def start_sweep_run(
+    tracking_uri: str, experiment: str, model_name: str, run_name: str, params: dict[str, Any], tags: dict[str, str]
+) -> SweepRun:
+    """Create the sweep's parent run, with the flattened config as params."""
+    return runs.start_sweep_run(tracking_uri, experiment, model_name, run_name, params, tags)
+
+
+@task(**RETRIES)
+def record_cached_candidate(sweep: SweepRun, candidate: Candidate, run_id: str | None = None) -> Candidate:
+    """Record a candidate reused from an earlier sweep as a child run of this one."""
+    return runs.record_cached_candidate(sweep, candidate, run_id)
+
+
+@task(**RETRIES)
+def mark_pruned(sweep: SweepRun, candidates: list[Candidate]) -> None:
+    """Tag the child runs of candidates that successive halving pruned."""
+    for candidate in candidates:
+        set_tags(sweep.client, candidate.mlflow_run_id, {"depthfinder.status": "pruned"})
+
+
+@task(**RETRIES)
+def log_audit(sweep: SweepRun, report: AuditReport, docs_dir: str) -> None:
+    """The audit's JSON report, its GX Data Docs and the dropped-row count, on the parent run."""
+    from mlflow.entities import Metric
+
+    client = sweep.client
+    client.log_dict(sweep.run_id, report.to_dict(), "audit/report.json")
+    if Path(docs_dir).is_dir():
+        client.log_artifacts(sweep.run_id, docs_dir, "audit/data_docs")
+    dropped = float(sum(report.dropped.values()))
+    client.log_batch(sweep.run_id, metrics=[Metric("audit.dropped_rows", dropped, int(time.time() * 1000), 0)])
+    set_tags(client, sweep.run_id, {"depthfinder.audit": "passed" if report.success else "failed"})
+
+
+@task(**RETRIES)
+def log_summary(sweep: SweepRun, summary: dict[str, Any], tags: dict[str, Any], plots: list[str]) -> None:
+    """The run summary (summary.json), the decision's tags and plots, on the parent run."""
+    client = sweep.client
+    client.log_dict(sweep.run_id, summary, "summary.json")
+    for path in plots:
+        client.log_artifact(sweep.run_id, path, "plots")
+    set_tags(client, sweep.run_id, tags)
+

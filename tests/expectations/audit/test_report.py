@@ -1,0 +1,37 @@
+"""The audit report: its JSON form and how it reads in a terminal and in the Prefect UI."""
+
+from __future__ import annotations
+
+from expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
+from expectations.audit.checks.schema import SchemaCheck
+from expectations.audit.report import AuditReport, audit_lines, audit_markdown
+
+
+def test_the_markdown_summary_shows_verdicts_and_top_examples() -> None:
+    report = AuditReport.from_dict({
+        "success": False, "blocking_failures": ["cross_split_duplicates"], "warnings": [],
+        "dropped": {"conflicts": 3},
+        "checks": [
+            {"name": "schema", "category": "schema", "severity": "error", "success": True,
+             "headline": SchemaCheck.headline({"rows": 0, "fraction": 0.0}), "observed": {"rows": 0, "fraction": 0.0},
+             "examples": []},
+            {"name": "cross_split_duplicates", "category": "leakage", "severity": "error", "success": False,
+             "headline": CrossSplitDuplicatesCheck.headline({"rows": 4, "fraction": 0.002, "groups": 2}),
+             "observed": {"rows": 4, "fraction": 0.002, "groups": 2}, "evidence": ["matches"],
+             "examples": [{"row": 17, "text": "free | entry\nnow", "split": "test", "matches": [3021]},
+                          {"row": 18, "text": "x" * 200, "split": "val", "matches": [5]}]},
+        ],
+    })
+    markdown = audit_markdown(report)
+    assert markdown.startswith("# Data audit: failed")
+    assert "| cross_split_duplicates | leakage | **blocks** | 4 rows (0.20 %) |" in markdown
+    assert "Rows dropped before the audit: 3 conflicts." in markdown
+    assert "## cross_split_duplicates (**blocks**)" in markdown
+    assert "| 17 | free \\| entry now | test | [3021] |" in markdown  # one line per example, pipes escaped
+    assert "x" * 77 + "..." in markdown and "## schema" not in markdown
+
+    lines = audit_lines(report)
+    assert lines[1] == "  FAIL cross_split_duplicates       4 rows (0.20 %)"
+    assert lines[2] == "         row 17 (split test): 'free | entry\\nnow'; matches [3021]"
+    assert lines[-1] == "  dropped before the audit: 3 conflicts"
+    assert AuditReport.from_dict(report.to_dict()) == report
