@@ -24,7 +24,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 docs: $(STAMP)
-	$(BIN)/python -m flows.reference --write docs/configuration.md
+	$(BIN)/python -m flows.reference --write docs
 
 clean:
 	rm -rf .depthfinder mlflow.db mlruns mlartifacts summary.json

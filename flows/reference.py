@@ -1,7 +1,9 @@
-"""The configuration reference, generated from the pydantic models so the docs cannot drift from the code.
+"""The configuration and report references, generated from the pydantic models so the docs cannot drift.
 
-`python -m flows.reference` prints the Markdown document; `--write docs/configuration.md` (`make docs`)
-writes it. tests/flows/test_reference.py fails when the committed document is stale.
+docs/configuration.md documents every setting (from the config models and the CLI); docs/reports.md
+every field of `summary.json` and of the audit report (from the typed records). `python -m
+flows.reference` prints both; `--write docs` (`make docs`) writes them. tests/flows/test_reference.py
+fails when a committed document is stale.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pydantic_core import to_jsonable_python
 from flows import cli
 from flows.config import DATA_SOURCES, RunConfig
 
-REGENERATE = "make docs (or: python -m flows.reference --write docs/configuration.md)"
+REGENERATE = "make docs (or: python -m flows.reference --write docs)"
 
 # Sections where exactly one of some settings must be given (DataConfig._one_source).
 ONE_OF = {"data": DATA_SOURCES}
@@ -207,16 +209,94 @@ def _check_example() -> None:
         raise ValueError(f"EXAMPLE_YAML in flows/reference.py no longer validates: {exc}") from None
 
 
+def build_records_reference() -> str:
+    """docs/reports.md: one table per record of `summary.json` and of the audit report, fields in order."""
+    from expectations.audit.report import AuditReport
+    from flows.summary import RunSummary
+
+    lines = [
+        "<!-- Generated from the typed records by `make docs`; do not edit by hand. -->",
+        "",
+        "# What a run writes",
+        "",
+        "`depthfinder run --summary-json PATH` writes a `RunSummary` (also logged to the MLflow parent run as "
+        "`summary.json`); `depthfinder audit --report-json PATH` writes an `AuditReport` (also logged as "
+        "`audit/report.json`). Both are frozen records in the code: `RunSummary.from_dict(json.load(file))` reads "
+        "a summary back, and `choose_depth(summary.candidates, summary.rule.selection_rule())` replays its "
+        "decision. A field that does not apply is `null`.",
+    ]
+    for model in _records(RunSummary, AuditReport):
+        lines += ["", *_record_section(model)]
+    return "\n".join(lines) + "\n"
+
+
+def _records(*roots: type[BaseModel]) -> list[type[BaseModel]]:
+    """The root records and every record nested in them, each once, in the order they are met."""
+    found: list[type[BaseModel]] = []
+
+    def visit(model: type[BaseModel]) -> None:
+        if model in found:
+            return
+        found.append(model)
+        for field in model.model_fields.values():
+            for nested in _nested_models(field.annotation):
+                visit(nested)
+
+    for root in roots:
+        visit(root)
+    return found
+
+
+def _nested_models(annotation: Any) -> Iterator[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+    for argument in get_args(annotation):
+        yield from _nested_models(argument)
+
+
+def _record_section(model: type[BaseModel]) -> list[str]:
+    summary = (model.__doc__ or "").strip().split("\n")[0]
+    rows = ["| field | type | description |", "| --- | --- | --- |"]
+    for name, field in model.model_fields.items():
+        if field.exclude:
+            continue
+        cells = [f"`{name}`", _record_type(field.annotation), field.description or ""]
+        rows.append("| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + " |")
+    return [f"## {model.__name__}", "", f"{summary} (`{model.__module__}.{model.__name__}`)", "", *rows]
+
+
+def _record_type(annotation: Any) -> str:
+    """A field's type for the records reference, linking nested records to their sections."""
+    origin = get_origin(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return f"[{annotation.__name__}](#{annotation.__name__.lower()})"
+    if origin is dict:
+        key, value = get_args(annotation)
+        return f"map of {_record_type(key)} to {_record_type(value)}"
+    if origin is list:
+        return f"list of {_record_type(get_args(annotation)[0])}"
+    if origin in (Union, types.UnionType):
+        options = [arg for arg in get_args(annotation) if arg is not type(None)]
+        text = " or ".join(_record_type(option) for option in options)
+        return f"{text} or null" if len(options) < len(get_args(annotation)) else text
+    if annotation is Any:
+        return "any"
+    return _type_name(annotation, {})
+
+
+DOCUMENTS = {"configuration.md": build_reference, "reports.md": build_records_reference}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m flows.reference", description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, metavar="PATH", help="write the document here instead of printing it")
+    parser.add_argument("--write", type=Path, metavar="FOLDER", help="write the documents here instead of printing")
     args = parser.parse_args(argv)
-    document = build_reference()
-    if args.write is None:
-        sys.stdout.write(document)
-    else:
-        args.write.parent.mkdir(parents=True, exist_ok=True)
-        args.write.write_text(document, encoding="utf-8")
+    for name, build in DOCUMENTS.items():
+        if args.write is None:
+            sys.stdout.write(build())
+        else:
+            args.write.mkdir(parents=True, exist_ok=True)
+            (args.write / name).write_text(build(), encoding="utf-8")
     return 0
 
 

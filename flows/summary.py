@@ -30,7 +30,7 @@ class AuditInforms(Record):
 class RunAudit(AuditReport):
     """The audit report, and what it changed in training."""
 
-    informs: AuditInforms
+    informs: AuditInforms = Field(description="What the audit changed in training.")
 
 
 class RunSummary(Record):

@@ -63,11 +63,11 @@ class SelectionRule(BaseModel):
 class DepthScore(Record):
     """One depth's quality over its seeds (mean and standard error) and its mean cost."""
 
-    depth: int
-    mean: float
-    std_error: float
-    seeds: int
-    cost: float
+    depth: int = Field(description="Encoder blocks.")
+    mean: float = Field(description="Mean validation metric over its seeds.")
+    std_error: float = Field(description="Standard error of that mean (0 with one seed).")
+    seeds: int = Field(description="Seeds trained.")
+    cost: float = Field(description="Mean cost, by the rule's cost.")
 
 
 class Decision(Record):

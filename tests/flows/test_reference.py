@@ -5,9 +5,9 @@ from pathlib import Path
 
 from expectations.table.datasets import get_dataset
 from flows.config import RunConfig, load_run_config
-from flows.reference import REGENERATE, build_reference, cli_flags
+from flows.reference import DOCUMENTS, REGENERATE, build_records_reference, build_reference, cli_flags
 
-DOCUMENT = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _rows(document: str, section: str) -> dict[str, list[str]]:
@@ -17,11 +17,27 @@ def _rows(document: str, section: str) -> dict[str, list[str]]:
     return {cells[0].strip(" `"): [cell.strip() for cell in cells[1:]] for cells in rows}
 
 
-def test_committed_document_is_up_to_date() -> None:
-    assert DOCUMENT.is_file(), f"docs/configuration.md is missing; run: {REGENERATE}"
-    assert DOCUMENT.read_text(encoding="utf-8") == build_reference(), (
-        f"docs/configuration.md is stale (a config field or CLI flag changed); run: {REGENERATE}"
-    )
+def test_committed_documents_are_up_to_date() -> None:
+    for name, build in DOCUMENTS.items():
+        assert (DOCS / name).is_file(), f"docs/{name} is missing; run: {REGENERATE}"
+        assert (DOCS / name).read_text(encoding="utf-8") == build(), (
+            f"docs/{name} is stale (a config field, CLI flag or record field changed); run: {REGENERATE}"
+        )
+
+
+def test_every_field_a_summary_writes_is_documented() -> None:
+    from flows.summary import RunSummary
+
+    document = build_records_reference()
+    written = RunSummary(data_hash="x").to_dict()
+    assert set(_record_rows(document, "RunSummary")) == set(written)
+    for record in ("Candidate", "Cost", "Decision", "Halving", "Rung", "CheckResult", "AuditReport"):
+        assert _record_rows(document, record), record
+
+
+def _record_rows(document: str, record: str) -> list[str]:
+    body = document.split(f"\n## {record}\n", 1)[1].split("\n## ", 1)[0]
+    return [line.split(" | ")[0].strip("| `") for line in body.splitlines() if line.startswith("| `")]
 
 
 def test_every_field_of_every_section_has_a_row() -> None:

@@ -184,3 +184,16 @@ def test_the_audit_report_and_data_docs_are_logged_to_the_parent_run(sweep) -> N
         "class_weights": False, "metric": "macro_f1", "near_duplicates_grouped": True, "dropped_rows": 0, "note": None,
     }
     assert client.get_run(run_id).data.metrics["audit.dropped_rows"] == 0
+
+
+def test_the_decision_replays_from_summary_json(sweep) -> None:
+    from encoder.selection.rule import choose_depth
+    from flows.summary import RunSummary
+
+    folder, _, _ = sweep
+    written = _summary(folder, "tiny")
+    summary = RunSummary.from_dict(written)
+
+    assert summary.to_dict() == written
+    assert choose_depth(summary.candidates, summary.rule.selection_rule()) == summary.rule
+    assert summary.selected_depth == summary.rule.selected_depth
