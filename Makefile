@@ -3,15 +3,17 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# The versions the suite passed with (torch left to pyproject's range: a GPU machine gets its CUDA build).
+CONSTRAINTS := constraints.txt
 
 # The built-in demo on the default depths 1,2,4,6 (successive halving): a few minutes on a 2-core CPU.
 RUN_ARGS ?= --dataset reviews-negation --summary-json summary.json
 
-.PHONY: run test lint docs clean
+.PHONY: run test lint docs lock clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -25,6 +27,18 @@ lint: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m flows.reference --write docs
+
+# Refresh constraints.txt: the newest versions pyproject admits, resolved in a fresh environment
+# with every extra, then pinned (torch and its CUDA packages stay free).
+lock:
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet -e '.[dev,bench]'
+	printf '%s\n' "# The versions the test suite passed with; make installs with them. Refresh: make lock." \
+		"# torch is left to pyproject's range, so a GPU machine installs its CUDA build." > $(CONSTRAINTS)
+	.lock-venv/bin/python -m pip freeze --exclude-editable \
+		| grep -v -i -E '^(torch==|nvidia-|triton==|depthfinder)' >> $(CONSTRAINTS)
+	rm -rf .lock-venv
 
 clean:
 	rm -rf .depthfinder mlflow.db mlruns mlartifacts summary.json

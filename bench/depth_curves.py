@@ -10,7 +10,7 @@ whose *test* macro-F1 (which the rule never sees) is within the rule's tolerance
 best. The rule is not tuned per task. Last line:
 `RESULT problem_depths=1,2,3 chosen_depths=<...> oracle_depths=<...>`.
 
-Real part (`--real`): the full grid on ../shared/data/sms_spam.csv and
+Real part (`--real`): the full grid on sms_spam.csv and
 uci_sentiment_sentences.csv: metric and cost per depth, the chosen depth, the audit's
 findings and the wall time.
 
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sweep_cost import run_depthfinder  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = Path(os.environ.get("DEPTHFINDER_DATA", ROOT.parent / "shared" / "data"))  # docs/benchmarks.md
 REAL = ("sms_spam.csv", "uci_sentiment_sentences.csv")  # columns text, label
 # The synthetic tasks' settings: the default model and recipe for every problem depth. The
 # labels are computed, so they are noise-free by construction, and the audit's noise

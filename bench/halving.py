@@ -20,7 +20,7 @@ from sweep_cost import run_depthfinder  # noqa: E402
 
 
 def _train_seconds(summary: dict) -> float:
-    return sum(c["cost"]["train_seconds"] for c in summary["candidates"] if "cost" in c)
+    return sum(c["cost"]["train_seconds"] for c in summary["candidates"] if c["cost"])
 
 
 def _cell(candidate: dict) -> str:

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "sms_spam.csv"
+DEFAULT_DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT.parent / "shared" / "data")) / "sms_spam.csv"
 
 
 def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str) -> dict:
@@ -128,7 +128,7 @@ def main() -> None:
     parser.add_argument("--baseline-epochs", type=int, default=10)
     args = parser.parse_args()
     if not args.data.is_file():
-        raise SystemExit(f"no data at {args.data}: this bench reads ../shared/data/sms_spam.csv")
+        raise SystemExit(f"no data at {args.data}: pass --data or set DEPTHFINDER_DATA (docs/benchmarks.md)")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     depths = [int(d) for d in args.depths.split(",")]
     with tempfile.TemporaryDirectory() as tmp:

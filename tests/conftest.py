@@ -10,7 +10,8 @@ from flows.cli import OFFLINE_DEFAULTS
 for key, value in OFFLINE_DEFAULTS.items():
     os.environ.setdefault(key, value)
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# The real datasets (docs/benchmarks.md): where DEPTHFINDER_DATA says, else the development workspace's folder.
+REAL_DATA = Path(os.environ.get("DEPTHFINDER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 @pytest.fixture(scope="session")
@@ -22,8 +23,9 @@ def prefect_server():
         yield
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"real data folder {SHARED_DATA} is absent (clone next to shared/ to run this test)")
-    return SHARED_DATA
+    """The folder of the real datasets; the test is skipped when it is absent."""
+    if not REAL_DATA.is_dir():
+        pytest.skip(f"real data folder {REAL_DATA} is absent (set DEPTHFINDER_DATA; see docs/benchmarks.md)")
+    return REAL_DATA
