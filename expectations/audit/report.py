@@ -20,6 +20,8 @@ LOCATION_KEYS = ("row", "text", "split", "label")
 
 
 class _Record(BaseModel):
+    """A frozen record with a JSON form, as encoder.selection.candidate.Record (the audit imports no encoder code)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     def to_dict(self) -> dict[str, Any]:
