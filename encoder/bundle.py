@@ -3,9 +3,13 @@
 ```
 bundle/
   weights.pt      the network's state_dict (loaded with weights_only=True: no pickled code)
-  encoder.json    EncoderConfig.to_dict() plus "labels", the class names in class-id order
+  encoder.json    the network's config plus "family" (scratch or pretrained), "labels" (the
+                  class names in class-id order) and "format"
   tokenizer.json  the tokenizers library's own format
 ```
+
+A pretrained candidate's bundle holds only the layers it uses (its config says how many), so
+it loads without the original checkpoint; `transformers` builds its architecture.
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ import torch
 from tokenizers import Tokenizer
 
 from encoder.model import EncoderClassifier, EncoderConfig
+from encoder.pretrained import PretrainedConfig, PretrainedEncoderClassifier
 from encoder.tokenizer import encode_texts, pad_batch
+
+Network = EncoderClassifier | PretrainedEncoderClassifier
+NetworkConfig = EncoderConfig | PretrainedConfig
 
 WEIGHTS_FILE = "weights.pt"
 CONFIG_FILE = "encoder.json"
@@ -32,7 +40,7 @@ TOKENIZER_FILE = "tokenizer.json"
 class TextClassifier:
     """A trained network with its tokenizer and label names: raw text in, classes out."""
 
-    def __init__(self, network: EncoderClassifier, tokenizer: Tokenizer, labels: Sequence[str]) -> None:
+    def __init__(self, network: Network, tokenizer: Tokenizer, labels: Sequence[str]) -> None:
         """Hold the network on CPU in eval mode (this switches the given module in place)."""
         if len(labels) != network.cfg.n_classes:
             raise ValueError(f"got {len(labels)} labels for a network with {network.cfg.n_classes} classes")
@@ -53,7 +61,7 @@ class TextClassifier:
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
-                input_ids, attention_mask = pad_batch([ids[i] for i in rows])
+                input_ids, attention_mask = pad_batch([ids[i] for i in rows], self.network.cfg.pad_id)
                 logits = self.network(input_ids, attention_mask)  # (B, K)
                 probs[rows] = torch.softmax(logits.float(), dim=-1).numpy()
         return probs
@@ -64,7 +72,17 @@ class TextClassifier:
         return [self.labels[k] for k in probs.argmax(axis=1)]
 
 
-def save_bundle(directory: Path, network: EncoderClassifier, tokenizer: Tokenizer, labels: list[str]) -> Path:
+def family_of(cfg: NetworkConfig) -> str:
+    """`pretrained` for a truncated pretrained encoder, `scratch` for depthfinder's own."""
+    return "pretrained" if isinstance(cfg, PretrainedConfig) else "scratch"
+
+
+def build_network(cfg: NetworkConfig) -> Network:
+    """An untrained network of the architecture `cfg` describes."""
+    return PretrainedEncoderClassifier(cfg) if isinstance(cfg, PretrainedConfig) else EncoderClassifier(cfg)
+
+
+def save_bundle(directory: Path, network: Network, tokenizer: Tokenizer, labels: list[str]) -> Path:
     """Write one trained candidate to `directory` (created if missing).
 
     Args:
@@ -84,13 +102,14 @@ def save_bundle(directory: Path, network: EncoderClassifier, tokenizer: Tokenize
     directory.mkdir(parents=True, exist_ok=True)
     state = {key: tensor.detach().cpu() for key, tensor in network.state_dict().items()}
     torch.save(state, directory / WEIGHTS_FILE)
-    config = {**network.cfg.to_dict(), "labels": [str(label) for label in labels], "format": BUNDLE_FORMAT}
+    config = {**network.cfg.to_dict(), "family": family_of(network.cfg), "labels": [str(label) for label in labels],
+              "format": BUNDLE_FORMAT}
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     tokenizer.save(str(directory / TOKENIZER_FILE))
     return directory
 
 
-def read_bundle_config(directory: Path) -> tuple[EncoderConfig, list[str]]:
+def read_bundle_config(directory: Path) -> tuple[NetworkConfig, list[str]]:
     """The network's config and the label names of a bundle, without loading its weights."""
     path = Path(directory) / CONFIG_FILE
     if not path.is_file():
@@ -101,10 +120,11 @@ def read_bundle_config(directory: Path) -> tuple[EncoderConfig, list[str]]:
         raise ValueError(
             f"{path} is a format-{found} bundle; this depthfinder reads format {BUNDLE_FORMAT}: retrain the model"
         )
+    family = config.pop("family", "scratch")
     try:
-        cfg = EncoderConfig(**config)
+        cfg = PretrainedConfig(**config) if family == "pretrained" else EncoderConfig(**config)
     except TypeError as exc:
-        raise ValueError(f"{path} does not hold an EncoderConfig: {exc}") from None
+        raise ValueError(f"{path} does not hold a {family} network's config: {exc}") from None
     if not isinstance(labels, list) or len(labels) != cfg.n_classes:
         raise ValueError(f"{path} must list {cfg.n_classes} labels, got {labels!r}")
     return cfg, labels
@@ -124,7 +144,7 @@ def load_bundle(directory: Path) -> TextClassifier:
     for name in (WEIGHTS_FILE, TOKENIZER_FILE):
         if not (directory / name).is_file():
             raise ValueError(f"{directory} is not a complete model bundle: {name} is missing")
-    network = EncoderClassifier(cfg)
+    network = build_network(cfg)
     state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
     network.load_state_dict(state)
     tokenizer = Tokenizer.from_file(str(directory / TOKENIZER_FILE))

@@ -12,18 +12,30 @@ def yaml_switch(value: object) -> object:
     return {True: "on", False: "off"}[value] if isinstance(value, bool) else value
 
 
+Family = Literal["scratch", "pretrained"]
+
+
 class ModelConfig(BaseModel):
-    """The encoder's width; depth is swept, so it is not here."""
+    """The encoder: depthfinder's own (its width; depth is swept), and a pretrained checkpoint to truncate."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    d_model: int = Field(128, strict=True, ge=8, description="Width of the residual stream.")
-    n_heads: int = Field(4, strict=True, ge=1, description="Attention heads per block; must divide d_model.")
-    d_ff: int = Field(512, strict=True, ge=8, description="Hidden width of each block's MLP.")
-    dropout: float = Field(0.1, ge=0, lt=1, description="Dropout on attention, MLP and embeddings.")
+    pretrained: str | None = Field(
+        None,
+        description="A pretrained encoder whose bottom layers are the pretrained family's candidates: a Hugging Face "
+        "folder (config.json, model.safetensors, tokenizer.json) or a hub id; BERT-family (model_type bert, e.g. "
+        "BERT, MiniLM) or RoBERTa (roberta).",
+    )
+
+    d_model: int = Field(128, strict=True, ge=8, description="Width of the residual stream (scratch).")
+    n_heads: int = Field(
+        4, strict=True, ge=1, description="Attention heads per block; must divide d_model (scratch)."
+    )
+    d_ff: int = Field(512, strict=True, ge=8, description="Hidden width of each block's MLP (scratch).")
+    dropout: float = Field(0.1, ge=0, lt=1, description="Dropout on attention, MLP and embeddings (scratch).")
     max_len: int = Field(128, strict=True, ge=4, description="Tokens kept per text (longer texts are truncated).")
     vocab_size: int = Field(
-        8000, strict=True, ge=100, description="WordPiece vocabulary size trained on the train split."
+        8000, strict=True, ge=100, description="WordPiece vocabulary size trained on the train split (scratch)."
     )
     pooling: Literal["mean", "cls"] = Field("mean", description="Mean over real tokens, or the first ([CLS]) token.")
 
@@ -35,7 +47,7 @@ class ModelConfig(BaseModel):
 
 
 class TrainConfig(BaseModel):
-    """The training recipe shared by every depth."""
+    """The training recipe shared by every depth, from scratch, and its variant for fine-tuning pretrained layers."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -69,5 +81,29 @@ class TrainConfig(BaseModel):
         "(CUDA with bf16, or a CPU with AVX512-BF16 or AMX), else 32-true.",
     )
     seed: int = Field(1, strict=True, description="Seed of initialisation and batching.")
+    finetune_learning_rate: float = Field(
+        5e-5, gt=0,
+        description="Peak learning rate when fine-tuning pretrained layers (the same for every layer: they were not "
+        "trained with Depth-muP); warm-up, decay, clip and weight decay as above.",
+    )
+    finetune_max_epochs: int = Field(
+        5, strict=True, ge=1, description="Upper bound on epochs of a pretrained candidate."
+    )
+    finetune_min_epochs: int = Field(
+        2, strict=True, ge=1, description="Epochs before early stopping may end a pretrained candidate."
+    )
+    finetune_patience: int = Field(
+        2, strict=True, ge=1, description="Epochs without improvement before a pretrained candidate stops."
+    )
 
     _class_weights_switch = field_validator("class_weights", mode="before")(yaml_switch)
+
+    def recipe(self, family: Family) -> TrainConfig:
+        """The recipe a family trains with: this one from scratch; for pretrained candidates the fine-tuning
+        learning rate, epochs and patience in place of the scratch ones."""
+        if family == "scratch":
+            return self
+        return self.model_copy(update={
+            "learning_rate": self.finetune_learning_rate, "max_epochs": self.finetune_max_epochs,
+            "min_epochs": self.finetune_min_epochs, "patience": self.finetune_patience,
+        })

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from encoder.tokenizer import encode_texts, pad_batch
+from encoder.tokenizer import PAD_ID, encode_texts, pad_batch
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,11 +85,16 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[
     return [order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)]
 
 
-def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
-    """Pad a list of examples to their own longest one."""
-    input_ids, attention_mask = pad_batch([ids for ids, _ in examples])
-    labels = torch.tensor([target for _, target in examples], dtype=torch.long)
-    return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+class Collate:
+    """Pad a list of examples to their own longest one, with the tokenizer's pad id."""
+
+    def __init__(self, pad_id: int = PAD_ID) -> None:
+        self.pad_id = pad_id
+
+    def __call__(self, examples: list[Example]) -> dict[str, torch.Tensor]:
+        input_ids, attention_mask = pad_batch([ids for ids, _ in examples], self.pad_id)
+        labels = torch.tensor([target for _, target in examples], dtype=torch.long)
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
 
 
 class TextDataModule(L.LightningDataModule):
@@ -104,6 +109,7 @@ class TextDataModule(L.LightningDataModule):
         batch_size: examples per batch, for every split.
         seed: seed of the train batch order.
         num_workers: DataLoader worker processes.
+        pad_id: the tokenizer's padding id.
     """
 
     def __init__(
@@ -115,6 +121,7 @@ class TextDataModule(L.LightningDataModule):
         batch_size: int,
         seed: int,
         num_workers: int = 0,
+        pad_id: int = PAD_ID,
     ) -> None:
         super().__init__()
         missing = [col for col in REQUIRED_COLUMNS if col not in frame.columns]
@@ -133,6 +140,7 @@ class TextDataModule(L.LightningDataModule):
         self.batch_size = batch_size
         self.seed = seed
         self.num_workers = num_workers
+        self.collate = Collate(pad_id)
         self.splits: dict[str, EncodedSplit] = {}
 
     def prepare_data(self) -> None:
@@ -164,7 +172,7 @@ class TextDataModule(L.LightningDataModule):
         # global generator that dropout uses (a run resumed from a checkpoint would diverge).
         generator = torch.Generator().manual_seed(self.seed)
         return DataLoader(
-            data, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers, generator=generator
+            data, batch_sampler=sampler, collate_fn=self.collate, num_workers=self.num_workers, generator=generator
         )
 
     def val_dataloader(self) -> DataLoader:
@@ -178,4 +186,4 @@ class TextDataModule(L.LightningDataModule):
         if len(data) == 0:
             raise ValueError(f"the {split!r} split is empty")
         batches = length_sorted_batches(data.lengths, self.batch_size)
-        return DataLoader(data, batch_sampler=batches, collate_fn=collate, num_workers=self.num_workers)
+        return DataLoader(data, batch_sampler=batches, collate_fn=self.collate, num_workers=self.num_workers)

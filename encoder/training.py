@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 import lightning as L
 import numpy as np
 import torch
-from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 
-from encoder.bundle import TextClassifier
+from encoder.bundle import Network, TextClassifier
 from encoder.datamodule import TextDataModule
 from encoder.interrupt import STOP, StopRequest
 from encoder.metrics import classification_metrics
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.module import DepthClassifier
+from encoder.pretrained import PretrainedCheckpoint, load_truncated
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -42,7 +43,7 @@ _CHATTY_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.a
 @dataclass(frozen=True)
 class TrainedCandidate:
     depth: int
-    network: EncoderClassifier  # best weights restored, eval mode, on CPU
+    network: Network  # best weights restored, eval mode, on CPU
     metrics: dict[str, float]  # validation: accuracy, balanced_accuracy, macro_f1
     test_metrics: dict[str, float]  # test split, same keys
     train_seconds: float  # in all, those before a resumed checkpoint included
@@ -77,6 +78,7 @@ def train_candidate(
     epochs: int | None = None,
     resume_from: Path | None = None,
     callbacks: Sequence[L.Callback] = (),
+    checkpoint: PretrainedCheckpoint | None = None,
 ) -> TrainedCandidate:
     """Train the encoder at one depth, early-stopped on validation macro-F1.
 
@@ -99,6 +101,9 @@ def train_candidate(
             and settings and the same `out_dir`, or the last checkpoint of such a call that was
             killed, to continue from.
         callbacks: more Lightning callbacks, e.g. to report progress elsewhere.
+        checkpoint: a pretrained encoder: the candidate is its embeddings and bottom `depth`
+            layers with a new head (`tokenizer` is then the checkpoint's own, and `model_cfg`
+            gives only max_len and pooling); None trains depthfinder's own encoder from scratch.
 
     Returns:
         The candidate with its best-validation weights restored, on CPU in eval mode, and
@@ -111,11 +116,12 @@ def train_candidate(
     if not 1 <= epochs <= train_cfg.max_epochs:
         raise ValueError(f"epochs must be between 1 and max_epochs {train_cfg.max_epochs}, got {epochs}")
     L.seed_everything(train_cfg.seed, workers=True, verbose=False)
-    data = TextDataModule(frame, tokenizer, labels, model_cfg.max_len, train_cfg.batch_size, train_cfg.seed)
+    network = _network(model_cfg, depth, tokenizer, len(labels), checkpoint)
+    data = TextDataModule(frame, tokenizer, labels, network.cfg.max_len, train_cfg.batch_size, train_cfg.seed,
+                          pad_id=network.cfg.pad_id)
     data.setup()
     if len(data.splits["test"]) == 0:
         raise ValueError("the 'test' split is empty; test metrics need test rows")
-    network = EncoderClassifier(_encoder_config(model_cfg, depth, tokenizer.get_vocab_size(), len(labels)))
     batches = len(data.train_dataloader())
     module = _classifier(network, frame, labels, train_cfg, class_weights, total_steps=train_cfg.max_epochs * batches)
     checkpoint = _best_checkpoint(Path(out_dir), depth, keep_earlier=resume_from is not None)
@@ -173,10 +179,14 @@ def checkpoint_epochs(path: Path) -> int | None:
         return None
 
 
-class EpochState(L.Callback):
+class EpochState(Checkpoint):
     """After every epoch (its validation, early stopping and best checkpoint included) write the full
     training state to `path`, atomically, so a run killed mid-candidate resumes from its last
     finished epoch. It also counts training seconds over every resumed part of the run.
+
+    A `Checkpoint` subclass, so Lightning runs it after the other callbacks and after the best-weights
+    ModelCheckpoint listed before it, which also acts at the end of the epoch: the state it writes then
+    holds this epoch's best checkpoint (without that, a resumed run could crown a tying later epoch).
     """
 
     KEY = "depthfinder"
@@ -203,7 +213,17 @@ class EpochState(L.Callback):
         self.train_seconds = float(checkpoint.get(self.KEY, {}).get("train_seconds", 0.0))
 
 
-def restore_network_weights(network: EncoderClassifier, checkpoint_path: str | Path) -> None:
+def _network(
+    model_cfg: ModelConfig, depth: int, tokenizer: Tokenizer, n_classes: int, checkpoint: PretrainedCheckpoint | None
+) -> Network:
+    """The candidate's untrained network: depthfinder's encoder at `depth`, or the bottom `depth` layers of
+    `checkpoint` with a new head."""
+    if checkpoint is None:
+        return EncoderClassifier(_encoder_config(model_cfg, depth, tokenizer.get_vocab_size(), n_classes))
+    return load_truncated(checkpoint, depth, n_classes, model_cfg.max_len, model_cfg.pooling)
+
+
+def restore_network_weights(network: Network, checkpoint_path: str | Path) -> None:
     """Load the `network.*` weights of a DepthClassifier checkpoint into `network`."""
     state = torch.load(checkpoint_path, map_location="cpu", weights_only=True)["state_dict"]
     prefix = "network."
@@ -227,7 +247,7 @@ def _encoder_config(model_cfg: ModelConfig, depth: int, vocab_size: int, n_class
 
 
 def _classifier(
-    network: EncoderClassifier,
+    network: Network,
     frame: pd.DataFrame,
     labels: list[str],
     train_cfg: TrainConfig,

@@ -16,6 +16,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
+from encoder.config import Family
 from flows.config import RegistryConfig, RunConfig, SweepConfig, load_run_config
 from flows.deploy import NIGHTLY_CRON
 from flows.signals import EXIT_CODES, stop_on_signals
@@ -63,6 +64,15 @@ def _depths(text: str) -> list[int]:
         ) from None
 
 
+def _families(text: str) -> list[str]:
+    allowed = get_args(Family)
+    families = [part.strip() for part in text.split(",") if part.strip()]
+    if not families or any(family not in allowed for family in families):
+        raise argparse.ArgumentTypeError(f"--families takes a comma-separated list of {', '.join(allowed)}, "
+                                         f"got {text!r}")
+    return families
+
+
 def _add_data_options(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--data", type=Path, help="CSV, Parquet or JSONL file")
@@ -84,7 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="audit the data, sweep depth, register the chosen model")
     _add_data_options(run)
-    run.add_argument("--depths", type=_depths, help="candidate depths, e.g. 1,2,4,6")
+    run.add_argument("--depths", type=_depths, help="candidate depths of every family, e.g. 1,2,4,6")
+    run.add_argument(
+        "--pretrained", help="a pretrained encoder to truncate: a Hugging Face folder or hub id (BERT, MiniLM, RoBERTa)"
+    )
+    run.add_argument(
+        "--families", type=_families,
+        help="families to sweep and choose among, e.g. scratch,pretrained (default: pretrained with --pretrained)",
+    )
     run.add_argument("--max-epochs", type=int, help="upper bound on epochs per depth")
     run.add_argument("--metric", choices=_choices(SweepConfig, "metric"), help="selection metric")
     run.add_argument("--tolerance", type=float, help="quality a cheaper depth may give up")
@@ -162,11 +179,13 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             "split_col": get("split_col"),
         },
         "audit": {"strict": get("strict"), "drop": [kind for kind in DROP_FLAGS if get(f"drop_{kind}")] or None},
+        "model": {"pretrained": get("pretrained")},
         "train": {"max_epochs": get("max_epochs")},
         "sweep": {
             name: get(name)
             for name in (
                 "depths",
+                "families",
                 "seeds",
                 "rule",
                 "metric",

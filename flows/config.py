@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
-from encoder.config import ModelConfig, TrainConfig, yaml_switch
+from encoder.config import Family, ModelConfig, TrainConfig, yaml_switch
 from encoder.selection.halving import rung_budgets
 from encoder.selection.rule import SelectionRule
 from expectations.audit.config import AuditConfig
@@ -20,6 +20,7 @@ from expectations.table.config import DataConfig
 
 DATA_SOURCES = {"path", "dataset"}
 MAX_DEPTH = 64  # deeper than any encoder in use (BERT-large: 24 layers): a typo, not a candidate
+SCRATCH_DEPTHS = [1, 2, 4, 6]
 # A registered model name also names a lock file and a Prefect limit, and sits in models:/NAME/VERSION URIs.
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 
@@ -27,8 +28,17 @@ MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 class SweepConfig(SelectionRule):
     """Which depths to try and how to choose among them (the selection rule's settings, and the sweep's)."""
 
-    depths: list[StrictInt] = Field(
-        [1, 2, 4, 6], min_length=1, description=f"Candidate numbers of encoder blocks (1 to {MAX_DEPTH})."
+    depths: list[StrictInt] | None = Field(
+        None, min_length=1,
+        description=f"Candidate depths (encoder blocks; 1 to {MAX_DEPTH}) of every family; null = "
+        f"{', '.join(map(str, SCRATCH_DEPTHS))} from scratch, and 1, 2, 4, ... up to and including the pretrained "
+        "checkpoint's layer count.",
+    )
+    families: list[Family] | None = Field(
+        None, min_length=1,
+        description="Which encoders to sweep, chosen among together: scratch (depthfinder's own, trained from "
+        "scratch) and pretrained (the bottom layers of model.pretrained, fine-tuned); null = pretrained when "
+        "model.pretrained is set, else scratch.",
     )
     seeds: list[StrictInt] = Field([1], min_length=1, description="Seeds trained per depth; the rule uses their mean.")
     halving: Literal["auto", "on", "off"] = Field(
@@ -50,22 +60,40 @@ class SweepConfig(SelectionRule):
 
     @field_validator("depths")
     @classmethod
-    def _positive_unique(cls, depths: list[int]) -> list[int]:
+    def _positive_unique(cls, depths: list[int] | None) -> list[int] | None:
+        if depths is None:
+            return None
         if any(not 1 <= d <= MAX_DEPTH for d in depths) or len(set(depths)) != len(depths):
             raise ValueError(f"depths must be distinct integers from 1 to {MAX_DEPTH}, got {depths}")
         return sorted(depths)
 
-    @property
-    def halves(self) -> bool:
-        """Whether this sweep uses successive halving."""
-        return self.halving == "on" or (self.halving == "auto" and len(self.depths) >= 4)
+    @field_validator("families")
+    @classmethod
+    def _distinct_families(cls, families: list[str] | None) -> list[str] | None:
+        if families is not None and len(set(families)) != len(families):
+            raise ValueError(f"families must be distinct, got {families}")
+        return families
 
-    def rung_budgets(self, recipe: TrainConfig) -> list[int]:
-        """Epoch budgets of the halving rungs (empty without halving); the first is `halving_epochs`, by
-        default the recipe's `min_epochs`: a depth may sit on its initial loss plateau until then."""
-        if not self.halves:
+    def depths_of(self, family: Family, layers: int | None = None) -> list[int]:
+        """The depths a family sweeps: `depths` if given, else its default (pretrained: 1, 2, 4, ... and
+        `layers`, the checkpoint's layer count)."""
+        if self.depths is not None:
+            return self.depths
+        if family == "scratch":
+            return SCRATCH_DEPTHS
+        return sorted({2**k for k in range(layers.bit_length()) if 2**k < layers} | {layers})
+
+    def halves(self, depths: int) -> bool:
+        """Whether a family sweeping this many depths uses successive halving."""
+        return self.halving == "on" or (self.halving == "auto" and depths >= 4)
+
+    def rung_budgets(self, depths: int, recipe: TrainConfig) -> list[int]:
+        """Epoch budgets of the halving rungs for this many depths (empty without halving); the first is
+        `halving_epochs`, by default the recipe's `min_epochs`: a depth may sit on its initial loss plateau
+        until then."""
+        if not self.halves(depths):
             return []
-        return rung_budgets(len(self.depths), self.halving_epochs or recipe.min_epochs, recipe.max_epochs)
+        return rung_budgets(depths, self.halving_epochs or recipe.min_epochs, recipe.max_epochs)
 
     _halving_switch = field_validator("halving", mode="before")(yaml_switch)
 
@@ -104,6 +132,17 @@ class RunConfig(BaseModel):
     train: TrainConfig = TrainConfig()
     sweep: SweepConfig = SweepConfig()
     registry: RegistryConfig = RegistryConfig()
+
+    @model_validator(mode="after")
+    def _pretrained_family_needs_a_checkpoint(self) -> RunConfig:
+        if "pretrained" in self.families and self.model.pretrained is None:
+            raise ValueError("sweep.families holds pretrained but no checkpoint is given (--pretrained)")
+        return self
+
+    @property
+    def families(self) -> list[Family]:
+        """The families this run sweeps, in order: as configured, else the one the model settings imply."""
+        return self.sweep.families or (["pretrained"] if self.model.pretrained else ["scratch"])
 
 
 def load_run_config(path: Path | None, overrides: dict[str, dict[str, Any]]) -> RunConfig:

@@ -25,6 +25,7 @@ def check_run(config: RunConfig, outputs: Iterable[Path | None] = ()) -> None:
             check_writable(path, "output file")
     check_writable(Path(config.registry.workdir), "work folder", folder=True)
     check_accelerator(config.train.accelerator)
+    check_pretrained(config)
     check_prefect_api()
     check_tracking_store(config.registry.tracking_uri)
 
@@ -60,6 +61,22 @@ def check_accelerator(accelerator: str) -> None:
 
         if not torch.cuda.is_available():
             raise ValueError("setting train.accelerator: gpu, but torch sees no CUDA GPU here; use auto or cpu")
+
+
+def check_pretrained(config: RunConfig) -> None:
+    """The pretrained checkpoint is usable (a supported encoder with safetensors weights and a tokenizer.json)
+    and has as many layers as the deepest depth asked for."""
+    if "pretrained" not in config.families:
+        return
+    from encoder.pretrained import resolve_checkpoint
+
+    checkpoint = resolve_checkpoint(config.model.pretrained)
+    beyond = [depth for depth in config.sweep.depths_of("pretrained", checkpoint.layers) if depth > checkpoint.layers]
+    if beyond:
+        raise ValueError(
+            f"depth {beyond[0]} is beyond the {checkpoint.layers} layers of the pretrained checkpoint "
+            f"{config.model.pretrained} (--depths: 1 to {checkpoint.layers})"
+        )
 
 
 def check_prefect_api() -> None:

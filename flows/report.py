@@ -12,6 +12,7 @@ from flows.summary import RunSummary
 
 # (title, value, format) of each column of the candidates table.
 COLUMNS = (
+    ("family", lambda c: c.family, "{}"),
     ("depth", lambda c: c.depth, "{}"),
     ("seed", lambda c: c.seed, "{}"),
     ("status", lambda c: c.status, "{}"),
@@ -27,9 +28,11 @@ COLUMNS = (
 
 
 def candidate_rows(candidates: list[Candidate]) -> tuple[list[str], list[list[str]]]:
-    """Header and formatted cells of the candidates table ("-" where a value is missing)."""
-    header = [title for title, _, _ in COLUMNS]
-    rows = [[("-" if (value := get(c)) is None else fmt.format(value)) for _, get, fmt in COLUMNS] for c in candidates]
+    """Header and formatted cells of the candidates table ("-" where a value is missing); the family column
+    only when some candidate is not from scratch."""
+    columns = [c for c in COLUMNS if c[0] != "family" or any(x.family != "scratch" for x in candidates)]
+    header = [title for title, _, _ in columns]
+    rows = [[("-" if (value := get(c)) is None else fmt.format(value)) for _, get, fmt in columns] for c in candidates]
     return header, rows
 
 
@@ -65,7 +68,8 @@ def format_summary(summary: RunSummary) -> str:
 def halving_sentence(halving: Halving) -> str:
     """What successive halving did and what it saved, in one sentence."""
     rungs = "; ".join(
-        f"after {rung.epochs} epochs kept depths {', '.join(map(str, rung.kept))} of {', '.join(map(str, rung.depths))}"
+        f"after {rung.epochs} epochs kept {'' if rung.family == 'scratch' else rung.family + ' '}depths "
+        f"{', '.join(map(str, rung.kept))} of {', '.join(map(str, rung.depths))}"
         for rung in halving.rungs
     )
     saved = ""

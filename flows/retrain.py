@@ -18,7 +18,8 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from encoder.config import ModelConfig, TrainConfig
+from encoder.config import Family, ModelConfig, TrainConfig
+from encoder.pretrained import PretrainedCheckpoint
 from encoder.selection.candidate import Candidate
 from encoder.selection.rule import Decision, choose_depth
 from encoder.tracking.records import KnownVersion, ModelVersionRef
@@ -32,12 +33,12 @@ from flows.preflight import check_run
 from flows.report import decision_markdown
 from flows.signals import stop_on_signals
 from flows.summary import RunAudit, RunSummary
-from flows.sweep import Training, sweep_depths
+from flows.sweep import sweep_depths
 from tasks.audit import audit_dataset
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 from tasks.registry import find_unchanged_model, register_model
 from tasks.tracking import close_abandoned_runs, log_audit, log_summary, start_sweep_run
-from tasks.train import fit_tokenizer
+from tasks.train import Training, find_checkpoint, fit_tokenizer
 
 
 @flow(name="retrain", task_runner=ThreadPoolTaskRunner(max_workers=1))
@@ -67,26 +68,27 @@ def retrain(
             tracking_uri = resolve_tracking_uri(registry.tracking_uri)
             if closed := close_abandoned_runs(tracking_uri, registry.experiment, registry.model_name):
                 get_run_logger().warning("ended %d MLflow runs left RUNNING by a retrain that died", len(closed))
-            fingerprint = fingerprint_of(config, dataset)
+            checkpoint = find_checkpoint(model.pretrained) if "pretrained" in config.families else None
+            fingerprint = fingerprint_of(config, dataset, checkpoint)
             wanted = fingerprint | {"sweep": "complete"}
             if not force and (unchanged := find_unchanged_model(tracking_uri, registry.model_name, wanted)):
                 return skipped(config, dataset, fingerprint, unchanged)
             try:
                 with sweep_run(config, dataset) as run:
-                    return train_and_register(config, dataset, fingerprint, run)
+                    return train_and_register(config, dataset, checkpoint, fingerprint, run)
             except AuditBlocked as blocked:
                 return Failed(message=str(blocked), data=blocked.summary)
 
 
 def train_and_register(
-    config: RunConfig, dataset: PreparedData, fingerprint: dict[str, str], run: SweepRun
+    config: RunConfig, dataset: PreparedData, checkpoint: PretrainedCheckpoint | None, fingerprint: dict[str, str],
+    run: SweepRun,
 ) -> RunSummary:
-    """Audit, fit the tokenizer, sweep, decide and register, under the sweep's parent run."""
+    """Audit, get each family's tokenizer, sweep, decide and register, under the sweep's parent run."""
     summary = audited(config, dataset, run)
-    tokenizer = fit_tokenizer(dataset, config.model, config.registry.workdir)
-    class_weights = summary.audit.informs.class_weights
-    training = Training(dataset, tokenizer, config.model, config.train, class_weights, run, config.registry.workdir)
-    candidates, halving = sweep_depths(config.sweep, training)
+    trainings = [training_of(family, config, dataset, checkpoint, summary.audit.informs.class_weights, run)
+                 for family in config.families]
+    candidates, halving = sweep_depths(config.sweep, trainings)
     decision = choose_depth(candidates, config.sweep)
     registration = register_model(
         shipped(candidates, decision), dataset, run, config.registry.model_name, config.sweep,
@@ -99,6 +101,21 @@ def train_and_register(
     })
     record_decision(config, run, summary)
     return summary
+
+
+def training_of(
+    family: Family, config: RunConfig, dataset: PreparedData, checkpoint: PretrainedCheckpoint | None,
+    class_weights: bool, run: SweepRun,
+) -> Training:
+    """What a family's candidates train with: scratch on a tokenizer fitted to the train split, pretrained on
+    the checkpoint's own; each with its recipe."""
+    workdir = Path(config.registry.workdir)
+    if family == "scratch":
+        tokenizer, checkpoint = fit_tokenizer(dataset, config.model, workdir), None
+    else:
+        tokenizer = checkpoint.tokenizer_path
+    return Training(family, dataset, tokenizer, config.model, config.train.recipe(family), class_weights, run,
+                    workdir, checkpoint)
 
 
 def audited(config: RunConfig, dataset: PreparedData, run: SweepRun) -> RunSummary:
@@ -191,12 +208,13 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
     get_run_logger().info("%s", summary.rule.reason)
 
 
-def fingerprint_of(config: RunConfig, dataset: PreparedData) -> dict[str, str]:
-    """The version tags that decide a model: what it learned from (every column the audit judged),
-    with which settings and code."""
+def fingerprint_of(config: RunConfig, dataset: PreparedData, checkpoint: PretrainedCheckpoint | None) -> dict[str, str]:
+    """The version tags that decide a model: what it learned from (every column the audit judged, the
+    pretrained checkpoint's content), with which settings and code."""
     return {
         "data_hash": dataset.data_hash,
         "table_hash": dataset.table_hash,
+        "pretrained": checkpoint.content_hash if checkpoint else "none",
         "config_hash": config_hash(config),
         "code_version": code_version(),
     }
@@ -204,8 +222,10 @@ def fingerprint_of(config: RunConfig, dataset: PreparedData) -> dict[str, str]:
 
 # Settings that do not decide the model: where the data comes from and how it is read and split
 # (their effect is in the table's content hash, so another spelling of the same file is the same
-# data), where results are recorded, and where candidates train.
-UNDECIDING = {"data": True, "registry": True, "sweep": {"task_runner", "workers", "dask_address"}}
+# data), where the checkpoint is (its content hash is in the fingerprint), where results are
+# recorded, and where candidates train.
+UNDECIDING = {"data": True, "model": {"pretrained"}, "registry": True,
+              "sweep": {"task_runner", "workers", "dask_address"}}
 
 
 def config_hash(config: RunConfig) -> str:

@@ -2,59 +2,58 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from pathlib import Path
-
 from prefect import get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 
-from encoder.config import ModelConfig, TrainConfig
 from encoder.interrupt import Interrupted
 from encoder.selection.candidate import Candidate
 from encoder.selection.halving import Halving, Rung, halving_summary, kept_count, rank_depths
 from encoder.tracking.runs import SweepRun
 from flows.config import SweepConfig
-from tasks.data import PreparedData
 from tasks.tracking import mark_pruned, record_cached_candidate
-from tasks.train import train_depth
+from tasks.train import Training, train_depth
 
 
-@dataclass(frozen=True)
-class Training:
-    """What every candidate of a sweep trains with: the data, its tokenizer, the recipe, and where it goes."""
+def sweep_depths(sweep: SweepConfig, trainings: list[Training]) -> tuple[list[Candidate], Halving | None]:
+    """Train every (depth, seed) of every family, by successive halving within a family when it sweeps enough
+    depths (each family has its own recipe, so its own rung budgets).
 
-    dataset: PreparedData
-    tokenizer_path: str
-    model: ModelConfig
-    train: TrainConfig
-    class_weights: bool
-    sweep: SweepRun
-    workdir: Path
-
-
-def sweep_depths(sweep: SweepConfig, training: Training) -> tuple[list[Candidate], Halving | None]:
-    """Train every (depth, seed), by successive halving when the sweep asks for it.
-
-    Returns the candidates in (depth, seed) order, pruned ones marked, and what halving did.
+    Returns the candidates in (family, depth, seed) order, pruned ones marked, and what halving did.
     """
+    candidates: list[Candidate] = []
+    rungs: list[Rung] = []
+    with task_runner(sweep) as runner:
+        for training in trainings:
+            depths = sweep.depths_of(training.family, training.checkpoint.layers if training.checkpoint else None)
+            family_candidates, family_rungs = _sweep_family(sweep, training, depths, runner)
+            candidates += family_candidates
+            rungs += family_rungs
+    return candidates, halving_summary(rungs, candidates) if rungs else None
+
+
+def _sweep_family(
+    sweep: SweepConfig, training: Training, all_depths: list[int], runner: TaskRunner
+) -> tuple[list[Candidate], list[Rung]]:
     recipe = training.train
     latest: dict[tuple[int, int], Candidate] = {}
     rungs: list[Rung] = []
-    depths = sweep.depths
-    with task_runner(sweep) as runner:
-        for epochs in [*sweep.rung_budgets(recipe), recipe.max_epochs]:
-            grids = [(d, s) for d in depths for s in sweep.seeds if not (latest.get((d, s)) and latest[d, s].finished)]
-            futures = {grid: runner.submit(train_depth, _arguments(training, grid, epochs, latest)) for grid in grids}
-            for grid, future in futures.items():
-                latest[grid] = _collect(grid, future, latest.get(grid), training.sweep)
-            if epochs == recipe.max_epochs:
-                break
-            kept = _halve(sweep, depths, latest, training.sweep)
-            rungs.append(Rung(epochs=epochs, depths=list(depths), kept=kept))
-            depths = kept
-    candidates = [latest[d, s] for d in sweep.depths for s in sweep.seeds]
-    return candidates, halving_summary(rungs, candidates) if rungs else None
+    depths = all_depths
+    for epochs in [*sweep.rung_budgets(len(all_depths), recipe), recipe.max_epochs]:
+        grids = [(d, s) for d in depths for s in sweep.seeds if not (latest.get((d, s)) and latest[d, s].finished)]
+        futures = {
+            grid: runner.submit(train_depth, {"training": training, "depth": grid[0], "seed": grid[1],
+                                              "epochs": epochs, "previous": latest.get(grid)})
+            for grid in grids
+        }
+        for grid, future in futures.items():
+            latest[grid] = _collect(training.family, grid, future, latest.get(grid), training.sweep)
+        if epochs == recipe.max_epochs:
+            break
+        kept = _halve(sweep, depths, latest, training.sweep)
+        rungs.append(Rung(family=training.family, epochs=epochs, depths=list(depths), kept=kept))
+        depths = kept
+    return [latest[d, s] for d in all_depths for s in sweep.seeds], rungs
 
 
 def task_runner(sweep: SweepConfig) -> TaskRunner:
@@ -71,14 +70,9 @@ def task_runner(sweep: SweepConfig) -> TaskRunner:
     return ThreadPoolTaskRunner(max_workers=sweep.workers)
 
 
-def _arguments(training: Training, grid: tuple[int, int], epochs: int, latest: dict) -> dict:
-    """train_depth's parameters for one (depth, seed) at a budget, continuing its result at the last rung."""
-    depth, seed = grid
-    shared = {field.name: getattr(training, field.name) for field in fields(training)}
-    return shared | {"depth": depth, "seed": seed, "epochs": epochs, "previous": latest.get(grid)}
-
-
-def _collect(grid: tuple[int, int], future: PrefectFuture, previous: Candidate | None, run: SweepRun) -> Candidate:
+def _collect(
+    family: str, grid: tuple[int, int], future: PrefectFuture, previous: Candidate | None, run: SweepRun
+) -> Candidate:
     """A trained or cached candidate, or a failed one that the rule will skip; an interrupt goes on up."""
     depth, seed = grid
     try:
@@ -86,11 +80,12 @@ def _collect(grid: tuple[int, int], future: PrefectFuture, previous: Candidate |
     except Interrupted:
         raise
     except Exception as exc:  # a depth that fails must not sink the sweep
-        get_run_logger().error("depth %d (seed %d) failed: %s", depth, seed, exc)
-        return Candidate(depth=depth, seed=seed, status="failed", error=str(exc))
+        failed = Candidate(depth=depth, family=family, seed=seed, status="failed", error=str(exc))
+        get_run_logger().error("%s failed: %s", failed.name, exc)
+        return failed
     if candidate.status != "cached":
         return candidate
-    get_run_logger().info("depth %d (seed %d) reused from an earlier sweep", depth, seed)
+    get_run_logger().info("%s reused from an earlier sweep", candidate.name)
     return record_cached_candidate(run, candidate, previous.mlflow_run_id if previous else None)
 
 

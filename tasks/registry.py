@@ -64,7 +64,8 @@ def register_model(
         raise
     mark_challenger(client, model_name, challenger)
     return Registration(
-        model=ModelVersionRef(name=model_name, version=str(challenger.version), uri=version_uri),
+        model=ModelVersionRef(name=model_name, version=str(challenger.version), uri=version_uri,
+                              family=candidate.family, depth=candidate.depth, size_mb=candidate.cost.bundle_mb),
         promoted=promoted,
         promotion=why,
         champion_version=str(challenger.version if promoted else champion.version),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,10 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 from prefect.states import Cancelled, State
 
-from encoder.config import ModelConfig, TrainConfig
+from encoder.config import Family, ModelConfig, TrainConfig
 from encoder.interrupt import Interrupted
-from encoder.selection.candidate import Candidate, Cost
+from encoder.pretrained import PretrainedCheckpoint
+from encoder.selection.candidate import Candidate, Cost, arm_label
 from encoder.tracking.runs import (
     SweepRun,
     code_version,
@@ -38,6 +40,7 @@ from encoder.tracking.runs import (
     start_child_run,
 )
 from tasks.data import TRAINING_COLUMNS, PreparedData
+from tasks.tracking import RETRIES
 
 
 class EpochLog(Callback):
@@ -82,15 +85,38 @@ def fit_tokenizer(dataset: PreparedData, model: ModelConfig, workdir: Path) -> s
     return str(path)
 
 
-def candidate_key(
-    dataset: PreparedData, model: ModelConfig, train: TrainConfig, class_weights: bool, depth: int, seed: int
-) -> str:
-    """What decides a trained candidate, as a short hash."""
+@task(**RETRIES)
+def find_checkpoint(path_or_id: str) -> PretrainedCheckpoint:
+    """The pretrained checkpoint at a folder, or fetched from the hub by id (network I/O: retried)."""
+    from encoder.pretrained import resolve_checkpoint
+
+    return resolve_checkpoint(path_or_id)
+
+
+@dataclass(frozen=True)
+class Training:
+    """What every candidate of a family trains with: data, tokenizer, recipe, checkpoint, and where it goes."""
+
+    family: Family
+    dataset: PreparedData
+    tokenizer_path: str
+    model: ModelConfig
+    train: TrainConfig  # the family's recipe (TrainConfig.recipe)
+    class_weights: bool
+    sweep: SweepRun
+    workdir: Path
+    checkpoint: PretrainedCheckpoint | None = None  # the pretrained family's
+
+
+def candidate_key(training: Training, depth: int, seed: int) -> str:
+    """What decides a trained candidate, as a short hash: the checkpoint by its content, not its path."""
     return _digest({
-        "data": dataset.data_hash,
-        "model": model.model_dump(mode="json"),
-        "train": train.model_dump(mode="json", exclude={"seed"}),
-        "class_weights": class_weights, "depth": depth, "seed": seed, "code": code_version(),
+        "data": training.dataset.data_hash,
+        "family": training.family,
+        "checkpoint": training.checkpoint.content_hash if training.checkpoint else None,
+        "model": training.model.model_dump(mode="json", exclude={"pretrained"}),
+        "train": training.train.model_dump(mode="json", exclude={"seed"}),
+        "class_weights": training.class_weights, "depth": depth, "seed": seed, "code": code_version(),
     })
 
 
@@ -115,44 +141,35 @@ def _write_result(candidate_dir: Path, epochs: int, result: Candidate) -> None:
     partial.replace(path)
 
 
-@task(task_run_name="train-depth-{depth}-seed-{seed}", cache_policy=NONE)
+@task(task_run_name="train-{training.family}-depth-{depth}-seed-{seed}", cache_policy=NONE)
 def train_depth(
-    dataset: PreparedData,
-    tokenizer_path: str,
-    depth: int,
-    seed: int,
-    model: ModelConfig,
-    train: TrainConfig,
-    class_weights: bool,
-    sweep: SweepRun,
-    workdir: Path,
-    epochs: int | None = None,
-    previous: Candidate | None = None,
+    training: Training, depth: int, seed: int, epochs: int | None = None, previous: Candidate | None = None
 ) -> Candidate | State:
-    """Train one (depth, seed) to `epochs` (None: to the end) in its MLflow child run, continuing from
-    its last saved epoch; `previous` is this candidate's result at an earlier rung, whose child run
-    it continues. Return metrics, cost and paths; status `cached` when the result was already there.
-    Stopped by a signal, the task ends Cancelled and its result raises Interrupted."""
-    train = train.model_copy(update={"seed": seed})
-    epochs = epochs or train.max_epochs
-    key = candidate_key(dataset, model, train, class_weights, depth, seed)
-    candidate_dir = Path(workdir) / "candidates" / f"depth-{depth}-seed-{seed}-{key}"
+    """Train one (depth, seed) of a family to `epochs` (None: to the end) in its MLflow child run, continuing
+    from its last saved epoch; `previous` is this candidate's result at an earlier rung, whose child run it
+    continues. Return metrics, cost and paths; status `cached` when the result was already there. Stopped
+    by a signal, the task ends Cancelled and its result raises Interrupted."""
+    training = replace(training, train=training.train.model_copy(update={"seed": seed}))
+    epochs = epochs or training.train.max_epochs
+    key = candidate_key(training, depth, seed)
+    candidate_dir = Path(training.workdir) / "candidates" / f"{training.family}-depth-{depth}-seed-{seed}-{key}"
     if (found := read_result(candidate_dir, epochs)) is not None:
         return found.model_copy(update={"status": "cached"})
-    client = sweep.client
+    sweep = training.sweep
+    label = arm_label(training.family, depth)
     if previous is not None:
         run_id = previous.mlflow_run_id
     else:
-        tags = {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed)}
-        run_id = start_child_run(sweep, f"depth-{depth}-seed-{seed}", tags)
-        log_params(client, run_id, {"depth": depth, "seed": seed, "class_weights": class_weights})
+        tags = {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed), "depthfinder.family": training.family}
+        run_id = start_child_run(sweep, f"{label.replace(' ', '-')}-seed-{seed}", tags)
+        log_params(sweep.client, run_id, {"depth": depth, "seed": seed, "family": training.family,
+                                          "class_weights": training.class_weights})
     try:
-        with ending(client, run_id):
+        with ending(sweep.client, run_id):
             try:
-                result = _train_and_measure(dataset, tokenizer_path, depth, model, train, class_weights, sweep,
-                                            run_id, candidate_dir, epochs)
+                result = _train_and_measure(training, depth, run_id, candidate_dir, epochs)
             except BaseException as exc:
-                set_tags(client, run_id, {"depthfinder.status": end_status(exc).lower()})  # failed or killed
+                set_tags(sweep.client, run_id, {"depthfinder.status": end_status(exc).lower()})  # failed or killed
                 raise
             _write_result(candidate_dir, epochs, result)  # durable before the run says FINISHED
             log_candidate(sweep, run_id, result)
@@ -161,51 +178,44 @@ def train_depth(
     return result
 
 
-def _train_and_measure(
-    dataset: PreparedData,
-    tokenizer_path: str,
-    depth: int,
-    model: ModelConfig,
-    train: TrainConfig,
-    class_weights: bool,
-    sweep: SweepRun,
-    run_id: str,
-    candidate_dir: Path,
-    epochs: int,
-) -> Candidate:
+def _train_and_measure(training: Training, depth: int, run_id: str, candidate_dir: Path, epochs: int) -> Candidate:
     """Train from the candidate's last saved epoch (if it has one within `epochs`), measure, save the bundle."""
-    from tokenizers import Tokenizer
-
     from encoder.bundle import save_bundle
     from encoder.cost import measure_cost
+    from encoder.tokenizer import load_tokenizer
     from encoder.training import checkpoint_epochs, last_checkpoint, train_candidate
 
-    tokenizer = Tokenizer.from_file(tokenizer_path)
+    train, dataset = training.train, training.dataset
+    name = f"{arm_label(training.family, depth)} seed {train.seed}"
+    tokenizer = load_tokenizer(training.tokenizer_path)
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
     out_dir = candidate_dir / "checkpoints"
     last = last_checkpoint(out_dir, depth)
     done = checkpoint_epochs(last)
     resume = last if done is not None and done <= epochs else None
     if resume is not None:
-        get_run_logger().info("depth %d (seed %d) continues from epoch %d", depth, train.seed, done)
+        get_run_logger().info("%s continues from epoch %d", name, done)
     trained = train_candidate(
         frame,
         dataset.labels,
         tokenizer,
         depth,
-        model,
+        training.model,
         train,
-        class_weights=class_weights,
+        class_weights=training.class_weights,
         out_dir=out_dir,
-        logger=ChildRunLogger(tracking_uri=sweep.tracking_uri, run_id=run_id),
+        logger=ChildRunLogger(tracking_uri=training.sweep.tracking_uri, run_id=run_id),
         epochs=epochs,
         resume_from=resume,
-        callbacks=[EpochLog(f"depth {depth} seed {train.seed}", train.max_epochs)],
+        callbacks=[EpochLog(name, train.max_epochs)],
+        checkpoint=training.checkpoint,
     )
-    cost = Cost(**measure_cost(trained.network, trained.median_length), train_seconds=trained.train_seconds)
     bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
+    size = sum(path.stat().st_size for path in bundle.iterdir()) / 2**20
+    cost = Cost(**measure_cost(trained.network, trained.median_length), train_seconds=trained.train_seconds,
+                bundle_mb=size)
     return Candidate(
-        depth=depth, seed=train.seed, status="trained", metrics=trained.metrics, test_metrics=trained.test_metrics,
-        cost=cost, epochs=trained.epochs, finished=trained.finished, mlflow_run_id=run_id, bundle=str(bundle),
-        checkpoint=str(trained.checkpoint),
+        depth=depth, family=training.family, seed=train.seed, status="trained", metrics=trained.metrics,
+        test_metrics=trained.test_metrics, cost=cost, epochs=trained.epochs, finished=trained.finished,
+        mlflow_run_id=run_id, bundle=str(bundle), checkpoint=str(trained.checkpoint),
     )

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import Self
 
 Status = Literal["trained", "cached", "pruned", "failed"]
+Family = Literal["scratch", "pretrained"]
 # Statuses of candidates the rule may choose among: they trained to the end of their budget.
 USABLE_STATUSES: tuple[Status, ...] = ("trained", "cached")
 CostName = Literal["flops_per_example", "latency_ms_p50", "params", "train_seconds"]
@@ -50,6 +51,9 @@ class Cost(Record):
         None, description="Parameters, buffers, inputs and the peak of live tensors in one forward of 64, MiB."
     )
     train_seconds: float | None = Field(None, description="Training time in all, resumed parts included, s.")
+    bundle_mb: float | None = Field(
+        None, description="Size of the saved model (weights of the layers it uses, tokenizer, config), MiB."
+    )
 
     def value(self, name: str) -> float | None:
         """The cost called `name` (a CostName or another field), None when not measured."""
@@ -59,7 +63,8 @@ class Cost(Record):
 class Candidate(Record):
     """One (depth, seed) of a sweep: how it ended, its quality on validation and test, and its cost."""
 
-    depth: int = Field(description="Encoder blocks.")
+    depth: int = Field(description="Encoder blocks (pretrained: the checkpoint's bottom layers kept).")
+    family: Family = Field("scratch", description="scratch (trained from scratch) or pretrained (fine-tuned).")
     seed: int = Field(1, description="Seed of initialisation and batching.")
     status: Status = Field(
         description="trained; cached (reused from an earlier, interrupted or identical sweep); pruned (dropped "
@@ -85,5 +90,11 @@ class Candidate(Record):
 
     @property
     def name(self) -> str:
-        """`depth 2 seed 1`, as logs and messages say it."""
-        return f"depth {self.depth} seed {self.seed}"
+        """`depth 2 seed 1` (`pretrained depth 2 seed 1`), as logs and messages say it."""
+        return f"{arm_label(self.family, self.depth)} seed {self.seed}"
+
+
+def arm_label(family: str, depth: int, named: bool | None = None) -> str:
+    """`depth 2`, or `pretrained depth 2`: a scratch depth is named by its family only when `named` says so
+    (a sweep that holds several families), a pretrained one always."""
+    return f"{family} depth {depth}" if named or (named is None and family != "scratch") else f"depth {depth}"

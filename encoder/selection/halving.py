@@ -20,13 +20,14 @@ import statistics
 
 from pydantic import Field
 
-from encoder.selection.candidate import Candidate, Record
+from encoder.selection.candidate import Candidate, Family, Record
 from encoder.selection.rule import SelectionRule, choose_depth
 
 
 class Rung(Record):
-    """One halving rung: the budget, the depths it ranked and those it kept."""
+    """One halving rung of a family: the budget, the depths it ranked and those it kept."""
 
+    family: Family = Field("scratch", description="The family whose depths it ranked.")
     epochs: int = Field(description="Epochs in all at this rung.")
     depths: list[int] = Field(description="Depths ranked at this rung.")
     kept: list[int] = Field(description="Depths kept for the next rung.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from encoder.selection.rule import COST_NAMES, Decision
+from encoder.selection.rule import COST_NAMES, Decision, DepthScore
 
 
 def _pyplot():
@@ -16,19 +16,31 @@ def _pyplot():
     return plt
 
 
+COLORS = {"scratch": "tab:blue", "pretrained": "tab:green"}
+
+
+def _chosen(decision: Decision) -> DepthScore:
+    return next(s for s in decision.scores
+                if (s.family, s.depth) == (decision.selected_family, decision.selected_depth))
+
+
 def plot_metric_vs_depth(decision: Decision, path: Path) -> Path:
-    """Mean validation metric per depth with standard-error bars; the chosen depth highlighted."""
+    """Mean validation metric per depth with standard-error bars, one line per family; the choice highlighted."""
     plt = _pyplot()
     scores = decision.scores
+    families = list(dict.fromkeys(s.family for s in scores))
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=120)
-    ax.errorbar([s.depth for s in scores], [s.mean for s in scores], yerr=[s.std_error for s in scores],
-                marker="o", capsize=4, color="tab:blue", label=f"validation {decision.metric}")
-    chosen = next(s for s in scores if s.depth == decision.selected_depth)
+    for family in families:
+        line = [s for s in scores if s.family == family]
+        name = f"validation {decision.metric}" + (f" ({family})" if len(families) > 1 else "")
+        ax.errorbar([s.depth for s in line], [s.mean for s in line], yerr=[s.std_error for s in line],
+                    marker="o", capsize=4, color=COLORS[family], label=name)
+    chosen = _chosen(decision)
     ax.scatter([chosen.depth], [chosen.mean], s=160, facecolors="none", edgecolors="tab:red", linewidths=2,
-               label=f"chosen: depth {chosen.depth}", zorder=3)
+               label=f"chosen: {decision.selected_label}", zorder=3)
     ax.set_xlabel("depth (encoder blocks)")
     ax.set_ylabel(decision.metric)
-    ax.set_xticks([s.depth for s in scores])
+    ax.set_xticks(sorted({s.depth for s in scores}))
     ax.margins(x=0.1, y=0.1)
     ax.set_title(f"{decision.metric} vs depth")
     ax.grid(alpha=0.3)
@@ -45,12 +57,14 @@ def plot_metric_vs_cost(decision: Decision, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=120)
     ax.scatter([s.cost for s in scores], [s.mean for s in scores], color="tab:gray", zorder=2, label="depth")
     for s in scores:
-        ax.annotate(f"d{s.depth}", (s.cost, s.mean), textcoords="offset points", xytext=(5, 4), fontsize=8)
-    front = [s for s in scores if s.depth in decision.pareto_front]
+        name = f"{'p' if s.family == 'pretrained' else 'd'}{s.depth}"  # p2: pretrained depth 2
+        ax.annotate(name, (s.cost, s.mean), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    on_front = set(zip(decision.pareto_families, decision.pareto_front, strict=True))
+    front = [s for s in scores if (s.family, s.depth) in on_front]
     ax.plot([s.cost for s in front], [s.mean for s in front], color="tab:blue", label="Pareto front")
-    chosen = next(s for s in scores if s.depth == decision.selected_depth)
+    chosen = _chosen(decision)
     ax.scatter([chosen.cost], [chosen.mean], s=160, facecolors="none", edgecolors="tab:red", linewidths=2,
-               label=f"chosen: depth {chosen.depth}", zorder=3)
+               label=f"chosen: {decision.selected_label}", zorder=3)
     ax.set_xscale("log")
     # Label the depths' own costs, not log-axis minor ticks (they overprint each other).
     ax.xaxis.set_minor_formatter(NullFormatter())

@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from encoder.selection.candidate import Candidate, CostName, Record
+from encoder.selection.candidate import Candidate, CostName, Family, Record, arm_label
 
 RuleName = Literal["tolerance", "ratio", "pareto"]
 Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
@@ -64,6 +64,7 @@ class DepthScore(Record):
     """One depth's quality over its seeds (mean and standard error) and its mean cost."""
 
     depth: int = Field(description="Encoder blocks.")
+    family: Family = Field("scratch", description="scratch or pretrained.")
     mean: float = Field(description="Mean validation metric over its seeds.")
     std_error: float = Field(description="Standard error of that mean (0 with one seed).")
     seeds: int = Field(description="Seeds trained.")
@@ -79,7 +80,9 @@ class Decision(Record):
     cost: CostName = Field(description="Cost it minimised.")
     reason: str = Field(description="The decision in one sentence, with its numbers.")
     selected_depth: int = Field(description="The chosen depth.")
+    selected_family: Family = Field("scratch", description="The chosen depth's family.")
     best_depth: int = Field(description="The depth with the best mean validation metric.")
+    best_family: Family = Field("scratch", description="Its family.")
     effective_tolerance: float = Field(
         description="Tolerance applied: the configured one, or the best depth's standard error over seeds if larger."
     )
@@ -87,7 +90,13 @@ class Decision(Record):
     max_latency_ms: float | None = Field(None, description="Hard limit on p50 latency, if set.")
     max_params: int | None = Field(None, description="Hard limit on parameters, if set.")
     pareto_front: list[int] = Field(description="Depths no other depth beats on both quality and cost.")
+    pareto_families: list[Family] = Field([], description="The family of each depth of the Pareto front.")
     scores: list[DepthScore] = Field(description="Per eligible depth: mean metric, standard error, seeds, mean cost.")
+
+    @property
+    def selected_label(self) -> str:
+        """`depth 2`, or `pretrained depth 2`."""
+        return arm_label(self.selected_family, self.selected_depth)
 
     def selection_rule(self) -> SelectionRule:
         """The settings this decision was made with, to replay it: `choose_depth(candidates, d.selection_rule())`."""
@@ -109,68 +118,101 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     Raises:
         ValueError: on a candidate without the metric or cost, or when no candidate is eligible.
     """
+    named = len({c.family for c in candidates}) > 1  # name the family of every depth in a mixed sweep
+    label = lambda arm: arm_label(*arm, named=named)  # noqa: E731
     usable = [c for c in candidates if c.usable]
     unusable = [c for c in candidates if not c.usable]
     if not usable:
-        raise ValueError(f"no candidate depth finished training ({_statuses(candidates) or 'no candidates'})")
+        raise ValueError(f"no candidate depth finished training ({_statuses(candidates, label) or 'no candidates'})")
     limits = _limits(rule)
-    excluded: dict[int, list[str]] = {}
+    excluded: dict[Arm, list[str]] = {}
     for candidate in usable:
         if why := _violations(candidate, limits):
-            excluded.setdefault(candidate.depth, why)
-    eligible = [c for c in usable if c.depth not in excluded]
+            excluded.setdefault(_arm(candidate), why)
+    eligible = [c for c in usable if _arm(c) not in excluded]
     if not eligible:
         raise ValueError(
-            f"every trained depth exceeds the hard limits {_limits_text(limits)}: {_excluded_text(excluded)}"
+            f"every trained depth exceeds the hard limits {_limits_text(limits)}: {_excluded_text(excluded, label)}"
         )
     scores = aggregate(eligible, rule.metric, rule.cost)
-    best = max(sorted(scores), key=lambda d: scores[d].mean)  # ties: the shallower depth
+    arms = sorted(scores, key=_order)
+    best = max(arms, key=lambda a: scores[a].mean)  # ties: the shallower depth
     effective = max(rule.tolerance, scores[best].std_error) if scores[best].seeds > 1 else rule.tolerance
     front = pareto_front(list(scores.values()))
     if rule.rule == "ratio":
-        selected = max(sorted(scores), key=lambda d: _ratio(scores[d], rule.alpha))
-        reason = _ratio_reason(selected, best, scores, rule)
+        selected = max(arms, key=lambda a: _ratio(scores[a], rule.alpha))
+        reason = _ratio_reason(selected, best, scores, rule, label)
     else:
-        pool = {d: scores[d] for d in (front if rule.rule == "pareto" else scores)}
-        within = [d for d in pool if pool[d].mean >= scores[best].mean - effective - _EPS]
-        selected = min(within, key=lambda d: (pool[d].cost, d))
-        reason = _tolerance_reason(selected, best, scores, rule, effective)
-    clauses = [reason]
+        pool = {a: scores[a] for a in (front if rule.rule == "pareto" else arms)}
+        within = [a for a in pool if pool[a].mean >= scores[best].mean - effective - _EPS]
+        selected = min(within, key=lambda a: (pool[a].cost, _order(a)))
+        reason = _tolerance_reason(selected, best, scores, rule, effective, label)
+    clauses = [reason + _other_families(selected, scores, rule.metric) if named else reason]
     if rule.rule == "pareto":
-        clauses.append(f"Pareto front: depths {', '.join(map(str, front))}")
+        clauses.append(f"Pareto front: {_arms_text(front, label)}")
     if excluded:
-        clauses.append(f"excluded by hard limits: {_excluded_text(excluded)}")
+        clauses.append(f"excluded by hard limits: {_excluded_text(excluded, label)}")
     if unusable:
-        clauses.append(f"not considered: {_statuses(unusable)}")
+        clauses.append(f"not considered: {_statuses(unusable, label)}")
     return Decision(
         name=rule.rule, metric=rule.metric, tolerance=rule.tolerance, cost=rule.cost, reason="; ".join(clauses),
-        selected_depth=selected, best_depth=best, effective_tolerance=effective, alpha=rule.alpha,
-        max_latency_ms=rule.max_latency_ms, max_params=rule.max_params, pareto_front=front,
-        scores=[scores[d] for d in sorted(scores)],
+        selected_depth=selected[1], selected_family=selected[0], best_depth=best[1], best_family=best[0],
+        effective_tolerance=effective, alpha=rule.alpha, max_latency_ms=rule.max_latency_ms,
+        max_params=rule.max_params, pareto_front=[a[1] for a in front], pareto_families=[a[0] for a in front],
+        scores=[scores[a] for a in arms],
     )
 
 
-def aggregate(candidates: list[Candidate], metric: str, cost: str) -> dict[int, DepthScore]:
-    """Per depth: mean and standard error of the metric over seeds, and the mean cost."""
-    by_depth: dict[int, list[Candidate]] = {}
+Arm = tuple[str, int]  # (family, depth): what the rule chooses among
+
+
+def _arm(candidate: Candidate) -> Arm:
+    return candidate.family, candidate.depth
+
+
+def _order(arm: Arm) -> tuple[int, int]:
+    """Shallower first, then scratch before pretrained: how ties are broken."""
+    return arm[1], arm[0] != "scratch"
+
+
+def _arms_text(arms: list[Arm], label) -> str:
+    if len({family for family, _ in arms}) > 1 or any(family != "scratch" for family, _ in arms):
+        return ", ".join(label(arm) for arm in arms)
+    return "depths " + ", ".join(str(depth) for _, depth in arms)
+
+
+def _other_families(selected: Arm, scores: dict[Arm, DepthScore], metric: str) -> str:
+    """`; scratch best 0.820 at depth 4`: the best of each family the choice is not from."""
+    others = []
+    for family in sorted({family for family, _ in scores} - {selected[0]}):
+        best = max((a for a in scores if a[0] == family), key=lambda a: scores[a].mean)
+        others.append(f"{family} best {metric} {_quality(scores[best])} at depth {best[1]}")
+    return "".join(f"; {text}" for text in others)
+
+
+def aggregate(candidates: list[Candidate], metric: str, cost: str) -> dict[Arm, DepthScore]:
+    """Per (family, depth): mean and standard error of the metric over seeds, and the mean cost."""
+    by_arm: dict[Arm, list[Candidate]] = {}
     for candidate in candidates:
-        by_depth.setdefault(candidate.depth, []).append(candidate)
+        by_arm.setdefault(_arm(candidate), []).append(candidate)
     scores = {}
-    for depth, runs in sorted(by_depth.items()):
+    for (family, depth), runs in sorted(by_arm.items(), key=lambda item: _order(item[0])):
         values = [_metric(c, metric) for c in runs]
         std_error = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
         mean_cost = statistics.fmean(_cost(c, cost) for c in runs)
-        scores[depth] = DepthScore(
-            depth=depth, mean=statistics.fmean(values), std_error=std_error, seeds=len(values), cost=mean_cost
+        scores[family, depth] = DepthScore(
+            depth=depth, family=family, mean=statistics.fmean(values), std_error=std_error, seeds=len(values),
+            cost=mean_cost,
         )
     return scores
 
 
-def pareto_front(scores: list[DepthScore]) -> list[int]:
-    """Depths no other depth beats on both quality (higher) and cost (lower), by depth."""
+def pareto_front(scores: list[DepthScore]) -> list[Arm]:
+    """(family, depth) of every depth no other beats on both quality (higher) and cost (lower), shallower first."""
     return sorted(
-        s.depth for s in scores
-        if not any(o.mean >= s.mean and o.cost <= s.cost and (o.mean, o.cost) != (s.mean, s.cost) for o in scores)
+        ((s.family, s.depth) for s in scores
+         if not any(o.mean >= s.mean and o.cost <= s.cost and (o.mean, o.cost) != (s.mean, s.cost) for o in scores)),
+        key=_order,
     )
 
 
@@ -184,34 +226,35 @@ def _quality(score: DepthScore) -> str:
 
 
 def _tolerance_reason(
-    selected: int, best: int, scores: dict[int, DepthScore], rule: SelectionRule, tolerance: float
+    selected: Arm, best: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, tolerance: float, label
 ) -> str:
     """One sentence with the numbers behind a tolerance choice."""
     chosen, top, metric = scores[selected], scores[best], rule.metric
     if selected != best:
         share = chosen.cost / top.cost if top.cost else math.nan
         return (
-            f"depth {selected}: {metric} {_quality(chosen)} vs best {_quality(top)} at depth {best}, "
+            f"{label(selected)}: {metric} {_quality(chosen)} vs best {_quality(top)} at {label(best)}, "
             f"within tolerance {tolerance:.3g}, at {share:.0%} of its {COST_NAMES[rule.cost]}"
         )
-    cheaper = [d for d in scores if scores[d].cost < top.cost]
+    cheaper = [a for a in scores if scores[a].cost < top.cost]
     if not cheaper:
-        return f"depth {best} has the best {metric} {_quality(top)} and is also the cheapest by {COST_NAMES[rule.cost]}"
-    closest = max(cheaper, key=lambda d: scores[d].mean)
+        return (f"{label(best)} has the best {metric} {_quality(top)} and is also the cheapest by "
+                f"{COST_NAMES[rule.cost]}")
+    closest = max(cheaper, key=lambda a: scores[a].mean)
     return (
-        f"depth {best} has the best {metric} {_quality(top)} and no cheaper depth is within {tolerance:.3g} "
-        f"(closest: depth {closest} at {scores[closest].mean:.3f})"
+        f"{label(best)} has the best {metric} {_quality(top)} and no cheaper depth is within {tolerance:.3g} "
+        f"(closest: {label(closest)} at {scores[closest].mean:.3f})"
     )
 
 
-def _ratio_reason(selected: int, best: int, scores: dict[int, DepthScore], rule: SelectionRule) -> str:
+def _ratio_reason(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, label) -> str:
     """One sentence with the numbers behind a ratio choice."""
     chosen, top = scores[selected], scores[best]
-    head = (f"depth {selected} maximises {rule.metric} / ({COST_NAMES[rule.cost]})^{rule.alpha:g}: "
+    head = (f"{label(selected)} maximises {rule.metric} / ({COST_NAMES[rule.cost]})^{rule.alpha:g}: "
             f"{_quality(chosen)} at {chosen.cost:.3g}")
     if selected == best:
         return head + ", also the best quality"
-    return head + f" vs best {_quality(top)} at depth {best} for {top.cost / chosen.cost:.1f}x the cost"
+    return head + f" vs best {_quality(top)} at {label(best)} for {top.cost / chosen.cost:.1f}x the cost"
 
 
 def _limits(rule: SelectionRule) -> dict[str, tuple[str, float]]:
@@ -252,9 +295,10 @@ def _limits_text(limits: dict[str, tuple[str, float]]) -> str:
     return ", ".join(f"{name}={limit:g}" for name, limit in limits.values())
 
 
-def _excluded_text(excluded: dict[int, list[str]]) -> str:
-    return ", ".join(f"depth {depth} ({' and '.join(why)})" for depth, why in sorted(excluded.items()))
+def _excluded_text(excluded: dict[Arm, list[str]], label) -> str:
+    return ", ".join(f"{label(arm)} ({' and '.join(why)})" for arm, why in sorted(excluded.items(),
+                                                                                   key=lambda item: _order(item[0])))
 
 
-def _statuses(candidates: list[Candidate]) -> str:
-    return ", ".join(f"depth {c.depth} {c.status}" for c in candidates)
+def _statuses(candidates: list[Candidate], label) -> str:
+    return ", ".join(f"{label(_arm(c))} {c.status}" for c in candidates)

@@ -13,6 +13,9 @@ class ModelVersionRef(Record):
     name: str = Field(description="Registered model name.")
     version: str = Field(description="Its version.")
     uri: str = Field(description="models:/NAME/VERSION.")
+    family: str | None = Field(None, description="scratch or pretrained.")
+    depth: int | None = Field(None, description="Its depth.")
+    size_mb: float | None = Field(None, description="Size of the saved model it serves (the layers it uses), MiB.")
 
 
 class KnownVersion(Record):

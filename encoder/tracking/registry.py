@@ -19,7 +19,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, RESOURCE_DOES_NOT_EXIST, ErrorCode
 from mlflow.tracking import MlflowClient
 
-from encoder.bundle import read_bundle_config
+from encoder.bundle import family_of, read_bundle_config
 from encoder.metrics import classification_metrics
 from encoder.selection.rule import SelectionRule
 from encoder.tracking import pyfunc
@@ -32,6 +32,8 @@ PREVIOUS_CHAMPION = "previous-champion"
 # pinned to the versions it was logged with. Given explicitly, MLflow skips its slow
 # requirement inference (a subprocess that loads the model).
 _SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
+# ... and what a pretrained family's bundle needs besides: transformers builds its architecture.
+_PRETRAINED_PACKAGES = ("transformers",)
 
 # Logging or loading a models-from-code pyfunc passes the model object through one
 # process-wide slot (mlflow.models.set_model), so two threads doing it at once could swap
@@ -62,16 +64,16 @@ def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example:
             artifacts={pyfunc.BUNDLE_ARTIFACT: str(bundle_dir)},
             signature=pyfunc.text_classifier_signature(labels),
             input_example=pd.DataFrame({pyfunc.TEXT_COLUMN: list(input_example)}),
-            pip_requirements=_pinned_requirements(),
-            metadata={"labels": labels, "depth": cfg.depth},
+            pip_requirements=_pinned_requirements(family_of(cfg)),
+            metadata={"labels": labels, "depth": cfg.depth, "family": family_of(cfg)},
         )
     return info.model_uri
 
 
-def _pinned_requirements() -> list[str]:
+def _pinned_requirements(family: str) -> list[str]:
     """`package==version` for each serving package installed here (local tags like +cpu dropped)."""
     pins = []
-    for package in _SERVING_PACKAGES:
+    for package in _SERVING_PACKAGES + (_PRETRAINED_PACKAGES if family == "pretrained" else ()):
         try:
             pins.append(f"{package}=={version(package).split('+')[0]}")
         except PackageNotFoundError:

@@ -132,7 +132,7 @@ def keyword_losses(depth: int, learning_rate: float, depth_scaled_lr: bool, step
 def test_the_deepest_default_depth_trains_stably_only_with_the_depth_scaled_learning_rate() -> None:
     """At a peak rate that trains one block well, six blocks train as well with the block
     rate divided by sqrt(6), and clearly worse without it."""
-    deepest = max(SweepConfig().depths)
+    deepest = max(SweepConfig().depths_of("scratch"))
     one_block = keyword_losses(1, 0.03, depth_scaled_lr=True)
     scaled = keyword_losses(deepest, 0.03, depth_scaled_lr=True)
     unscaled = keyword_losses(deepest, 0.03, depth_scaled_lr=False)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.config import SweepConfig, load_run_config
+from flows.config import RunConfig, SweepConfig, load_run_config
 
 
 def test_yaml_sections_are_loaded_and_cli_overrides_win(tmp_path: Path) -> None:
@@ -60,10 +60,8 @@ def test_halving_reads_yaml_switches(tmp_path, written: str, read: str) -> None:
 
 
 def test_halving_is_on_by_default_from_four_depths() -> None:
-    assert [SweepConfig(depths=depths).halves for depths in ([1, 2, 4, 6], [1, 2, 4], [1, 2, 3, 4, 5])] == [
-        True, False, True
-    ]
-    assert SweepConfig(depths=[1, 2], halving="on").halves and not SweepConfig(halving="off").halves
+    assert [SweepConfig().halves(depths) for depths in (4, 3, 5)] == [True, False, True]
+    assert SweepConfig(halving="on").halves(2) and not SweepConfig(halving="off").halves(6)
 
 
 def test_class_weights_read_a_bare_yaml_on(tmp_path) -> None:
@@ -75,9 +73,28 @@ def test_class_weights_read_a_bare_yaml_on(tmp_path) -> None:
 def test_the_first_halving_rung_defaults_to_the_recipes_min_epochs() -> None:
     from encoder.config import TrainConfig
 
-    four = SweepConfig(depths=[1, 2, 4, 6])
-    assert four.rung_budgets(TrainConfig()) == [10]  # min_epochs 10, max_epochs 20
-    assert four.rung_budgets(TrainConfig(min_epochs=3)) == [3]
-    assert SweepConfig(depths=[1, 2, 3, 4, 5, 6], halving_epochs=2).rung_budgets(TrainConfig()) == [2, 4]
-    assert four.rung_budgets(TrainConfig(min_epochs=10, max_epochs=8)) == []  # no rung before the end
-    assert SweepConfig(depths=[1, 2, 4]).rung_budgets(TrainConfig()) == []  # auto: off below four depths
+    sweep = SweepConfig()
+    assert sweep.rung_budgets(4, TrainConfig()) == [10]  # min_epochs 10, max_epochs 20
+    assert sweep.rung_budgets(4, TrainConfig(min_epochs=3)) == [3]
+    assert SweepConfig(halving_epochs=2).rung_budgets(6, TrainConfig()) == [2, 4]
+    assert sweep.rung_budgets(4, TrainConfig(min_epochs=10, max_epochs=8)) == []  # no rung before the end
+    assert sweep.rung_budgets(3, TrainConfig()) == []  # auto: off below four depths
+    # The fine-tuning recipe has budgets of its own: two epochs first, out of five.
+    assert sweep.rung_budgets(4, TrainConfig().recipe("pretrained")) == [2]
+
+
+def test_each_family_sweeps_its_default_depths_unless_depths_are_given() -> None:
+    assert SweepConfig().depths_of("scratch") == [1, 2, 4, 6]
+    assert [SweepConfig().depths_of("pretrained", layers) for layers in (1, 4, 6, 12)] == [
+        [1], [1, 2, 4], [1, 2, 4, 6], [1, 2, 4, 8, 12]]
+    assert SweepConfig(depths=[3, 1]).depths_of("pretrained", 6) == [1, 3]
+
+
+def test_a_pretrained_family_needs_a_checkpoint_and_is_the_default_with_one() -> None:
+    topics = {"dataset": "topics"}
+    assert RunConfig(data=topics).families == ["scratch"]
+    assert RunConfig(data=topics, model={"pretrained": "some/where"}).families == ["pretrained"]
+    both = RunConfig(data=topics, model={"pretrained": "x"}, sweep={"families": ["scratch", "pretrained"]})
+    assert both.families == ["scratch", "pretrained"]
+    with pytest.raises(ValueError, match="families holds pretrained but no checkpoint is given"):
+        RunConfig(data=topics, sweep={"families": ["pretrained"]})

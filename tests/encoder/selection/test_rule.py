@@ -137,8 +137,9 @@ def test_decision_serialises_as_the_summary_rule_object() -> None:
     decision = choose_depth(SWEEP, SelectionRule(tolerance=0.01))
     assert decision.to_dict() == {
         "name": "tolerance", "metric": "macro_f1", "tolerance": 0.01, "cost": "flops_per_example",
-        "reason": decision.reason, "selected_depth": 2, "best_depth": 6, "effective_tolerance": 0.01, "alpha": 0.1,
-        "max_latency_ms": None, "max_params": None, "pareto_front": [1, 2, 4, 6],
+        "reason": decision.reason, "selected_depth": 2, "selected_family": "scratch", "best_depth": 6,
+        "best_family": "scratch", "effective_tolerance": 0.01, "alpha": 0.1, "max_latency_ms": None,
+        "max_params": None, "pareto_front": [1, 2, 4, 6], "pareto_families": ["scratch"] * 4,
         "scores": [score.to_dict() for score in decision.scores],
     }
     assert type(decision).from_dict(decision.to_dict()) == decision
@@ -210,3 +211,24 @@ def test_train_seconds_can_be_the_cost() -> None:
 def test_an_unknown_rule_is_refused() -> None:
     with pytest.raises(ValueError, match="rule\n  Input should be 'tolerance', 'ratio' or 'pareto'"):
         choose_depth(SWEEP, SelectionRule(rule="vibes", tolerance=0.01))
+
+
+def test_one_decision_across_families_names_them_and_the_other_familys_best() -> None:
+    """The bottom 2 layers of a pretrained encoder are close to its 6 and far above any scratch depth."""
+    pretrained = [c.model_copy(update={"family": "pretrained", "metrics": {"macro_f1": f1}})
+                  for c, f1 in zip([candidate(1, 0, 3e8), candidate(2, 0, 6e8), candidate(6, 0, 18e8)],
+                                   [0.83, 0.905, 0.91], strict=True)]
+    scratch = [candidate(1, 0.80, 1e8), candidate(4, 0.82, 4e8)]
+
+    decision = choose_depth(scratch + pretrained, SelectionRule(tolerance=0.01))
+
+    assert (decision.selected_family, decision.selected_depth) == ("pretrained", 2)
+    assert (decision.best_family, decision.best_depth) == ("pretrained", 6)
+    assert decision.reason == (
+        "pretrained depth 2: macro_f1 0.905 vs best 0.910 at pretrained depth 6, within tolerance 0.01, at 33% of "
+        "its FLOPs per example; scratch best macro_f1 0.820 at depth 4"
+    )
+    assert decision.selected_label == "pretrained depth 2"
+    assert [(s.family, s.depth) for s in decision.scores] == [
+        ("scratch", 1), ("pretrained", 1), ("pretrained", 2), ("scratch", 4), ("pretrained", 6)]
+    assert choose_depth(scratch + pretrained, decision.selection_rule()) == decision
