@@ -33,7 +33,7 @@ docs: $(STAMP)
 lock:
 	rm -rf .lock-venv
 	$(PYTHON) -m venv .lock-venv
-	.lock-venv/bin/python -m pip install --quiet -e '.[dev,bench]'
+	.lock-venv/bin/python -m pip install --quiet -e '.[dev]'
 	printf '%s\n' "# The versions the test suite passed with; make installs with them. Refresh: make lock." \
 		"# torch is left to pyproject's range, so a GPU machine installs its CUDA build." > $(CONSTRAINTS)
 	.lock-venv/bin/python -m pip freeze --exclude-editable \

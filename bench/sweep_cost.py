@@ -9,7 +9,6 @@
 
 Prints wall time, the chosen depth and its test macro-F1 for each, and ends with
 `RESULT speedup=<b/a wall time> depthfinder_f1=<...> baseline_f1=<...>`.
-Needs the bench extra: `pip install -e '.[bench]'`.
 """
 
 from __future__ import annotations
@@ -27,13 +26,13 @@ DEFAULT_DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT.parent / "shared" / 
 
 def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str) -> dict:
     """`depthfinder run` on a data source (`--data PATH` or `--dataset NAME`) in its own folder,
-    with its defaults unless `options` say otherwise; the summary, its wall time, the chosen
-    depth and that depth's test macro-F1."""
+    with its defaults unless `options` say otherwise (`depths` "": each family's default); the
+    summary, its wall time, the chosen depth and the test macro-F1 of the model that ships."""
     from flows.cli import main
 
     started = time.perf_counter()
     code = main([
-        "run", *source, "--depths", depths, "--summary-json", str(folder / "summary.json"),
+        "run", *source, *(["--depths", depths] if depths else []), "--summary-json", str(folder / "summary.json"),
         "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}", "--workdir", str(folder / "work"),
         "--experiment", "bench", "--model-name", "bench", *options,
     ])
@@ -41,7 +40,9 @@ def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str)
     if code != 0:
         raise SystemExit(f"depthfinder run exited {code}")
     summary = json.loads((folder / "summary.json").read_text())
-    chosen = next(c for c in summary["candidates"] if c["depth"] == summary["selected_depth"])
+    chosen = max((c for c in summary["candidates"]
+                  if (c["family"], c["depth"]) == (summary["rule"]["selected_family"], summary["selected_depth"])),
+                 key=lambda c: c["metrics"]["macro_f1"])
     return {"seconds": seconds, "depth": summary["selected_depth"], "test_f1": chosen["test_metrics"]["macro_f1"],
             "summary": summary}
 

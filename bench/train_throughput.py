@@ -236,11 +236,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="depths 1 and 6, fewer rounds (under two minutes)")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch threads")
     args = parser.parse_args(argv)
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
-        print("bench/train_throughput.py needs Hugging Face transformers: pip install -e '.[bench]'", file=sys.stderr)
-        return 2
     warnings.filterwarnings("ignore")
     for name in ("lightning.pytorch", "lightning.fabric"):  # GPU/TPU availability notes, tips
         logging.getLogger(name).setLevel(logging.ERROR)

