@@ -66,7 +66,8 @@ def test_types_show_choices_bounds_and_yaml_defaults() -> None:
     sweep, train, data = _rows(document, "sweep"), _rows(document, "train"), _rows(document, "data")
 
     assert sweep["rule"][0] == "one of: tolerance, ratio, pareto"
-    assert sweep["depths"][:2] == ["list of int, at least 1", "`[1, 2, 4, 6]`"]
+    assert sweep["depths"][:2] == ["list of int, at least 1 or none", "`null`"]
+    assert sweep["families"][0] == "list, each one of: scratch, pretrained, at least 1 or none"
     assert sweep["max_params"][:2] == ["int > 0 or none", "`null`"]
     assert train["max_epochs"][0] == "int ≥ 1"
     assert train["warmup_fraction"][0] == "0 ≤ float < 1"

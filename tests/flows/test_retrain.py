@@ -59,7 +59,9 @@ def test_summary_reports_every_depth_and_the_decision(sweep) -> None:
     assert summary["selected_depth"] in (1, 2)
     assert summary["rule"]["name"] == "tolerance" and summary["rule"]["metric"] == "macro_f1"
     assert f"depth {summary['selected_depth']}" in summary["rule"]["reason"]
-    assert summary["model"] == {"name": "depthfinder", "version": "1", "uri": "models:/depthfinder/1"}
+    size = next(c["cost"]["bundle_mb"] for c in summary["candidates"] if c["depth"] == summary["selected_depth"])
+    assert summary["model"] == {"name": "depthfinder", "version": "1", "uri": "models:/depthfinder/1",
+                                "family": "scratch", "depth": summary["selected_depth"], "size_mb": size}
     assert summary["promoted"] is True and summary["champion_version"] == "1"
     assert len(summary["data_hash"]) == 16
 
