@@ -38,11 +38,14 @@ def absolute_paths(config: RunConfig) -> RunConfig:
     data = config.data
     if data.path is not None:
         data = data.model_copy(update={"path": Path(data.path).resolve()})
+    model = config.model
+    if model.pretrained is not None and Path(model.pretrained).exists():  # a folder here, not a hub id
+        model = model.model_copy(update={"pretrained": str(Path(model.pretrained).resolve())})
     registry = config.registry.model_copy(update={
         "tracking_uri": resolve_tracking_uri(config.registry.tracking_uri),
         "workdir": Path(config.registry.workdir).resolve(),
     })
-    return config.model_copy(update={"data": data, "registry": registry})
+    return config.model_copy(update={"data": data, "model": model, "registry": registry})
 
 
 def nightly_deployment(config: RunConfig, cron: str = NIGHTLY_CRON, timezone: str = "UTC") -> RunnerDeployment:

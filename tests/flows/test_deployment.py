@@ -100,3 +100,17 @@ def test_prefect_yaml_declares_the_nightly_deployment() -> None:
     assert nightly["schedules"][0]["cron"] == NIGHTLY_CRON and "timezone" in nightly["schedules"][0]
     assert nightly["work_pool"]["name"]
     RunConfig.model_validate({k: v for k, v in nightly["parameters"].items() if k != "force"})
+
+
+def test_scheduled_runs_get_absolute_paths_for_local_files_and_keep_hub_ids(tmp_path, monkeypatch) -> None:
+    from flows.config import RunConfig
+    from flows.deploy import absolute_paths
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ckpt").mkdir()
+    local = absolute_paths(RunConfig(data={"dataset": "topics"}, model={"pretrained": "ckpt"}))
+    hub = absolute_paths(RunConfig(data={"dataset": "topics"}, model={"pretrained": "org/encoder"}))
+
+    assert local.model.pretrained == str(tmp_path / "ckpt")
+    assert hub.model.pretrained == "org/encoder"
+    assert local.registry.workdir == tmp_path / ".depthfinder"
