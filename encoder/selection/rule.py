@@ -118,7 +118,8 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     Raises:
         ValueError: on a candidate without the metric or cost, or when no candidate is eligible.
     """
-    named = len({c.family for c in candidates}) > 1  # name the family of every depth in a mixed sweep
+    families = {c.family for c in candidates}
+    named = families != {"scratch"}  # a sweep of the scratch family alone says "depth 2", others name the family
     label = lambda arm: arm_label(*arm, named=named)  # noqa: E731
     usable = [c for c in candidates if c.usable]
     unusable = [c for c in candidates if not c.usable]
@@ -147,7 +148,7 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
         within = [a for a in pool if pool[a].mean >= scores[best].mean - effective - _EPS]
         selected = min(within, key=lambda a: (pool[a].cost, _order(a)))
         reason = _tolerance_reason(selected, best, scores, rule, effective, label)
-    clauses = [reason + _other_families(selected, scores, rule.metric) if named else reason]
+    clauses = [reason + _other_families(selected, scores, rule.metric)]
     if rule.rule == "pareto":
         clauses.append(f"Pareto front: {_arms_text(front, label)}")
     if excluded:

@@ -232,3 +232,11 @@ def test_one_decision_across_families_names_them_and_the_other_familys_best() ->
     assert [(s.family, s.depth) for s in decision.scores] == [
         ("scratch", 1), ("pretrained", 1), ("pretrained", 2), ("scratch", 4), ("pretrained", 6)]
     assert choose_depth(scratch + pretrained, decision.selection_rule()) == decision
+
+
+def test_a_pretrained_sweep_alone_names_its_family_and_a_scratch_sweep_does_not() -> None:
+    pretrained = [c.model_copy(update={"family": "pretrained"}) for c in SWEEP]
+
+    assert choose_depth(pretrained, SelectionRule()).reason.startswith(
+        "pretrained depth 2: macro_f1 0.941 vs best 0.946 at pretrained depth 6")
+    assert choose_depth(SWEEP, SelectionRule()).reason.startswith("depth 2: macro_f1 0.941 vs best 0.946 at depth 6")
