@@ -38,14 +38,24 @@ def stage_metrics(n_classes: int, stage: str) -> MetricCollection:
     )
 
 
-def warmup_cosine(total_steps: int, warmup_steps: int) -> Callable[[int], float]:
-    """Learning-rate multiplier per step: linear warm-up to 1, then cosine decay to 0."""
+RESTART_PEAK = 0.5  # peak of a restarted schedule, as a share of the first one's
+
+
+def warmup_cosine(total_steps: int, warmup_steps: int, restart_steps: int = 0) -> Callable[[int], float]:
+    """Learning-rate multiplier per step: linear warm-up to 1, then cosine decay to 0 at `total_steps`;
+    then, for `restart_steps` more steps (an extension), the same shape again at RESTART_PEAK."""
+    restart_warmup = int(warmup_steps / max(1, total_steps) * restart_steps)
+
+    def cycle(step: int, steps: int, warmup: int) -> float:
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        progress = (step - warmup) / max(1, steps - warmup)
+        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
     def multiplier(step: int) -> float:
-        if step < warmup_steps:
-            return (step + 1) / (warmup_steps + 1)
-        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
-        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+        if step < total_steps or not restart_steps:
+            return cycle(step, total_steps, warmup_steps)
+        return RESTART_PEAK * cycle(step - total_steps, restart_steps, restart_warmup)
 
     return multiplier
 
@@ -65,6 +75,8 @@ class DepthClassifier(L.LightningModule):
         total_steps: optimiser steps the learning-rate schedule spans; None = the Trainer's
             estimate. Set it when the Trainer stops earlier than the recipe's last epoch (a
             successive-halving budget), so the run continued later follows the same schedule.
+        restart_steps: steps of a restarted schedule after `total_steps` (an extension of a
+            candidate that was still improving); 0 = none, the rate stays at 0.
 
     Checkpoints also carry the CPU random generator (dropout masks), restored when training
     resumes, so a run stopped at an epoch and continued from its checkpoint takes the same
@@ -82,6 +94,7 @@ class DepthClassifier(L.LightningModule):
         class_weights: torch.Tensor | None = None,
         depth_scaled_lr: bool = True,
         total_steps: int | None = None,
+        restart_steps: int = 0,
     ) -> None:
         super().__init__()
         self.save_hyperparameters(ignore=["network", "class_weights"])
@@ -189,5 +202,5 @@ class DepthClassifier(L.LightningModule):
         fused = fused and device.type in ("cpu", "cuda")
         optimizer = torch.optim.AdamW(self.parameter_groups(), lr=self.hparams.learning_rate, fused=fused)
         warmup_steps = int(self.hparams.warmup_fraction * total_steps)
-        scheduler = LambdaLR(optimizer, warmup_cosine(total_steps, warmup_steps))
+        scheduler = LambdaLR(optimizer, warmup_cosine(total_steps, warmup_steps, self.hparams.restart_steps))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

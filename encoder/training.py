@@ -51,6 +51,9 @@ class TrainedCandidate:
     median_length: int  # median token length of the train split (for FLOPs)
     finished: bool  # early-stopped or at max_epochs: nothing left to train
     checkpoint: Path  # full training state after the last epoch, to continue from
+    val_true: np.ndarray  # (n_val,) class ids of the validation rows, in the frame's order
+    val_predicted: np.ndarray  # (n_val,) class ids the restored network predicts for them
+    history: list[float]  # validation macro-F1 after each epoch, resumed parts included
 
 
 def inverse_frequency_weights(train_labels: Sequence[str], labels: Sequence[str]) -> torch.Tensor:
@@ -97,6 +100,9 @@ def train_candidate(
         epochs: stop once this many epochs are done in all (a successive-halving budget);
             None = `train_cfg.max_epochs`. The learning-rate schedule always spans
             `max_epochs`, so stopping at a budget and resuming trains as one run would.
+            More than `max_epochs` extends a candidate that was still improving: resumed from
+            its state at `max_epochs`, the schedule restarts for the extra epochs (warm-up to
+            half the peak rate, cosine decay to 0; `encoder.module.warmup_cosine`).
         resume_from: a `TrainedCandidate.checkpoint` of an earlier call with the same data
             and settings and the same `out_dir`, or the last checkpoint of such a call that was
             killed, to continue from.
@@ -113,8 +119,8 @@ def train_candidate(
     if depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
     epochs = train_cfg.max_epochs if epochs is None else epochs
-    if not 1 <= epochs <= train_cfg.max_epochs:
-        raise ValueError(f"epochs must be between 1 and max_epochs {train_cfg.max_epochs}, got {epochs}")
+    if epochs < 1:
+        raise ValueError(f"epochs must be at least 1, got {epochs}")
     L.seed_everything(train_cfg.seed, workers=True, verbose=False)
     network = _network(model_cfg, depth, tokenizer, len(labels), checkpoint)
     data = TextDataModule(frame, tokenizer, labels, network.cfg.max_len, train_cfg.batch_size, train_cfg.seed,
@@ -123,7 +129,9 @@ def train_candidate(
     if len(data.splits["test"]) == 0:
         raise ValueError("the 'test' split is empty; test metrics need test rows")
     batches = len(data.train_dataloader())
-    module = _classifier(network, frame, labels, train_cfg, class_weights, total_steps=train_cfg.max_epochs * batches)
+    extension = max(0, epochs - train_cfg.max_epochs)
+    module = _classifier(network, frame, labels, train_cfg, class_weights, total_steps=train_cfg.max_epochs * batches,
+                         restart_steps=extension * batches)
     checkpoint = _best_checkpoint(Path(out_dir), depth, keep_earlier=resume_from is not None)
     early_stopping = EarlyStoppingFrom(train_cfg.min_epochs, monitor=MONITOR, mode="max", patience=train_cfg.patience)
     state = EpochState(last_checkpoint(Path(out_dir), depth))
@@ -138,7 +146,9 @@ def train_candidate(
         raise RuntimeError(f"depth {depth}: no checkpoint was saved; was {MONITOR!r} ever logged?")
     restore_network_weights(network, checkpoint.best_model_path)
     classifier = TextClassifier(network, tokenizer, labels)  # CPU, eval mode: as served from the registry
-    val_metrics, test_metrics = (_split_metrics(classifier, frame, split) for split in ("val", "test"))
+    (val_metrics, val_true, val_predicted), (test_metrics, _, _) = (
+        _split_metrics(classifier, frame, labels, split) for split in ("val", "test")
+    )
     return TrainedCandidate(
         depth=depth,
         network=classifier.network,
@@ -149,6 +159,9 @@ def train_candidate(
         median_length=int(np.median(data.token_lengths("train"))),
         finished=early_stopping.stopped_epoch > 0 or trainer.current_epoch >= train_cfg.max_epochs,
         checkpoint=state.path,
+        val_true=val_true,
+        val_predicted=val_predicted,
+        history=state.history,
     )
 
 
@@ -182,7 +195,8 @@ def checkpoint_epochs(path: Path) -> int | None:
 class EpochState(Checkpoint):
     """After every epoch (its validation, early stopping and best checkpoint included) write the full
     training state to `path`, atomically, so a run killed mid-candidate resumes from its last
-    finished epoch. It also counts training seconds over every resumed part of the run.
+    finished epoch. Over every resumed part of the run it also counts training seconds and keeps the
+    validation metric of each epoch (the history that tells a converged candidate from a rising one).
 
     A `Checkpoint` subclass, so Lightning runs it after the other callbacks and after the best-weights
     ModelCheckpoint listed before it, which also acts at the end of the epoch: the state it writes then
@@ -194,6 +208,7 @@ class EpochState(Checkpoint):
     def __init__(self, path: Path) -> None:
         self.path = path
         self.train_seconds = 0.0
+        self.history: list[float] = []  # MONITOR after each epoch
         self._epoch_started = 0.0
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
@@ -201,16 +216,20 @@ class EpochState(Checkpoint):
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.train_seconds += time.perf_counter() - self._epoch_started
+        self.history.append(float(trainer.callback_metrics[MONITOR]))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_suffix(".partial")
         trainer.save_checkpoint(partial, weights_only=False)
         os.replace(partial, self.path)
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
-        checkpoint[self.KEY] = {"epochs": trainer.current_epoch + 1, "train_seconds": self.train_seconds}
+        checkpoint[self.KEY] = {"epochs": trainer.current_epoch + 1, "train_seconds": self.train_seconds,
+                                "history": self.history}
 
     def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
-        self.train_seconds = float(checkpoint.get(self.KEY, {}).get("train_seconds", 0.0))
+        state = checkpoint.get(self.KEY, {})
+        self.train_seconds = float(state.get("train_seconds", 0.0))
+        self.history = [float(value) for value in state.get("history", [])]
 
 
 def _network(
@@ -253,6 +272,7 @@ def _classifier(
     train_cfg: TrainConfig,
     class_weights: bool,
     total_steps: int,
+    restart_steps: int = 0,
 ) -> DepthClassifier:
     """The LightningModule around `network`, with inverse-frequency class weights if asked."""
     train_labels = frame.loc[frame["split"] == "train", "label"].astype(str).tolist()
@@ -264,6 +284,7 @@ def _classifier(
         warmup_fraction=train_cfg.warmup_fraction,
         class_weights=inverse_frequency_weights(train_labels, labels) if class_weights else None,
         total_steps=total_steps,
+        restart_steps=restart_steps,
     )
 
 
@@ -359,11 +380,17 @@ def _on_cpu(accelerator: str) -> bool:
     return accelerator == "cpu" or (accelerator == "auto" and not torch.cuda.is_available())
 
 
-def _split_metrics(classifier: TextClassifier, frame: pd.DataFrame, split: str) -> dict[str, float]:
-    """Quality on one split, from the labels the served model would predict."""
+def _split_metrics(
+    classifier: TextClassifier, frame: pd.DataFrame, labels: list[str], split: str
+) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
+    """Quality on one split, from the labels the served model would predict; and the true and predicted
+    class ids of its rows."""
     rows = frame[frame["split"] == split]
+    true = rows["label"].astype(str).tolist()
     predicted = classifier.predict(rows["text"].astype(str).tolist())
-    return classification_metrics(rows["label"].astype(str).tolist(), predicted)
+    index = {label: i for i, label in enumerate(labels)}
+    ids = (np.array([index[label] for label in values], dtype=np.int32) for values in (true, predicted))
+    return classification_metrics(true, predicted), *ids
 
 
 @contextlib.contextmanager

@@ -50,6 +50,15 @@ class SweepConfig(SelectionRule):
         description="Epochs of the first halving rung (each later rung doubles it); null = train.min_epochs, the "
         "epochs a depth may spend on its initial loss plateau.",
     )
+    extend_unconverged: bool | None = Field(
+        None,
+        description="Give candidates still improving when their budget ended (not_converged) extend_epochs more, "
+        "from their last state with a restarted learning-rate schedule, before the rule decides; null = on in the "
+        "nightly deployment, off in `depthfinder run`.",
+    )
+    extend_epochs: int | None = Field(
+        None, strict=True, ge=1, description="Epochs of such an extension; null = half the recipe's max_epochs."
+    )
     task_runner: Literal["threads", "processes", "dask"] = Field(
         "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster."
     )
@@ -94,6 +103,12 @@ class SweepConfig(SelectionRule):
         if not self.halves(depths):
             return []
         return rung_budgets(depths, self.halving_epochs or recipe.min_epochs, recipe.max_epochs)
+
+    def extension(self, recipe: TrainConfig) -> int:
+        """Epochs a not-converged candidate of a family with this recipe gets more (0: no extension)."""
+        if not self.extend_unconverged:
+            return 0
+        return self.extend_epochs or max(1, recipe.max_epochs // 2)
 
     _halving_switch = field_validator("halving", mode="before")(yaml_switch)
 

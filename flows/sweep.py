@@ -7,11 +7,11 @@ from prefect.futures import PrefectFuture
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 
 from encoder.interrupt import Interrupted
-from encoder.selection.candidate import Candidate
-from encoder.selection.halving import Halving, Rung, halving_summary, kept_count, rank_depths
+from encoder.selection.candidate import Candidate, still_rising
+from encoder.selection.halving import Halving, Rung, halving_summary, kept_count, late_bloomers, rank_depths
 from encoder.tracking.runs import SweepRun
 from flows.config import SweepConfig
-from tasks.tracking import mark_pruned, record_cached_candidate
+from tasks.tracking import mark_pruned, record_cached_candidate, tag_convergence
 from tasks.train import Training, train_depth
 
 
@@ -41,19 +41,37 @@ def _sweep_family(
     depths = all_depths
     for epochs in [*sweep.rung_budgets(len(all_depths), recipe), recipe.max_epochs]:
         grids = [(d, s) for d in depths for s in sweep.seeds if not (latest.get((d, s)) and latest[d, s].finished)]
-        futures = {
-            grid: runner.submit(train_depth, {"training": training, "depth": grid[0], "seed": grid[1],
-                                              "epochs": epochs, "previous": latest.get(grid)})
-            for grid in grids
-        }
-        for grid, future in futures.items():
-            latest[grid] = _collect(training.family, grid, future, latest.get(grid), training.sweep)
+        _train(sweep, training, grids, epochs, latest, runner)
         if epochs == recipe.max_epochs:
             break
-        kept = _halve(sweep, depths, latest, training.sweep)
-        rungs.append(Rung(family=training.family, epochs=epochs, depths=list(depths), kept=kept))
-        depths = kept
+        rung = _halve(sweep, training.family, epochs, depths, latest, training.sweep, recipe.patience)
+        rungs.append(rung)
+        depths = rung.kept
+    if extra := sweep.extension(recipe):
+        rising = [(d, s) for d in depths for s in sweep.seeds if latest[d, s].usable and latest[d, s].not_converged]
+        if rising:
+            get_run_logger().info("%s still improving at the end of the budget: %d epochs more",
+                                  ", ".join(latest[grid].name for grid in rising), extra)
+        _train(sweep, training, rising, recipe.max_epochs + extra, latest, runner)
+    tag_convergence(training.sweep, [c for c in latest.values() if c.usable])
     return [latest[d, s] for d in all_depths for s in sweep.seeds], rungs
+
+
+def _train(
+    sweep: SweepConfig, training: Training, grids: list[tuple[int, int]], epochs: int,
+    latest: dict[tuple[int, int], Candidate], runner: TaskRunner,
+) -> None:
+    """Train each (depth, seed) of `grids` to `epochs` at once, continuing from `latest`; record the results
+    there, flagged when still improving at the end (`Candidate.not_converged`)."""
+    futures = {
+        grid: runner.submit(train_depth, {"training": training, "depth": grid[0], "seed": grid[1],
+                                          "epochs": epochs, "previous": latest.get(grid)})
+        for grid in grids
+    }
+    for grid, future in futures.items():
+        candidate = _collect(training.family, grid, future, latest.get(grid), training.sweep)
+        rising = candidate.usable and still_rising(candidate.history, training.train.patience, sweep.tolerance)
+        latest[grid] = candidate.model_copy(update={"not_converged": rising})
 
 
 def task_runner(sweep: SweepConfig) -> TaskRunner:
@@ -89,14 +107,22 @@ def _collect(
     return record_cached_candidate(run, candidate, previous.mlflow_run_id if previous else None)
 
 
-def _halve(sweep: SweepConfig, depths: list[int], latest: dict[tuple[int, int], Candidate], run: SweepRun) -> list[int]:
-    """Keep the better half of `depths` by the rule; mark the rest pruned, in `latest` and in MLflow."""
+def _halve(
+    sweep: SweepConfig, family: str, epochs: int, depths: list[int], latest: dict[tuple[int, int], Candidate],
+    run: SweepRun, window: int,
+) -> Rung:
+    """Keep the better half of `depths` by the rule, and the late bloomers; mark the rest pruned, in `latest`
+    and in MLflow."""
     candidates = [latest[d, s] for d in depths for s in sweep.seeds]
     ranking = rank_depths(candidates, sweep)
-    kept = sorted(ranking[: kept_count(len(depths))])
+    better = ranking[: kept_count(len(depths))]
+    bloomers = late_bloomers(candidates, better, window, sweep.tolerance)
+    kept = sorted(better + bloomers)
     pruned = [c for c in candidates if c.usable and c.depth not in kept]
     mark_pruned(run, pruned)
     latest |= {(c.depth, c.seed): c.model_copy(update={"status": "pruned"}) for c in pruned}
+    if bloomers:
+        get_run_logger().info("successive halving keeps depths %s still rising fast enough to catch up", bloomers)
     if pruned:
         get_run_logger().info("successive halving keeps depths %s, prunes %s", kept, sorted({c.depth for c in pruned}))
-    return kept
+    return Rung(family=family, epochs=epochs, depths=list(depths), kept=kept, late_bloomers=bloomers)

@@ -70,6 +70,14 @@ def mark_pruned(sweep: SweepRun, candidates: list[Candidate]) -> None:
 
 
 @task(**RETRIES)
+def tag_convergence(sweep: SweepRun, candidates: list[Candidate]) -> None:
+    """Tag each candidate's child run with whether its validation metric had stopped rising."""
+    for candidate in candidates:
+        converged = "false" if candidate.not_converged else "true"
+        set_tags(sweep.client, candidate.mlflow_run_id, {"depthfinder.converged": converged})
+
+
+@task(**RETRIES)
 def log_audit(sweep: SweepRun, report: AuditReport, docs_dir: str) -> None:
     """The audit's JSON report, its GX Data Docs and the dropped-row count, on the parent run."""
     from mlflow.entities import Metric

@@ -183,6 +183,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     """Train from the candidate's last saved epoch (if it has one within `epochs`), measure, save the bundle."""
     from encoder.bundle import save_bundle
     from encoder.cost import measure_cost
+    from encoder.selection.evidence import save_predictions
     from encoder.tokenizer import load_tokenizer
     from encoder.training import checkpoint_epochs, last_checkpoint, train_candidate
 
@@ -212,11 +213,14 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         checkpoint=training.checkpoint,
     )
     bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
+    predictions = save_predictions(candidate_dir / f"predictions-epochs-{epochs}.npz", trained.val_true,
+                                   trained.val_predicted)
     size = sum(path.stat().st_size for path in bundle.iterdir()) / 2**20
     cost = Cost(**measure_cost(trained.network, trained.median_length), train_seconds=trained.train_seconds,
                 bundle_mb=size)
     return Candidate(
         depth=depth, family=training.family, seed=train.seed, status="trained", metrics=trained.metrics,
         test_metrics=trained.test_metrics, cost=cost, epochs=trained.epochs, finished=trained.finished,
-        mlflow_run_id=run_id, bundle=str(bundle), checkpoint=str(trained.checkpoint),
+        mlflow_run_id=run_id, bundle=str(bundle), checkpoint=str(trained.checkpoint), predictions=str(predictions),
+        history=trained.history,
     )

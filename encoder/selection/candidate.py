@@ -82,6 +82,15 @@ class Candidate(Record):
     error: str | None = Field(None, description="For a failed candidate: why.")
     bundle: str | None = Field(None, description="Folder of its saved model (weights, config, tokenizer).")
     checkpoint: str | None = Field(None, description="Its full training state after the last epoch, to resume.")
+    predictions: str | None = Field(
+        None, description="File (.npz) of its validation rows' true and predicted classes, for the rule's paired "
+        "bootstrap."
+    )
+    history: list[float] = Field([], description="Validation macro-F1 after each epoch.")
+    not_converged: bool = Field(
+        False, description="Its validation metric was still rising when its budget ended: the best of the last "
+        "`patience` epochs beat the best before them by more than the rule's tolerance."
+    )
 
     @property
     def usable(self) -> bool:
@@ -92,6 +101,21 @@ class Candidate(Record):
     def name(self) -> str:
         """`depth 2 seed 1` (`pretrained depth 2 seed 1`), as logs and messages say it."""
         return f"{arm_label(self.family, self.depth)} seed {self.seed}"
+
+
+def recent_gain(history: list[float], window: int) -> float | None:
+    """How much the best of the last `window` epochs beats the best before them; None under two epochs."""
+    if len(history) < 2:
+        return None
+    window = min(window, len(history) - 1)
+    return max(history[-window:]) - max(history[:-window])
+
+
+def still_rising(history: list[float], window: int, gain: float) -> bool:
+    """Whether a validation curve was still rising when training ended: its last `window` epochs gained more
+    than `gain` over its best before them (a single epoch tells nothing: rising)."""
+    recent = recent_gain(history, window)
+    return recent is None or recent > gain
 
 
 def arm_label(family: str, depth: int, named: bool | None = None) -> str:

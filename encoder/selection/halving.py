@@ -10,7 +10,9 @@ The rank is the rule's own (`encoder.selection.rule.choose_depth` applied again 
 rest): with the `tolerance` rule, depths within tolerance of the best count as tied and
 the cheaper comes first. Halving therefore keeps the cheap depth the final rule would pick
 over a slightly better deep one, instead of dropping it for being a little behind early.
-Stopping at two keeps the last comparison one between finished models.
+Stopping at two keeps the last comparison one between finished models. A depth outside the
+better half whose validation curve is still rising steeply enough to catch up within one
+more window of epochs (`late_bloomers`) is kept too: deep models often learn late.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import statistics
 
 from pydantic import Field
 
-from encoder.selection.candidate import Candidate, Family, Record
+from encoder.selection.candidate import Candidate, Family, Record, recent_gain
 from encoder.selection.rule import SelectionRule, choose_depth
 
 
@@ -31,6 +33,9 @@ class Rung(Record):
     epochs: int = Field(description="Epochs in all at this rung.")
     depths: list[int] = Field(description="Depths ranked at this rung.")
     kept: list[int] = Field(description="Depths kept for the next rung.")
+    late_bloomers: list[int] = Field(
+        [], description="Kept depths outside the better half: still rising fast enough to catch up (late_bloomers)."
+    )
 
 
 class Halving(Record):
@@ -83,6 +88,26 @@ def rank_depths(candidates: list[Candidate], rule: SelectionRule) -> list[int]:
     mean_metric = {d: statistics.fmean(c.metrics[rule.metric] for c in remaining if c.depth == d)
                    for d in beyond_limits}
     return order + sorted(beyond_limits, key=lambda d: (-mean_metric[d], d))
+
+
+def late_bloomers(candidates: list[Candidate], kept: list[int], window: int, tolerance: float) -> list[int]:
+    """Depths outside `kept` that a rung should keep anyway: still rising (`Candidate.not_converged`) fast enough
+    that one more `window` of epochs at their recent pace would bring their best validation macro-F1 within
+    `tolerance` of the weakest kept depth's. A deep model often learns late; this keeps halving from pruning it
+    on an unfinished curve, and changes nothing once the curves have flattened."""
+    def best(depth: int, projected: bool) -> float:
+        runs = [c for c in candidates if c.depth == depth and c.usable and c.history]
+        return statistics.fmean(_curve_best(c, window, projected) for c in runs) if runs else -math.inf
+
+    bar = min(best(depth, projected=False) for depth in kept) - tolerance
+    rising = {c.depth for c in candidates if c.usable and c.not_converged and c.depth not in kept}
+    return sorted(depth for depth in rising if best(depth, projected=True) >= bar)
+
+
+def _curve_best(candidate: Candidate, window: int, projected: bool) -> float:
+    """The best of a validation curve, plus its gain over the last `window` epochs again if `projected`."""
+    gain = max(recent_gain(candidate.history, window) or 0.0, 0.0) if projected else 0.0
+    return max(candidate.history) + gain
 
 
 def halving_summary(rungs: list[Rung], candidates: list[Candidate]) -> Halving:

@@ -2,17 +2,22 @@
 
 Among candidates that trained (or were reused from cache) and meet the hard limits:
 
-- `tolerance` (default): take the best mean validation metric Q*; choose the cheapest
-  depth whose mean is at least Q* - tolerance, where the tolerance is the larger of the
-  configured value and the best depth's standard error when there are several seeds
-  (ties in cost go to the shallower depth).
+- `tolerance` (default): take the depth with the best mean validation metric; choose the
+  cheapest depth that is not worse than it by more than the tolerance at the rule's
+  `confidence`: the lower end of the paired bootstrap interval of (depth - best), from the
+  candidates' saved validation predictions (encoder.selection.evidence), is at least
+  -tolerance. Without saved predictions (or with `confidence` null) the old test: a mean
+  at least best - tolerance, where the tolerance is the larger of the configured value and
+  the best depth's standard error when there are several seeds. Ties in cost go to the
+  shallower depth.
 - `ratio`: maximise metric / cost**alpha — each doubling of cost must buy a factor
   2**alpha of quality.
 - `pareto`: keep the Pareto front of (metric up, cost down) and apply `tolerance` on it;
   the front is reported with the decision.
 
-Pure functions of typed candidates (encoder.selection.candidate), so a decision can be
-replayed from a summary JSON: `choose_depth(summary.candidates, summary.rule.selection_rule())`.
+Functions of typed candidates (encoder.selection.candidate) and the prediction files they
+name, so a decision can be replayed from a summary JSON:
+`choose_depth(summary.candidates, summary.rule.selection_rule())`.
 With several seeds a depth appears once per seed; its score is the mean.
 """
 
@@ -25,6 +30,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from encoder.selection.candidate import Candidate, CostName, Family, Record, arm_label
+from encoder.selection.evidence import RESAMPLES, Interval, compare_to_best, load_predictions
 
 RuleName = Literal["tolerance", "ratio", "pareto"]
 Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
@@ -54,6 +60,11 @@ class SelectionRule(BaseModel):
     )
     metric: Metric = Field("macro_f1", description="Validation metric the rule chooses by.")
     tolerance: float = Field(0.01, ge=0, description="Quality a cheaper depth may give up against the best.")
+    confidence: float | None = Field(
+        0.9, gt=0, lt=1,
+        description="Confidence of the paired bootstrap interval of (depth - best) on the validation rows; a cheaper "
+        "depth is within tolerance when the interval's lower end is. null = compare the means only.",
+    )
     alpha: float = Field(0.1, gt=0, description="Exponent of the cost in the ratio rule.")
     cost: CostName = Field("flops_per_example", description="Cost the rule minimises among depths within tolerance.")
     max_latency_ms: float | None = Field(None, gt=0, description="Hard limit on p50 latency at batch 1.")
@@ -69,6 +80,11 @@ class DepthScore(Record):
     std_error: float = Field(description="Standard error of that mean (0 with one seed).")
     seeds: int = Field(description="Seeds trained.")
     cost: float = Field(description="Mean cost, by the rule's cost.")
+    vs_best: Interval | None = Field(
+        None, description="Its metric minus the best depth's, with the paired bootstrap interval; none without "
+        "saved predictions."
+    )
+    not_converged: bool = Field(False, description="A seed of it was still improving when its budget ended.")
 
 
 class Decision(Record):
@@ -84,7 +100,12 @@ class Decision(Record):
     best_depth: int = Field(description="The depth with the best mean validation metric.")
     best_family: Family = Field("scratch", description="Its family.")
     effective_tolerance: float = Field(
-        description="Tolerance applied: the configured one, or the best depth's standard error over seeds if larger."
+        description="Tolerance applied: the configured one; comparing means only, the best depth's standard error "
+        "over seeds if larger."
+    )
+    confidence: float | None = Field(None, description="Configured confidence of the intervals (null: means only).")
+    evidence: str = Field(
+        "", description="How depths were compared: the paired bootstrap and its size, or why means only."
     )
     alpha: float = Field(description="Exponent of the cost in the ratio rule.")
     max_latency_ms: float | None = Field(None, description="Hard limit on p50 latency, if set.")
@@ -101,7 +122,8 @@ class Decision(Record):
     def selection_rule(self) -> SelectionRule:
         """The settings this decision was made with, to replay it: `choose_depth(candidates, d.selection_rule())`."""
         return SelectionRule(rule=self.name, metric=self.metric, tolerance=self.tolerance, alpha=self.alpha,
-                             cost=self.cost, max_latency_ms=self.max_latency_ms, max_params=self.max_params)
+                             cost=self.cost, max_latency_ms=self.max_latency_ms, max_params=self.max_params,
+                             confidence=self.confidence)
 
 
 def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
@@ -138,17 +160,22 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     scores = aggregate(eligible, rule.metric, rule.cost)
     arms = sorted(scores, key=_order)
     best = max(arms, key=lambda a: scores[a].mean)  # ties: the shallower depth
-    effective = max(rule.tolerance, scores[best].std_error) if scores[best].seeds > 1 else rule.tolerance
+    scores, evidence = _with_intervals(scores, eligible, best, rule)
+    paired = all(score.vs_best is not None for score in scores.values())
+    means_only_seeds = scores[best].seeds > 1 and not paired  # without the bootstrap, seeds widen the tolerance
+    effective = max(rule.tolerance, scores[best].std_error) if means_only_seeds else rule.tolerance
     front = pareto_front(list(scores.values()))
     if rule.rule == "ratio":
         selected = max(arms, key=lambda a: _ratio(scores[a], rule.alpha))
         reason = _ratio_reason(selected, best, scores, rule, label)
     else:
         pool = {a: scores[a] for a in (front if rule.rule == "pareto" else arms)}
-        within = [a for a in pool if pool[a].mean >= scores[best].mean - effective - _EPS]
+        within = [a for a in pool if _within(scores[a], scores[best], effective, paired)]
         selected = min(within, key=lambda a: (pool[a].cost, _order(a)))
         reason = _tolerance_reason(selected, best, scores, rule, effective, label)
     clauses = [reason + _other_families(selected, scores, rule.metric)]
+    if unfinished := _not_converged(selected, best, scores, label):
+        clauses.append(unfinished)
     if rule.rule == "pareto":
         clauses.append(f"Pareto front: {_arms_text(front, label)}")
     if excluded:
@@ -158,10 +185,46 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     return Decision(
         name=rule.rule, metric=rule.metric, tolerance=rule.tolerance, cost=rule.cost, reason="; ".join(clauses),
         selected_depth=selected[1], selected_family=selected[0], best_depth=best[1], best_family=best[0],
-        effective_tolerance=effective, alpha=rule.alpha, max_latency_ms=rule.max_latency_ms,
-        max_params=rule.max_params, pareto_front=[a[1] for a in front], pareto_families=[a[0] for a in front],
-        scores=[scores[a] for a in arms],
+        effective_tolerance=effective, confidence=rule.confidence, evidence=evidence, alpha=rule.alpha,
+        max_latency_ms=rule.max_latency_ms, max_params=rule.max_params, pareto_front=[a[1] for a in front],
+        pareto_families=[a[0] for a in front], scores=[scores[a] for a in arms],
     )
+
+
+def _with_intervals(
+    scores: dict[Arm, DepthScore], eligible: list[Candidate], best: Arm, rule: SelectionRule
+) -> tuple[dict[Arm, DepthScore], str]:
+    """The scores with each depth's paired interval against the best, and how depths were compared."""
+    if rule.confidence is None:
+        return scores, "means only (confidence: null)"
+    predictions = load_predictions(eligible)
+    if isinstance(predictions, str):
+        return scores, f"means only: {predictions}"
+    seeds = {arm: [c.seed for c in eligible if _arm(c) == arm] for arm in scores}
+    intervals = compare_to_best(predictions, seeds, best, rule.metric, rule.confidence)
+    and_seeds = " and of seeds" if any(len(s) > 1 for s in seeds.values()) else ""
+    evidence = (f"paired bootstrap: {RESAMPLES} resamples of {predictions.rows:,} validation rows{and_seeds}, "
+                f"{rule.confidence:.0%} intervals")
+    return {arm: score.model_copy(update={"vs_best": intervals[arm]}) for arm, score in scores.items()}, evidence
+
+
+def _within(score: DepthScore, best: DepthScore, tolerance: float, paired: bool) -> bool:
+    """Whether a depth counts as tied with the best: its interval's lower end (or its mean) within tolerance."""
+    if paired:
+        return score.vs_best.low >= -tolerance - _EPS
+    return score.mean >= best.mean - tolerance - _EPS
+
+
+def _not_converged(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], label) -> str:
+    """`not converged: depth 6 (best) was still improving when its budget ended`, or ""."""
+    roles = {arm: role for arm, role in ((best, "best"), (selected, "chosen")) if scores[arm].not_converged}
+    if selected == best and roles:
+        roles = {best: "best and chosen"}
+    if not roles:
+        return ""
+    named = " and ".join(f"{label(arm)} ({role})" for arm, role in sorted(roles.items(), key=lambda i: _order(i[0])))
+    verb = "were" if len(roles) > 1 else "was"
+    return f"not converged: {named} {verb} still improving when {'their' if len(roles) > 1 else 'its'} budget ended"
 
 
 Arm = tuple[str, int]  # (family, depth): what the rule chooses among
@@ -203,7 +266,7 @@ def aggregate(candidates: list[Candidate], metric: str, cost: str) -> dict[Arm, 
         mean_cost = statistics.fmean(_cost(c, cost) for c in runs)
         scores[family, depth] = DepthScore(
             depth=depth, family=family, mean=statistics.fmean(values), std_error=std_error, seeds=len(values),
-            cost=mean_cost,
+            cost=mean_cost, not_converged=any(c.not_converged for c in runs),
         )
     return scores
 
@@ -229,23 +292,30 @@ def _quality(score: DepthScore) -> str:
 def _tolerance_reason(
     selected: Arm, best: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, tolerance: float, label
 ) -> str:
-    """One sentence with the numbers behind a tolerance choice."""
+    """One sentence with the numbers behind a tolerance choice (and the intervals, when paired)."""
     chosen, top, metric = scores[selected], scores[best], rule.metric
+    at_confidence = f" at {rule.confidence:.0%} confidence" if chosen.vs_best is not None else ""
     if selected != best:
         share = chosen.cost / top.cost if top.cost else math.nan
         return (
-            f"{label(selected)}: {metric} {_quality(chosen)} vs best {_quality(top)} at {label(best)}, "
-            f"within tolerance {tolerance:.3g}, at {share:.0%} of its {COST_NAMES[rule.cost]}"
+            f"{label(selected)}: {metric} {_quality(chosen)} vs best {_quality(top)} at {label(best)}"
+            f"{_interval(chosen)}, within tolerance {tolerance:.3g}{at_confidence}, at {share:.0%} of its "
+            f"{COST_NAMES[rule.cost]}"
         )
     cheaper = [a for a in scores if scores[a].cost < top.cost]
     if not cheaper:
         return (f"{label(best)} has the best {metric} {_quality(top)} and is also the cheapest by "
                 f"{COST_NAMES[rule.cost]}")
-    closest = max(cheaper, key=lambda a: scores[a].mean)
+    closest = max(cheaper, key=lambda a: (scores[a].vs_best.low if scores[a].vs_best else scores[a].mean))
     return (
-        f"{label(best)} has the best {metric} {_quality(top)} and no cheaper depth is within {tolerance:.3g} "
-        f"(closest: {label(closest)} at {scores[closest].mean:.3f})"
+        f"{label(best)} has the best {metric} {_quality(top)} and no cheaper depth is within {tolerance:.3g}"
+        f"{at_confidence} (closest: {label(closest)} at {scores[closest].mean:.3f}{_interval(scores[closest])})"
     )
+
+
+def _interval(score: DepthScore) -> str:
+    """`: −0.004 [−0.011, +0.003]`, the difference to the best with its interval, or "" without one."""
+    return f": {score.vs_best.text()}" if score.vs_best is not None else ""
 
 
 def _ratio_reason(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, label) -> str:

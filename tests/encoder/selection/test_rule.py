@@ -138,8 +138,9 @@ def test_decision_serialises_as_the_summary_rule_object() -> None:
     assert decision.to_dict() == {
         "name": "tolerance", "metric": "macro_f1", "tolerance": 0.01, "cost": "flops_per_example",
         "reason": decision.reason, "selected_depth": 2, "selected_family": "scratch", "best_depth": 6,
-        "best_family": "scratch", "effective_tolerance": 0.01, "alpha": 0.1, "max_latency_ms": None,
-        "max_params": None, "pareto_front": [1, 2, 4, 6], "pareto_families": ["scratch"] * 4,
+        "best_family": "scratch", "effective_tolerance": 0.01, "confidence": 0.9,
+        "evidence": "means only: depth 1 seed 1 has no saved validation predictions", "alpha": 0.1,
+        "max_latency_ms": None, "max_params": None, "pareto_front": [1, 2, 4, 6], "pareto_families": ["scratch"] * 4,
         "scores": [score.to_dict() for score in decision.scores],
     }
     assert type(decision).from_dict(decision.to_dict()) == decision

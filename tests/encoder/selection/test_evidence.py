@@ -1,0 +1,160 @@
+"""The paired bootstrap on synthetic prediction sets whose truth is known."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from encoder.metrics import classification_metrics
+from encoder.selection.candidate import Candidate, Cost
+from encoder.selection.evidence import (
+    Predictions,
+    _weighted_metric,
+    compare_to_best,
+    load_predictions,
+    save_predictions,
+)
+from encoder.selection.rule import SelectionRule, choose_depth
+
+CLASSES = 3
+SHALLOW, DEEP = ("scratch", 1), ("scratch", 4)
+
+
+def labels(rng: np.random.Generator, rows: int) -> np.ndarray:
+    return rng.integers(0, CLASSES, rows)
+
+
+def model(rng: np.random.Generator, true: np.ndarray, accuracy: float) -> np.ndarray:
+    """Predictions right on each row with probability `accuracy`, independently, wrong ones to another class."""
+    predicted = true.copy()
+    wrong = rng.random(len(true)) >= accuracy
+    predicted[wrong] = (true[wrong] + rng.integers(1, CLASSES, wrong.sum())) % CLASSES
+    return predicted
+
+
+def interval(true: np.ndarray, shallow: np.ndarray, deep: np.ndarray, metric: str = "accuracy",
+             confidence: float = 0.9, resamples: int = 1000):
+    predictions = Predictions(true, {(*SHALLOW, 1): shallow, (*DEEP, 1): deep})
+    return compare_to_best(predictions, {SHALLOW: [1], DEEP: [1]}, DEEP, metric, confidence, resamples)[SHALLOW]
+
+
+def test_the_interval_covers_the_true_difference_of_equal_models_at_the_stated_rate() -> None:
+    rng = np.random.default_rng(1)
+    covered = []
+    for _ in range(150):
+        true = labels(rng, 400)
+        found = interval(true, model(rng, true, 0.85), model(rng, true, 0.85))
+        covered.append(found.low <= 0 <= found.high)
+    assert 0.82 <= np.mean(covered) <= 0.97  # 90 % intervals; 150 trials give about +-0.025
+
+
+def test_a_depth_truly_worse_by_the_tolerance_is_called_tied_at_most_at_the_one_sided_rate() -> None:
+    rng = np.random.default_rng(2)
+    tied = []
+    for _ in range(150):
+        true = labels(rng, 600)
+        found = interval(true, model(rng, true, 0.82), model(rng, true, 0.85))  # worse by exactly 0.03
+        tied.append(found.low >= -0.03)
+    assert np.mean(tied) <= 0.05 + 0.05  # the lower end of a 90 % interval errs 5 % of the time
+
+
+def test_a_depth_truly_worse_by_0_03_is_rejected_at_tolerance_0_01_and_an_equal_one_is_not() -> None:
+    rng = np.random.default_rng(3)
+    true = labels(rng, 4000)
+    deep = model(rng, true, 0.90)
+    worse = interval(true, model(rng, true, 0.87), deep, metric="macro_f1")
+    equal = interval(true, model(rng, true, 0.90), deep, metric="macro_f1")
+    assert worse.high < 0 and worse.low < -0.01  # shown worse, and not within tolerance
+    assert equal.low <= 0 <= equal.high
+
+
+def test_intervals_shrink_as_the_square_root_of_the_rows() -> None:
+    rng = np.random.default_rng(4)
+    widths = {}
+    for rows in (500, 2000, 8000):
+        true = labels(rng, rows)
+        found = interval(true, model(rng, true, 0.85), model(rng, true, 0.85), metric="macro_f1")
+        widths[rows] = found.high - found.low
+    assert 0.35 < widths[2000] / widths[500] < 0.65
+    assert 0.35 < widths[8000] / widths[2000] < 0.65
+
+
+def test_seeds_that_disagree_widen_the_interval() -> None:
+    rng = np.random.default_rng(5)
+    true = labels(rng, 1000)
+    deep = model(rng, true, 0.85)
+    agreeing = {(*SHALLOW, s): model(rng, true, 0.85) for s in (1, 2, 3)}
+    disagreeing = {(*SHALLOW, 1): model(rng, true, 0.75), (*SHALLOW, 2): model(rng, true, 0.85),
+                   (*SHALLOW, 3): model(rng, true, 0.95)}
+    widths = []
+    for shallow in (agreeing, disagreeing):
+        predictions = Predictions(true, {**shallow, (*DEEP, 1): deep})
+        found = compare_to_best(predictions, {SHALLOW: [1, 2, 3], DEEP: [1]}, DEEP, "accuracy", 0.9, 1000)[SHALLOW]
+        widths.append(found.high - found.low)
+    assert widths[1] > 2 * widths[0]
+
+
+@pytest.mark.parametrize("metric", ["accuracy", "balanced_accuracy", "macro_f1"])
+def test_the_unweighted_metric_is_encoder_metrics(metric: str) -> None:
+    rng = np.random.default_rng(6)
+    true = labels(rng, 300)
+    predicted = np.where(true == 2, 0, model(rng, true, 0.7))  # class 2 never predicted
+    expected = classification_metrics(true.astype(str).tolist(), predicted.astype(str).tolist())[metric]
+    assert _weighted_metric(true, predicted, np.ones((1, 300), dtype=np.float32), metric)[0] == pytest.approx(expected)
+
+
+def saved_candidate(folder: Path, depth: int, true: np.ndarray, predicted: np.ndarray, flops: float) -> Candidate:
+    path = save_predictions(folder / f"depth-{depth}.npz", true, predicted)
+    f1 = classification_metrics(true.astype(str).tolist(), predicted.astype(str).tolist())["macro_f1"]
+    return Candidate(depth=depth, status="trained", metrics={"macro_f1": f1}, predictions=str(path),
+                     cost=Cost(flops_per_example=flops))
+
+
+def test_the_rule_ties_equal_depths_only_when_the_rows_can_tell(tmp_path: Path) -> None:
+    """Two equally good depths: on 300 rows the interval is too wide to call the cheap one within 0.01, so the
+    best is kept; on 20,000 rows it is narrow and the cheap one is chosen."""
+    rng = np.random.default_rng(7)
+    for rows, expected in ((300, 4), (20_000, 1)):
+        folder = tmp_path / str(rows)
+        folder.mkdir()
+        true = labels(rng, rows)
+        shallow, deep = model(rng, true, 0.9), model(rng, true, 0.9)
+        if np.mean(shallow == true) > np.mean(deep == true):
+            shallow, deep = deep, shallow  # the deep depth is the better on these rows
+        sweep = [saved_candidate(folder, 1, true, shallow, 1e8), saved_candidate(folder, 4, true, deep, 4e8)]
+        decision = choose_depth(sweep, SelectionRule(tolerance=0.01))
+        assert decision.selected_depth == expected, decision.reason
+        assert decision.evidence.startswith(f"paired bootstrap: 2000 resamples of {rows:,} validation rows")
+        assert "at 90% confidence" in decision.reason and "[" in decision.reason
+        assert choose_depth(sweep, decision.selection_rule()) == decision
+    means_only = choose_depth(sweep, SelectionRule(tolerance=0.01, confidence=None))
+    assert means_only.evidence == "means only (confidence: null)" and means_only.scores[0].vs_best is None
+
+
+def test_the_sentence_gives_the_chosen_depths_interval(tmp_path: Path) -> None:
+    rng = np.random.default_rng(8)
+    true = labels(rng, 20_000)
+    deep = model(rng, true, 0.9)
+    shallow = np.where(rng.random(20_000) < 0.995, deep, (deep + 1) % CLASSES)  # the same model, nearly
+    decision = choose_depth([saved_candidate(tmp_path, 1, true, shallow, 1e8),
+                             saved_candidate(tmp_path, 4, true, deep, 4e8)], SelectionRule(tolerance=0.01))
+    low_bound = decision.scores[0].vs_best
+    assert decision.selected_depth == 1
+    assert decision.reason.startswith(f"depth 1: macro_f1 {decision.scores[0].mean:.3f} vs best ")
+    assert f"at depth 4: {low_bound.text()}, within tolerance 0.01 at 90% confidence" in decision.reason
+    assert -0.01 < low_bound.low < low_bound.difference < low_bound.high
+
+
+def test_predictions_of_other_rows_or_missing_files_fall_back_to_the_means(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    true = labels(rng, 200)
+    one = saved_candidate(tmp_path, 1, true, model(rng, true, 0.9), 1e8)
+    other_rows = saved_candidate(tmp_path, 4, labels(rng, 200), model(rng, true, 0.9), 4e8)
+    assert load_predictions([one, other_rows]) == "depth 4 seed 1 was validated on other rows than the rest"
+    gone = one.model_copy(update={"predictions": str(tmp_path / "gone.npz")})
+    assert load_predictions([gone]).startswith("depth 1 seed 1's validation predictions cannot be read")
+    decision = choose_depth([one, other_rows], SelectionRule(tolerance=0.01))
+    assert decision.evidence == "means only: depth 4 seed 1 was validated on other rows than the rest"
+    assert all(score.vs_best is None for score in decision.scores)
