@@ -97,7 +97,9 @@ class DepthClassifier(L.LightningModule):
         restart_steps: int = 0,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters(ignore=["network", "class_weights"])
+        # restart_steps is not a hyperparameter: an extension continues the same run, whose logged params stay.
+        self.save_hyperparameters(ignore=["network", "class_weights", "restart_steps"])
+        self.restart_steps = restart_steps
         self.network = network
         if class_weights is not None and class_weights.shape != (n_classes,):
             raise ValueError(f"class_weights must have shape ({n_classes},), got {tuple(class_weights.shape)}")
@@ -202,5 +204,5 @@ class DepthClassifier(L.LightningModule):
         fused = fused and device.type in ("cpu", "cuda")
         optimizer = torch.optim.AdamW(self.parameter_groups(), lr=self.hparams.learning_rate, fused=fused)
         warmup_steps = int(self.hparams.warmup_fraction * total_steps)
-        scheduler = LambdaLR(optimizer, warmup_cosine(total_steps, warmup_steps, self.hparams.restart_steps))
+        scheduler = LambdaLR(optimizer, warmup_cosine(total_steps, warmup_steps, self.restart_steps))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

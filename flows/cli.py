@@ -105,6 +105,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-epochs", type=int, help="upper bound on epochs per depth")
     run.add_argument("--metric", choices=_choices(SweepConfig, "metric"), help="selection metric")
     run.add_argument("--tolerance", type=float, help="quality a cheaper depth may give up")
+    run.add_argument(
+        "--confidence", type=float,
+        help="confidence of the paired bootstrap a cheaper depth must pass to be within tolerance (default: 0.9)",
+    )
+    run.add_argument(
+        "--extend-unconverged", action=argparse.BooleanOptionalAction,
+        help="give candidates still improving at the end of their budget more epochs before deciding "
+        "(default: on in the nightly deployment, off here)",
+    )
+    run.add_argument(
+        "--check-lr", action="store_true", default=None,
+        help="first train the shallowest and deepest depth briefly at 3 peak learning rates and report whether the "
+        "best rate moves with depth",
+    )
     run.add_argument("--seeds", type=_depths, help="seeds per depth, e.g. 1,2,3 (the rule uses their mean)")
     run.add_argument("--rule", choices=_choices(SweepConfig, "rule"), help="how to choose among depths")
     run.add_argument(
@@ -190,6 +204,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 "rule",
                 "metric",
                 "tolerance",
+                "confidence",
+                "extend_unconverged",
+                "check_lr",
                 "cost",
                 "halving",
                 "max_latency_ms",

@@ -48,6 +48,13 @@ def absolute_paths(config: RunConfig) -> RunConfig:
     return config.model_copy(update={"data": data, "model": model, "registry": registry})
 
 
+def nightly_settings(config: RunConfig) -> RunConfig:
+    """What a nightly run does differently unless told: extend candidates still improving (no one is waiting)."""
+    if config.sweep.extend_unconverged is not None:
+        return config
+    return config.model_copy(update={"sweep": config.sweep.model_copy(update={"extend_unconverged": True})})
+
+
 def nightly_deployment(config: RunConfig, cron: str = NIGHTLY_CRON, timezone: str = "UTC") -> RunnerDeployment:
     """The retrain flow with `config` as its default parameters, on a cron schedule in `timezone`."""
     from prefect.schedules import Cron
@@ -57,7 +64,7 @@ def nightly_deployment(config: RunConfig, cron: str = NIGHTLY_CRON, timezone: st
     return retrain.to_deployment(
         name=NIGHTLY,
         schedule=Cron(cron, timezone=timezone),
-        parameters=absolute_paths(config).model_dump(mode="json"),
+        parameters=nightly_settings(absolute_paths(config)).model_dump(mode="json"),
         description="Audit the data, sweep depth, register the chosen model; skipped when nothing changed.",
         tags=["depthfinder"],
     )

@@ -5,8 +5,9 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from encoder.selection.candidate import Candidate
+from encoder.selection.candidate import Candidate, arm_label
 from encoder.selection.halving import Halving
+from encoder.selection.rule import Decision
 from expectations.audit.report import audit_lines, markdown_table
 from flows.summary import RunSummary
 
@@ -17,6 +18,7 @@ COLUMNS = (
     ("seed", lambda c: c.seed, "{}"),
     ("status", lambda c: c.status, "{}"),
     ("epochs", lambda c: c.epochs, "{}"),
+    ("converged", lambda c: ("no, rising" if c.not_converged else "yes") if c.usable else None, "{}"),
     ("val macro-F1", lambda c: c.metrics.get("macro_f1"), "{:.3f}"),
     ("test macro-F1", lambda c: c.test_metrics.get("macro_f1"), "{:.3f}"),
     ("params", lambda c: c.cost and c.cost.params, "{:,.0f}"),
@@ -53,7 +55,7 @@ def format_summary(summary: RunSummary) -> str:
         for cells in [header, *rows]:
             lines.append("  ".join(cell.rjust(width) for cell, width in zip(cells, widths, strict=True)))
     if summary.selected_depth is not None:
-        lines += ["", f"Decision: {summary.rule.reason}."]
+        lines += ["", f"Decision: {summary.rule.reason}.", evidence_sentence(summary.rule)]
         if summary.halving:
             lines.append(halving_sentence(summary.halving))
         promotion = (
@@ -63,6 +65,18 @@ def format_summary(summary: RunSummary) -> str:
         lines.append(f"Registered {summary.model.uri} as challenger, {promotion} ({summary.promotion}).")
     lines.append(f"MLflow run: {summary.mlflow_run_id}  data hash: {summary.data_hash}")
     return "\n".join(lines)
+
+
+def evidence_sentence(decision: Decision) -> str:
+    """How the depths were compared, and each one's difference to the best with its interval."""
+    others = [score for score in decision.scores if score.vs_best is not None
+              and (score.family, score.depth) != (decision.best_family, decision.best_depth)]
+    if not others:
+        return f"Compared by {decision.evidence}."
+    named = len({score.family for score in decision.scores}) > 1
+    best = arm_label(decision.best_family, decision.best_depth, named)
+    differences = ", ".join(f"{arm_label(s.family, s.depth, named)} {s.vs_best.text()}" for s in others)
+    return f"Compared by {decision.evidence}; {decision.metric} against {best}: {differences}."
 
 
 def halving_sentence(halving: Halving) -> str:
@@ -89,7 +103,8 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
     )
     halving = f"\n\n{halving_sentence(summary.halving)}" if summary.halving else ""
     return (
-        f"# Depth decision: {summary.selected_depth}\n\n{summary.rule.reason}{halving}\n\n"
+        f"# Depth decision: {summary.selected_depth}\n\n{summary.rule.reason}\n\n{evidence_sentence(summary.rule)}"
+        f"{halving}\n\n"
         + markdown_table(header, rows)
         + f"\n\nRegistered `{summary.model.uri}`; promoted to champion: {summary.promoted} ({summary.promotion})."
         + images

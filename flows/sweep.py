@@ -70,6 +70,9 @@ def _train(
     }
     for grid, future in futures.items():
         candidate = _collect(training.family, grid, future, latest.get(grid), training.sweep)
+        if candidate.status == "failed" and epochs > training.train.max_epochs:  # an extension: keep what it had
+            get_run_logger().warning("%s keeps its result at %d epochs", candidate.name, training.train.max_epochs)
+            continue
         rising = candidate.usable and still_rising(candidate.history, training.train.patience, sweep.tolerance)
         latest[grid] = candidate.model_copy(update={"not_converged": rising})
 

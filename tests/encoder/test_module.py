@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from encoder.datamodule import TextDataModule
 from encoder.metrics import classification_metrics
 from encoder.model import EncoderClassifier, EncoderConfig
-from encoder.module import DepthClassifier, warmup_cosine
+from encoder.module import RESTART_PEAK, DepthClassifier, warmup_cosine
 from encoder.tokenizer import encode_texts, pad_batch, train_tokenizer
 from flows.config import SweepConfig
 from tests.encoder.keyword_task import LABELS, keyword_frame
@@ -142,3 +142,11 @@ def test_the_deepest_default_depth_trains_stably_only_with_the_depth_scaled_lear
     assert mean(scaled) < 1.25 * mean(one_block)  # as fast as one block
     assert mean(scaled) < 0.75 * mean(unscaled)  # the unscaled rate does worse over the run
     assert mean(scaled[-10:]) < mean(unscaled[-10:])  # and at its end
+
+
+def test_an_extension_restarts_the_schedule_at_half_the_peak_and_decays_it_again() -> None:
+    plain, extended = warmup_cosine(100, 10), warmup_cosine(100, 10, restart_steps=50)
+    assert [plain(s) for s in range(100)] == [extended(s) for s in range(100)]  # the first cycle is unchanged
+    assert plain(100) == plain(150) == 0.0  # without a restart the rate stays at 0 after the schedule
+    assert extended(100) < extended(105) == RESTART_PEAK  # after a warm-up of the same share (5 of 50 steps)
+    assert extended(105) > extended(125) > extended(149) > 0.0

@@ -64,6 +64,7 @@ def test_the_deployment_is_scheduled_nightly_in_its_time_zone_with_the_config_as
     assert (schedule.schedule.cron, schedule.schedule.timezone) == ("0 2 * * *", "Europe/Berlin")
     assert read.name == NIGHTLY
     assert read.parameters["sweep"]["depths"] == [1, 2]
+    assert read.parameters["sweep"]["extend_unconverged"] is True  # not set in the config: on at night
     assert read.parameters["registry"]["workdir"] == str(folder / "work")  # absolute: runs may start elsewhere
 
 
@@ -100,6 +101,7 @@ def test_prefect_yaml_declares_the_nightly_deployment() -> None:
     assert nightly["schedules"][0]["cron"] == NIGHTLY_CRON and "timezone" in nightly["schedules"][0]
     assert nightly["work_pool"]["name"]
     RunConfig.model_validate({k: v for k, v in nightly["parameters"].items() if k != "force"})
+    assert nightly["parameters"]["sweep"]["extend_unconverged"] is True  # as `depthfinder deploy` sets it
 
 
 def test_scheduled_runs_get_absolute_paths_for_local_files_and_keep_hub_ids(tmp_path, monkeypatch) -> None:

@@ -1,0 +1,39 @@
+"""Telling a converged validation curve from a rising one, and keeping late bloomers through halving."""
+
+from __future__ import annotations
+
+import pytest
+
+from encoder.selection.candidate import Candidate, recent_gain, still_rising
+from encoder.selection.halving import late_bloomers
+
+
+def test_a_curve_that_gained_more_than_the_tolerance_in_its_last_window_is_still_rising() -> None:
+    rising = [0.30, 0.50, 0.60, 0.66, 0.71, 0.75]
+    flat = [0.30, 0.70, 0.80, 0.804, 0.801, 0.806]  # +0.006 over its last 3 epochs
+    assert recent_gain(rising, 3) == pytest.approx(0.75 - 0.60)  # best of the last 3 vs best before
+    assert still_rising(rising, window=3, gain=0.01)
+    assert not still_rising(flat, window=3, gain=0.01)
+    assert still_rising(flat, window=3, gain=0.005)
+    assert not still_rising([0.9, 0.95, 0.93, 0.92], window=2, gain=0.0)  # early stopping's case: it fell
+    assert still_rising([0.5], window=3, gain=0.01)  # one epoch tells nothing
+    assert recent_gain([0.5, 0.6], window=5) == pytest.approx(0.1)  # the window shrinks to the curve
+
+
+def curve(depth: int, history: list[float], gain: float = 0.01) -> Candidate:
+    return Candidate(depth=depth, status="trained", metrics={"macro_f1": max(history)}, history=history,
+                     not_converged=still_rising(history, 2, gain))
+
+
+def test_halving_keeps_a_deep_depth_rising_fast_enough_to_catch_up_and_only_that() -> None:
+    rung = [
+        curve(1, [0.50, 0.70, 0.78, 0.80]),
+        curve(2, [0.40, 0.62, 0.76, 0.79]),
+        curve(4, [0.20, 0.30, 0.50, 0.72]),  # +0.42 in two epochs: within reach of 0.79 after two more
+        curve(6, [0.20, 0.25, 0.30, 0.34]),  # rising, but +0.09 leaves it far behind
+        curve(8, [0.55, 0.60, 0.60, 0.60]),  # flat: converged below the cut
+    ]
+    assert [c.not_converged for c in rung] == [True, True, True, True, False]
+    assert late_bloomers(rung, kept=[1, 2], window=2, tolerance=0.01) == [4]
+    flattened = [c.model_copy(update={"not_converged": False}) for c in rung]
+    assert late_bloomers(flattened, kept=[1, 2], window=2, tolerance=0.01) == []
