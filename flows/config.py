@@ -59,6 +59,12 @@ class SweepConfig(SelectionRule):
     extend_epochs: int | None = Field(
         None, strict=True, ge=1, description="Epochs of such an extension; null = half the recipe's max_epochs."
     )
+    check_lr: bool = Field(
+        False,
+        description="Before the sweep, train the shallowest and deepest depth of each family for the first halving "
+        "budget at 1/3, 1 and 3 times the recipe's peak learning rate, and report whether the best rate moves with "
+        "depth (the 1x runs are the sweep's own first epochs, reused).",
+    )
     task_runner: Literal["threads", "processes", "dask"] = Field(
         "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster."
     )

@@ -56,6 +56,7 @@ def format_summary(summary: RunSummary) -> str:
             lines.append("  ".join(cell.rjust(width) for cell, width in zip(cells, widths, strict=True)))
     if summary.selected_depth is not None:
         lines += ["", f"Decision: {summary.rule.reason}.", evidence_sentence(summary.rule)]
+        lines += [f"{check.sentence[0].upper()}{check.sentence[1:]}." for check in summary.lr_check]
         if summary.halving:
             lines.append(halving_sentence(summary.halving))
         promotion = (
@@ -101,10 +102,10 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
     images = "".join(
         f"\n\n![{path.stem}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})" for path in plots
     )
-    halving = f"\n\n{halving_sentence(summary.halving)}" if summary.halving else ""
+    notes = [summary.rule.reason, evidence_sentence(summary.rule), *([halving_sentence(summary.halving)]
+             if summary.halving else []), *(check.sentence for check in summary.lr_check)]
     return (
-        f"# Depth decision: {summary.selected_depth}\n\n{summary.rule.reason}\n\n{evidence_sentence(summary.rule)}"
-        f"{halving}\n\n"
+        f"# Depth decision: {summary.selected_depth}\n\n" + "\n\n".join(notes) + "\n\n"
         + markdown_table(header, rows)
         + f"\n\nRegistered `{summary.model.uri}`; promoted to champion: {summary.promoted} ({summary.promotion})."
         + images

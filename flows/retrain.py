@@ -33,7 +33,7 @@ from flows.preflight import check_run
 from flows.report import decision_markdown
 from flows.signals import stop_on_signals
 from flows.summary import RunAudit, RunSummary
-from flows.sweep import sweep_depths
+from flows.sweep import check_learning_rates, sweep_depths
 from tasks.audit import audit_dataset
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 from tasks.registry import find_unchanged_model, register_model
@@ -88,6 +88,7 @@ def train_and_register(
     summary = audited(config, dataset, run)
     trainings = [training_of(family, config, dataset, checkpoint, summary.audit.informs.class_weights, run)
                  for family in config.families]
+    lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
     candidates, halving = sweep_depths(config.sweep, trainings)
     decision = choose_depth(candidates, config.sweep)
     registration = register_model(
@@ -96,6 +97,7 @@ def train_and_register(
     )
     summary = summary.model_copy(update={
         "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision, "halving": halving,
+        "lr_check": lr_check,
         "model": registration.model, "promoted": registration.promoted, "promotion": registration.promotion,
         "champion_version": registration.champion_version,
     })

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from encoder.selection.candidate import Candidate, Record
 from encoder.selection.halving import Halving
+from encoder.selection.learning_rate import RateCheck
 from encoder.selection.rule import Decision
 from encoder.tracking.records import ModelVersionRef
 from expectations.audit.report import AuditReport
@@ -45,6 +46,7 @@ class RunSummary(Record):
     selected_depth: int | None = Field(None, description="The chosen depth; none when skipped or blocked.")
     rule: Decision | None = Field(None, description="How the depth was chosen, and why.")
     halving: Halving | None = Field(None, description="What successive halving did; none without halving.")
+    lr_check: list[RateCheck] = Field([], description="The learning-rate check per family (sweep.check_lr).")
     model: ModelVersionRef | None = Field(None, description="The version registered (or, when skipped, reused).")
     promoted: bool | None = Field(None, description="Whether it became champion.")
     promotion: str | None = Field(None, description="Why it was promoted or not, in a phrase.")

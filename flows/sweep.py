@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from prefect import get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
@@ -9,6 +11,7 @@ from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTa
 from encoder.interrupt import Interrupted
 from encoder.selection.candidate import Candidate, still_rising
 from encoder.selection.halving import Halving, Rung, halving_summary, kept_count, late_bloomers, rank_depths
+from encoder.selection.learning_rate import RATE_FACTORS, RateCheck, RateTrial, judge_rates
 from encoder.tracking.runs import SweepRun
 from flows.config import SweepConfig
 from tasks.tracking import mark_pruned, record_cached_candidate, tag_convergence
@@ -75,6 +78,32 @@ def _train(
             continue
         rising = candidate.usable and still_rising(candidate.history, training.train.patience, sweep.tolerance)
         latest[grid] = candidate.model_copy(update={"not_converged": rising})
+
+
+def check_learning_rates(sweep: SweepConfig, trainings: list[Training]) -> list[RateCheck]:
+    """Train each family's shallowest and deepest depth for its first halving budget at 1/3, 1 and 3 times its
+    peak rate (the first seed); whether the best rate moved with depth, per family."""
+    checks = []
+    with task_runner(sweep) as runner:
+        for training in trainings:
+            recipe, seed = training.train, sweep.seeds[0]
+            depths = sweep.depths_of(training.family, training.checkpoint.layers if training.checkpoint else None)
+            epochs = min(sweep.halving_epochs or recipe.min_epochs, recipe.max_epochs)
+            rates = [factor * recipe.learning_rate for factor in RATE_FACTORS]
+            futures = {
+                (depth, rate): runner.submit(train_depth, {
+                    "training": replace(training, train=recipe.model_copy(update={"learning_rate": rate})),
+                    "depth": depth, "seed": seed, "epochs": epochs})
+                for depth in sorted({min(depths), max(depths)}) for rate in rates
+            }
+            trials = []
+            for (depth, rate), future in futures.items():
+                trial = _collect(training.family, (depth, seed), future, None, training.sweep)
+                trials.append(RateTrial(depth=depth, learning_rate=rate,
+                                        metric=trial.metrics.get("macro_f1") if trial.usable else None))
+            checks.append(judge_rates(training.family, epochs, recipe.learning_rate, trials))
+            get_run_logger().info(checks[-1].sentence)
+    return checks
 
 
 def task_runner(sweep: SweepConfig) -> TaskRunner:
