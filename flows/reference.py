@@ -101,8 +101,15 @@ def cli_flags() -> dict[tuple[str, str], list[str]]:
         given = True if action.nargs == 0 else object()
         probe = argparse.Namespace(**{**blank, action.dest: given})
         for setting in sorted(_settings_given(cli._overrides(probe)) - always_set):
-            flags.setdefault(setting, []).append(max(action.option_strings, key=len))
+            flags.setdefault(setting, []).append(_flag_text(action))
     return flags
+
+
+def _flag_text(action: argparse.Action) -> str:
+    """`--tolerance`; `--[no-]extend-unconverged` for a flag that comes in both forms."""
+    if isinstance(action, argparse.BooleanOptionalAction):
+        return action.option_strings[0].replace("--", "--[no-]", 1)
+    return max(action.option_strings, key=len)
 
 
 def _settings_given(overrides: dict[str, dict[str, Any]]) -> set[tuple[str, str]]:

@@ -103,8 +103,13 @@ def test_a_run_stopped_at_a_budget_and_resumed_ends_as_one_trained_straight_thro
     weights = straight.network.state_dict()
     assert all(torch.equal(value, weights[key]) for key, value in resumed.network.state_dict().items())
     assert resumed.metrics == straight.metrics
-    with pytest.raises(ValueError, match="epochs must be between 1 and max_epochs 4"):
-        run(tmp_path / "over", epochs=5)
+    assert len(straight.history) == 4 and resumed.history == straight.history  # kept across the resume
+
+    extended = run(tmp_path / "halved", epochs=6, resume_from=resumed.checkpoint)  # 2 epochs past max_epochs
+    assert 4 < extended.epochs <= 6 and len(extended.history) == extended.epochs
+    assert extended.history[:4] == straight.history  # continued from epoch 4, not retrained
+    with pytest.raises(ValueError, match="epochs must be at least 1"):
+        run(tmp_path / "none", epochs=0)
 
 
 def test_a_run_killed_mid_epoch_resumes_from_its_last_epoch_and_ends_as_one_trained_straight_through(
