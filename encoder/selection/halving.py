@@ -12,7 +12,8 @@ the cheaper comes first. Halving therefore keeps the cheap depth the final rule 
 over a slightly better deep one, instead of dropping it for being a little behind early.
 Stopping at two keeps the last comparison one between finished models. A depth outside the
 better half whose validation curve is still rising steeply enough to catch up within one
-more window of epochs (`late_bloomers`) is kept too: deep models often learn late.
+more window of epochs, with the kept depths going on at their own pace (`late_bloomers`), is
+kept too: deep models often learn late.
 """
 
 from __future__ import annotations
@@ -91,23 +92,25 @@ def rank_depths(candidates: list[Candidate], rule: SelectionRule) -> list[int]:
 
 
 def late_bloomers(candidates: list[Candidate], kept: list[int], window: int, tolerance: float) -> list[int]:
-    """Depths outside `kept` that a rung should keep anyway: still rising (`Candidate.not_converged`) fast enough
-    that one more `window` of epochs at their recent pace would bring their best validation macro-F1 within
-    `tolerance` of the weakest kept depth's. A deep model often learns late; this keeps halving from pruning it
-    on an unfinished curve, and changes nothing once the curves have flattened."""
-    def best(depth: int, projected: bool) -> float:
+    """Depths outside `kept` that a rung should keep anyway: still rising (`Candidate.not_converged`) so much
+    faster than the kept depths that, if every depth went on for one more `window` of epochs at its recent pace,
+    its best validation macro-F1 would come within `tolerance` of the weakest kept depth's. A deep model often
+    learns late; this keeps halving from pruning it on an unfinished curve, and keeps nothing that is merely
+    rising as fast as the rest. A curve shorter than two windows cannot tell rising from noise: none is judged
+    at such a rung."""
+    def projected(depth: int) -> float:
         runs = [c for c in candidates if c.depth == depth and c.usable and c.history]
-        return statistics.fmean(_curve_best(c, window, projected) for c in runs) if runs else -math.inf
+        return statistics.fmean(_projected_best(c, window) for c in runs) if runs else -math.inf
 
-    bar = min(best(depth, projected=False) for depth in kept) - tolerance
-    rising = {c.depth for c in candidates if c.usable and c.not_converged and c.depth not in kept}
-    return sorted(depth for depth in rising if best(depth, projected=True) >= bar)
+    bar = min(projected(depth) for depth in kept) - tolerance
+    rising = {c.depth for c in candidates
+              if c.usable and c.not_converged and c.depth not in kept and len(c.history) >= 2 * window}
+    return sorted(depth for depth in rising if projected(depth) >= bar)
 
 
-def _curve_best(candidate: Candidate, window: int, projected: bool) -> float:
-    """The best of a validation curve, plus its gain over the last `window` epochs again if `projected`."""
-    gain = max(recent_gain(candidate.history, window) or 0.0, 0.0) if projected else 0.0
-    return max(candidate.history) + gain
+def _projected_best(candidate: Candidate, window: int) -> float:
+    """The best of a validation curve plus its gain over the last `window` epochs once more."""
+    return max(candidate.history) + max(recent_gain(candidate.history, window) or 0.0, 0.0)
 
 
 def halving_summary(rungs: list[Rung], candidates: list[Candidate]) -> Halving:

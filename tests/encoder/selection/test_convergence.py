@@ -29,11 +29,16 @@ def test_halving_keeps_a_deep_depth_rising_fast_enough_to_catch_up_and_only_that
     rung = [
         curve(1, [0.50, 0.70, 0.78, 0.80]),
         curve(2, [0.40, 0.62, 0.76, 0.79]),
-        curve(4, [0.20, 0.30, 0.50, 0.72]),  # +0.42 in two epochs: within reach of 0.79 after two more
+        curve(4, [0.20, 0.30, 0.50, 0.72]),  # +0.42 in two epochs: 1.14 projected, past depth 1's 0.90
         curve(6, [0.20, 0.25, 0.30, 0.34]),  # rising, but +0.09 leaves it far behind
         curve(8, [0.55, 0.60, 0.60, 0.60]),  # flat: converged below the cut
     ]
     assert [c.not_converged for c in rung] == [True, True, True, True, False]
     assert late_bloomers(rung, kept=[1, 2], window=2, tolerance=0.01) == [4]
+    slower = rung[:2] + [curve(4, [0.20, 0.30, 0.50, 0.60])]  # +0.30: 0.90 projected, as depth 1's 0.80 + 0.10
+    assert late_bloomers(slower, kept=[1, 2], window=2, tolerance=0.01) == [4]
+    slowest = rung[:2] + [curve(4, [0.20, 0.30, 0.45, 0.58])]  # +0.28: 0.86, short of 0.90 - 0.01
+    assert late_bloomers(slowest, kept=[1, 2], window=2, tolerance=0.01) == []
+    assert late_bloomers(rung, kept=[1, 2], window=3, tolerance=0.01) == []  # 4 epochs are not two windows of 3
     flattened = [c.model_copy(update={"not_converged": False}) for c in rung]
     assert late_bloomers(flattened, kept=[1, 2], window=2, tolerance=0.01) == []
