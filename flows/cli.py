@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, get_args
 
@@ -178,7 +179,31 @@ def build_parser() -> argparse.ArgumentParser:
     unlock.add_argument("--model-name", default=RegistryConfig().model_name, help="registered model name")
     unlock.add_argument("--workdir", type=Path, default=RegistryConfig().workdir, help="the runs' work folder")
     unlock.set_defaults(handler=_unlock)
+    _add_history_commands(commands)
     return parser
+
+
+def _add_history_commands(commands: argparse._SubParsersAction) -> None:
+    history = commands.add_parser("history", help="every move of a model's aliases; which version was champion when")
+    history.add_argument("--at", type=_moment, help="say which version was champion at this time, e.g. "
+                         "2026-11-24T02:00 (UTC unless an offset is given)")
+    rollback = commands.add_parser("rollback", help="move champion back to previous-champion (recorded as a move)")
+    rollback.add_argument("--reason", default="by hand", help="why, for the history (default: by hand)")
+    for command, handler in ((history, _history), (rollback, _rollback)):
+        command.add_argument("--model", "--model-name", dest="model_name", default=RegistryConfig().model_name,
+                             help="registered model name")
+        command.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow tracking URI")
+        command.set_defaults(handler=handler)
+    rollback.add_argument("--workdir", type=Path, default=RegistryConfig().workdir,
+                          help="the retrains' work folder (its lock keeps a rollback and a promotion apart)")
+
+
+def _moment(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time such as 2026-11-24T02:00") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -373,6 +398,72 @@ def _unlock(args: argparse.Namespace) -> int:
         taken = clear_server_slots(args.model_name)
     print(f"The retrain lock of {args.model_name!r} is free ({path} has no live holder; "
           f"{taken} slot(s) of the Prefect limit retrain-{args.model_name} freed).")
+    return 0
+
+
+def _registry_client(args: argparse.Namespace):
+    """A client of the registry holding `args.model_name`, or UsageError when there is no such model."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    from encoder.tracking.runs import SQLITE, resolve_tracking_uri
+    from flows.preflight import check_tracking_store
+
+    RegistryConfig(model_name=args.model_name)  # the name's rules
+    uri = resolve_tracking_uri(args.tracking_uri)
+    if uri.startswith(SQLITE) and not Path(uri.removeprefix(SQLITE)).is_file():
+        raise UsageError(f"no MLflow database at {uri.removeprefix(SQLITE)} (--tracking-uri)")
+    check_tracking_store(uri)
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        client.get_registered_model(args.model_name)
+    except MlflowException:
+        raise UsageError(f"no registered model {args.model_name!r} at {args.tracking_uri}") from None
+    return client
+
+
+def _history(args: argparse.Namespace) -> int:
+    from encoder.tracking.history import CHAMPION, alias_history, history_problems, holder_at
+
+    client = _registry_client(args)
+    moves = alias_history(client, args.model_name)
+    if args.at is not None:
+        move = holder_at(moves, CHAMPION, args.at)
+        if move is None:
+            print(f"{args.model_name} had no champion at {args.at:%Y-%m-%d %H:%M %Z}.")
+        else:
+            print(f"Version {move.version} of {args.model_name} was champion at {args.at:%Y-%m-%d %H:%M %Z} "
+                  f"(since {move.time:%Y-%m-%d %H:%M:%S %Z}, {_mover(move)}: {move.reason}).")
+        return 0
+    rows = [[str(m.seq), f"{m.time:%Y-%m-%d %H:%M:%S}", m.alias, m.version, m.previous or "-", _mover(m), m.reason]
+            for m in moves]
+    header = ["#", "time (UTC)", "alias", "version", "was", "moved by", "reason"]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
+    for problem in history_problems(client, args.model_name, moves):
+        print(f"warning: {problem} (a process was stopped between moving it and recording the move)")
+    return 0
+
+
+def _mover(move) -> str:
+    return f"run {move.run_id[:8]}" if move.run_id else move.by
+
+
+def _rollback(args: argparse.Namespace) -> int:
+    from encoder.tracking.history import roll_back
+    from flows.lock import LockBusy, holding_now
+
+    client = _registry_client(args)
+    try:
+        with holding_now(args.model_name, args.workdir):
+            champion, previous = roll_back(client, args.model_name, args.reason)
+    except LockBusy as busy:
+        print(f"depthfinder: not rolled back: {busy}; it may be moving champion now. Run `depthfinder history` "
+              "when it ends and roll back then if still wanted.", file=sys.stderr)
+        return 1
+    print(f"Champion of {args.model_name} is version {champion.version} again (was {champion.previous}); "
+          f"previous-champion is version {previous.version}.")
     return 0
 
 

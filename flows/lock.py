@@ -52,6 +52,19 @@ def one_retrain_at_a_time(model_name: str, workdir: Path) -> Iterator[None]:
             yield
 
 
+class LockBusy(Exception):
+    """The lock is held by another process (the message names it)."""
+
+
+@contextlib.contextmanager
+def holding_now(model_name: str, workdir: Path) -> Iterator[None]:
+    """Hold `model_name`'s retrain lock file meanwhile, or raise LockBusy at once (a person's command: it
+    never waits behind a retrain)."""
+    path = lock_path(workdir, model_name)
+    with _file_lock(path, f"retrain of {model_name!r}", wait=False):
+        yield
+
+
 def read_holder(path: Path) -> dict | None:
     """What the lock file says about its last holder, or None when it says nothing readable."""
     try:
@@ -81,10 +94,12 @@ def is_locked(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path, what: str) -> Iterator[None]:
+def _file_lock(path: Path, what: str, wait: bool = True) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+", encoding="utf-8") as handle:
         if not _try_lock(handle):
+            if not wait:
+                raise LockBusy(f"a {what} is running ({describe_holder(read_holder(path))})")
             get_run_logger().warning(
                 "another %s is running (%s); waiting for it to finish", what, describe_holder(read_holder(path))
             )

@@ -62,7 +62,7 @@ def register_model(
         if not promoted:
             client.delete_model_version(model_name, challenger.version)
         raise
-    mark_challenger(client, model_name, challenger)
+    mark_challenger(client, model_name, challenger, why)
     return Registration(
         model=ModelVersionRef(name=model_name, version=str(challenger.version), uri=version_uri,
                               family=candidate.family, depth=candidate.depth, size_mb=candidate.cost.bundle_mb),

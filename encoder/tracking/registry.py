@@ -23,10 +23,7 @@ from encoder.bundle import family_of, read_bundle_config
 from encoder.metrics import classification_metrics
 from encoder.selection.rule import SelectionRule
 from encoder.tracking import pyfunc
-
-CHALLENGER = "challenger"
-CHAMPION = "champion"
-PREVIOUS_CHAMPION = "previous-champion"
+from encoder.tracking.history import CHALLENGER, CHAMPION, PREVIOUS_CHAMPION, move_alias
 
 # What the logged model needs at serving time besides the depthfinder package itself,
 # pinned to the versions it was logged with. Given explicitly, MLflow skips its slow
@@ -122,9 +119,10 @@ def register_version(
     return client.get_model_version(model_name, created.version)
 
 
-def mark_challenger(client: MlflowClient, model_name: str, version: ModelVersion) -> None:
-    """Alias `version` `challenger`: the latest version judged against the champion."""
-    client.set_registered_model_alias(model_name, CHALLENGER, version.version)
+def mark_challenger(client: MlflowClient, model_name: str, version: ModelVersion, verdict: str) -> None:
+    """Alias `version` `challenger`: the latest version judged against the champion (`verdict`: how it fared)."""
+    move_alias(client, model_name, CHALLENGER, version.version, f"judged against the champion: {verdict}",
+               version.run_id)
 
 
 def _logged_model_id(model_uri: str) -> str | None:
@@ -221,6 +219,7 @@ def promote_if_better(
         return False, why
     champion = current_champion(client, model_name)
     if champion is not None and str(champion.version) != str(challenger.version):
-        client.set_registered_model_alias(model_name, PREVIOUS_CHAMPION, champion.version)
-    client.set_registered_model_alias(model_name, CHAMPION, challenger.version)
+        move_alias(client, model_name, PREVIOUS_CHAMPION, champion.version,
+                   f"replaced by version {challenger.version}", challenger.run_id)
+    move_alias(client, model_name, CHAMPION, challenger.version, why, challenger.run_id)
     return True, why

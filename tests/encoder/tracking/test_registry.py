@@ -8,6 +8,7 @@ Logging + registering one model on SQLite takes about a second; the module takes
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from mlflow.tracking import MlflowClient
 
 from encoder.bundle import save_bundle
 from encoder.selection.rule import SelectionRule
+from encoder.tracking.history import alias_history, history_problems, holder_at
 from encoder.tracking.pyfunc import texts_from_input
 from encoder.tracking.registry import (
     CHALLENGER,
@@ -76,7 +78,7 @@ def nights(client: MlflowClient, tmp_path_factory: pytest.TempPathFactory) -> li
         promoted, _ = promote_if_better(
             client, MODEL_NAME, challenger, challenger_metrics, champion_metrics, SelectionRule(tolerance=0.0)
         )
-        mark_challenger(client, MODEL_NAME, challenger)
+        mark_challenger(client, MODEL_NAME, challenger, "promoted" if promoted else "kept out")
         results.append({
             "model_uri": model_uri, "version": str(challenger.version), "challenger": challenger,
             "challenger_metrics": challenger_metrics, "champion_metrics": champion_metrics, "promoted": promoted,
@@ -205,3 +207,69 @@ def test_should_promote(challenger: dict, champion: dict | None, rule: dict, exp
 def test_should_promote_names_a_missing_metric() -> None:
     with pytest.raises(ValueError, match="champion metrics lack 'macro_f1', have .'accuracy'."):
         should_promote({"macro_f1": 0.9}, {"accuracy": 0.9}, SelectionRule())
+
+
+# Promotion history. These run last: the rollbacks move the aliases (and move them back).
+
+def test_every_alias_move_is_recorded_in_order_with_its_reason_and_run(
+    client: MlflowClient, nights: list[dict[str, Any]]
+) -> None:
+    versions = [night["version"] for night in nights]
+    runs = [night["challenger"].run_id for night in nights]
+    moves = alias_history(client, MODEL_NAME)
+    assert [(m.alias, m.version, m.previous, m.run_id) for m in moves] == [
+        (CHAMPION, versions[0], None, runs[0]), (CHALLENGER, versions[0], None, runs[0]),
+        (CHALLENGER, versions[1], versions[0], runs[1]),  # night 2: not promoted
+        (PREVIOUS_CHAMPION, versions[0], None, runs[2]), (CHAMPION, versions[2], versions[0], runs[2]),
+        (CHALLENGER, versions[2], versions[1], runs[2]),
+    ]
+    assert [m.seq for m in moves] == list(range(1, 7))
+    assert [m.time for m in moves] == sorted(m.time for m in moves)
+    assert moves[0].reason == "no champion yet" and moves[4].reason.startswith("better: test macro_f1 1.000")
+    assert moves[2].reason == "judged against the champion: kept out"
+    assert history_problems(client, MODEL_NAME, moves) == []
+
+
+def test_the_champion_at_a_moment_is_the_last_move_before_it(client: MlflowClient, nights) -> None:
+    moves = alias_history(client, MODEL_NAME)
+    first, third = moves[0], moves[4]
+    assert holder_at(moves, CHAMPION, first.time - timedelta(seconds=1)) is None
+    assert holder_at(moves, CHAMPION, first.time).version == nights[0]["version"]
+    assert holder_at(moves, CHAMPION, third.time - timedelta(microseconds=1)).version == nights[0]["version"]
+    assert holder_at(moves, CHAMPION, third.time + timedelta(days=1)).version == nights[2]["version"]
+
+
+def test_rollback_moves_champion_back_and_loses_cleanly_to_a_running_retrain(
+    client: MlflowClient, nights: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from flows.cli import main
+    from flows.lock import holding_now
+
+    first, third = nights[0]["version"], nights[2]["version"]
+    where = ["--model", MODEL_NAME, "--tracking-uri", mlflow.get_tracking_uri(), "--workdir", str(tmp_path)]
+    before = alias_history(client, MODEL_NAME)
+    with holding_now(MODEL_NAME, tmp_path):  # a retrain, about to promote, holds the model's lock
+        assert main(["rollback", *where]) == 1
+    assert "not rolled back: a retrain of 'depthfinder-test' is running (" in capsys.readouterr().err
+    assert alias_history(client, MODEL_NAME) == before  # nothing moved, nothing recorded
+
+    assert main(["rollback", *where, "--reason", "bad answers in production"]) == 0
+    aliases = {alias: str(v) for alias, v in client.get_registered_model(MODEL_NAME).aliases.items()}
+    assert (aliases[CHAMPION], aliases[PREVIOUS_CHAMPION]) == (first, third)
+    champion_move, previous_move = alias_history(client, MODEL_NAME)[-2:]
+    assert (champion_move.alias, champion_move.version, champion_move.previous) == (CHAMPION, first, third)
+    assert champion_move.reason == f"rollback from version {third}: bad answers in production"
+    assert champion_move.run_id is None and "@" in champion_move.by
+    assert (previous_move.alias, previous_move.version) == (PREVIOUS_CHAMPION, third)
+
+    capsys.readouterr()
+    assert main(["history", *where[:4], "--at", f"{champion_move.time:%Y-%m-%dT%H:%M:%S.%f%z}"]) == 0
+    assert capsys.readouterr().out.startswith(f"Version {first} of {MODEL_NAME} was champion at ")
+    assert main(["rollback", *where]) == 0  # and back: a rollback is a move like any other
+    assert str(client.get_registered_model(MODEL_NAME).aliases[CHAMPION]) == third
+    assert capsys.readouterr().out.startswith(f"Champion of {MODEL_NAME} is version {third} again (was {first})")
+    assert main(["history", *where[:4]]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:5] == ["#", "time", "(UTC)", "alias", "version"] and len(table) == 1 + 10
+    assert main(["history", "--model", "nobody", "--tracking-uri", mlflow.get_tracking_uri()]) == 2
+    assert "no registered model 'nobody'" in capsys.readouterr().err
