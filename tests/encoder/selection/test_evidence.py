@@ -35,7 +35,7 @@ def model(rng: np.random.Generator, true: np.ndarray, accuracy: float) -> np.nda
 
 
 def interval(true: np.ndarray, shallow: np.ndarray, deep: np.ndarray, metric: str = "accuracy",
-             confidence: float = 0.9, resamples: int = 1000):
+             confidence: float = 0.9, resamples: int = 500):
     predictions = Predictions(true, {(*SHALLOW, 1): shallow, (*DEEP, 1): deep})
     return compare_to_best(predictions, {SHALLOW: [1], DEEP: [1]}, DEEP, metric, confidence, resamples)[SHALLOW]
 
