@@ -3,13 +3,14 @@
 Among candidates that trained (or were reused from cache) and meet the hard limits:
 
 - `tolerance` (default): take the depth with the best mean validation metric; choose the
-  cheapest depth that is not worse than it by more than the tolerance at the rule's
-  `confidence`: the lower end of the paired bootstrap interval of (depth - best), from the
-  candidates' saved validation predictions (encoder.selection.evidence), is at least
-  -tolerance. Without saved predictions (or with `confidence` null) the old test: a mean
-  at least best - tolerance, where the tolerance is the larger of the configured value and
-  the best depth's standard error when there are several seeds. Ties in cost go to the
-  shallower depth.
+  cheapest depth that the validation rows do not show to be worse than it by more than the
+  tolerance at the rule's `confidence`: the upper end of the paired bootstrap interval of
+  (depth - best), from the candidates' saved validation predictions
+  (encoder.selection.evidence), is at least -tolerance. A deeper, costlier depth must earn
+  its place with evidence; too few rows to tell means a tie, and the cheaper depth. Without
+  saved predictions (or with `confidence` null) the old test: a mean at least best -
+  tolerance, where the tolerance is the larger of the configured value and the best depth's
+  standard error when there are several seeds. Ties in cost go to the shallower depth.
 - `ratio`: maximise metric / cost**alpha — each doubling of cost must buy a factor
   2**alpha of quality.
 - `pareto`: keep the Pareto front of (metric up, cost down) and apply `tolerance` on it;
@@ -63,7 +64,8 @@ class SelectionRule(BaseModel):
     confidence: float | None = Field(
         0.9, gt=0, lt=1,
         description="Confidence of the paired bootstrap interval of (depth - best) on the validation rows; a cheaper "
-        "depth is within tolerance when the interval's lower end is. null = compare the means only.",
+        "depth is within tolerance unless the interval's upper end is below -tolerance (shown worse by more). "
+        "null = compare the means only.",
     )
     alpha: float = Field(0.1, gt=0, description="Exponent of the cost in the ratio rule.")
     cost: CostName = Field("flops_per_example", description="Cost the rule minimises among depths within tolerance.")
@@ -209,9 +211,10 @@ def _with_intervals(
 
 
 def _within(score: DepthScore, best: DepthScore, tolerance: float, paired: bool) -> bool:
-    """Whether a depth counts as tied with the best: its interval's lower end (or its mean) within tolerance."""
+    """Whether a depth counts as tied with the best: not shown worse by more than the tolerance (the upper end
+    of its interval at least -tolerance), or, comparing means, a mean within tolerance."""
     if paired:
-        return score.vs_best.low >= -tolerance - _EPS
+        return score.vs_best.high >= -tolerance - _EPS
     return score.mean >= best.mean - tolerance - _EPS
 
 
@@ -294,7 +297,8 @@ def _tolerance_reason(
 ) -> str:
     """One sentence with the numbers behind a tolerance choice (and the intervals, when paired)."""
     chosen, top, metric = scores[selected], scores[best], rule.metric
-    at_confidence = f" at {rule.confidence:.0%} confidence" if chosen.vs_best is not None else ""
+    paired = chosen.vs_best is not None
+    at_confidence = f" (not shown worse by more at {rule.confidence:.0%} confidence)" if paired else ""
     if selected != best:
         share = chosen.cost / top.cost if top.cost else math.nan
         return (
@@ -306,10 +310,12 @@ def _tolerance_reason(
     if not cheaper:
         return (f"{label(best)} has the best {metric} {_quality(top)} and is also the cheapest by "
                 f"{COST_NAMES[rule.cost]}")
-    closest = max(cheaper, key=lambda a: (scores[a].vs_best.low if scores[a].vs_best else scores[a].mean))
+    closest = max(cheaper, key=lambda a: (scores[a].vs_best.high if paired else scores[a].mean))
+    beyond = (f"every cheaper depth is shown worse by more than {tolerance:.3g} at {rule.confidence:.0%} confidence"
+              if paired else f"no cheaper depth is within {tolerance:.3g}")
     return (
-        f"{label(best)} has the best {metric} {_quality(top)} and no cheaper depth is within {tolerance:.3g}"
-        f"{at_confidence} (closest: {label(closest)} at {scores[closest].mean:.3f}{_interval(scores[closest])})"
+        f"{label(best)} has the best {metric} {_quality(top)} and {beyond} "
+        f"(closest: {label(closest)} at {scores[closest].mean:.3f}{_interval(scores[closest])})"
     )
 
 
