@@ -135,7 +135,7 @@ def train_candidate(
     checkpoint = _best_checkpoint(Path(out_dir), depth, keep_earlier=resume_from is not None)
     early_stopping = EarlyStoppingFrom(train_cfg.min_epochs, monitor=MONITOR, mode="max", patience=train_cfg.patience)
     state = EpochState(last_checkpoint(Path(out_dir), depth))
-    stop = StopOnRequest(f"depth {depth} (seed {train_cfg.seed})", train_cfg.max_epochs)
+    stop = StopOnRequest(f"depth {depth} (seed {train_cfg.seed})", max(epochs, train_cfg.max_epochs))
     with _quiet_lightning():
         trainer = _build_trainer(
             train_cfg, [stop, early_stopping, checkpoint, state, *callbacks], epochs, out_dir, logger, progress,

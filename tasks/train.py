@@ -209,7 +209,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         logger=ChildRunLogger(tracking_uri=training.sweep.tracking_uri, run_id=run_id),
         epochs=epochs,
         resume_from=resume,
-        callbacks=[EpochLog(name, train.max_epochs)],
+        callbacks=[EpochLog(name, max(epochs, train.max_epochs))],  # an extension runs past max_epochs
         checkpoint=training.checkpoint,
     )
     bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
