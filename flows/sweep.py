@@ -28,7 +28,7 @@ def sweep_depths(sweep: SweepConfig, trainings: list[Training]) -> tuple[list[Ca
     rungs: list[Rung] = []
     with task_runner(sweep) as runner:
         for training in trainings:
-            depths = sweep.depths_of(training.family, training.checkpoint.layers if training.checkpoint else None)
+            depths = depths_of(sweep, training)
             family_candidates, family_rungs = _sweep_family(sweep, training, depths, runner)
             candidates += family_candidates
             rungs += family_rungs
@@ -87,7 +87,7 @@ def check_learning_rates(sweep: SweepConfig, trainings: list[Training]) -> list[
     with task_runner(sweep) as runner:
         for training in trainings:
             recipe, seed = training.train, sweep.seeds[0]
-            depths = sweep.depths_of(training.family, training.checkpoint.layers if training.checkpoint else None)
+            depths = depths_of(sweep, training)
             epochs = min(sweep.halving_epochs or recipe.min_epochs, recipe.max_epochs)
             rates = [factor * recipe.learning_rate for factor in RATE_FACTORS]
             futures = {
@@ -104,6 +104,11 @@ def check_learning_rates(sweep: SweepConfig, trainings: list[Training]) -> list[
             checks.append(judge_rates(training.family, epochs, recipe.learning_rate, trials))
             get_run_logger().info(checks[-1].sentence)
     return checks
+
+
+def depths_of(sweep: SweepConfig, training: Training) -> list[int]:
+    """The depths a family sweeps (a pretrained family's default depends on its checkpoint's layers)."""
+    return sweep.depths_of(training.family, training.checkpoint.layers if training.checkpoint else None)
 
 
 def task_runner(sweep: SweepConfig) -> TaskRunner:

@@ -29,7 +29,7 @@ SEED = 20261130
 # Weights per chunk of resamples (resamples x rows), ~16 MB of float32.
 _CHUNK_CELLS = 4_000_000
 
-Arm = tuple[str, int]  # (family, depth)
+Arm = tuple[str, int]  # (family, depth): what the rule chooses among
 
 
 class Interval(Record):

@@ -31,7 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from encoder.selection.candidate import Candidate, CostName, Family, Record, arm_label
-from encoder.selection.evidence import RESAMPLES, Interval, compare_to_best, load_predictions
+from encoder.selection.evidence import RESAMPLES, Arm, Interval, compare_to_best, load_predictions
 
 RuleName = Literal["tolerance", "ratio", "pareto"]
 Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
@@ -230,7 +230,6 @@ def _not_converged(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], labe
     return f"not converged: {named} {verb} still improving when {'their' if len(roles) > 1 else 'its'} budget ended"
 
 
-Arm = tuple[str, int]  # (family, depth): what the rule chooses among
 
 
 def _arm(candidate: Candidate) -> Arm:
