@@ -82,7 +82,7 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--label-col", help="label column (default: label)")
     parser.add_argument("--split-col", help="column with train/val/test (default: made by depthfinder)")
     parser.add_argument(
-        "--config", type=Path, help="YAML file with sections data, audit, model, train, sweep, registry"
+        "--config", type=Path, help="YAML file with sections data, audit, changes, model, train, sweep, registry"
     )
     parser.add_argument("--strict", action="store_true", default=None, help="audit warnings block training too")
     for kind, what in DROP_FLAGS.items():
@@ -142,7 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workdir", type=Path, help="folder for prepared data and checkpoints")
     run.add_argument("--summary-json", type=Path, help="write what the run decided to this file")
     run.add_argument(
-        "--force", action="store_true", help="retrain even when the champion was trained on the same data and settings"
+        "--skip-minor", action=argparse.BooleanOptionalAction,
+        help="skip the retrain when no change since the champion reaches a retrain threshold "
+        "(default: on in the nightly deployment, off here)",
+    )
+    run.add_argument(
+        "--force", action="store_true",
+        help="retrain whatever the comparison with the champion says: the same data and settings, or a stop",
     )
     run.set_defaults(handler=_run)
 
@@ -218,6 +224,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             "split_col": get("split_col"),
         },
         "audit": {"strict": get("strict"), "drop": [kind for kind in DROP_FLAGS if get(f"drop_{kind}")] or None},
+        "changes": {"skip_minor": get("skip_minor")},
         "model": {"pretrained": get("pretrained")},
         "train": {"max_epochs": get("max_epochs")},
         "sweep": {

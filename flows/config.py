@@ -16,6 +16,7 @@ from encoder.config import Family, ModelConfig, TrainConfig, yaml_switch
 from encoder.selection.halving import rung_budgets
 from encoder.selection.rule import SelectionRule
 from expectations.audit.config import AuditConfig
+from expectations.changes.config import ChangesConfig
 from expectations.table.config import DataConfig
 
 DATA_SOURCES = {"path", "dataset"}
@@ -149,6 +150,7 @@ class RunConfig(BaseModel):
 
     data: DataConfig
     audit: AuditConfig = AuditConfig()
+    changes: ChangesConfig = ChangesConfig()
     model: ModelConfig = ModelConfig()
     train: TrainConfig = TrainConfig()
     sweep: SweepConfig = SweepConfig()

@@ -9,6 +9,7 @@ from encoder.selection.candidate import Candidate, arm_label
 from encoder.selection.halving import Halving
 from encoder.selection.rule import Decision
 from expectations.audit.report import audit_lines, markdown_table
+from expectations.changes.report import changes_lines
 from flows.summary import RunSummary
 
 # (title, value, format) of each column of the candidates table.
@@ -39,12 +40,16 @@ def candidate_rows(candidates: list[Candidate]) -> tuple[list[str], list[list[st
 
 
 def format_summary(summary: RunSummary) -> str:
-    """The terminal summary of a run: audit verdict, depth table, decision, registered model."""
+    """The terminal summary of a run: what changed since the champion, audit verdict, depth table, decision,
+    registered model."""
+    lines = ["What changed:", *changes_lines(summary.changes), ""] if summary.changes else []
     if summary.skipped:
-        return f"Skipped: {summary.reason}."
+        return "\n".join([*lines, f"Skipped: {summary.reason}."])
     audit = summary.audit
+    if audit is None:  # the comparison with the champion stopped the night before the audit
+        return "\n".join([*lines, "Stopped before training.", f"MLflow run: {summary.mlflow_run_id}"])
     verdict = "passed" if audit.success else ("BLOCKED" if audit.blocking_failures else "passed with warnings")
-    lines = [f"Audit: {verdict}" + (f" (warnings: {', '.join(audit.warnings)})" if audit.warnings else "")]
+    lines.append(f"Audit: {verdict}" + (f" (warnings: {', '.join(audit.warnings)})" if audit.warnings else ""))
     if audit.blocking_failures:
         lines.append(f"Blocking checks: {', '.join(audit.blocking_failures)}")
     lines += audit_lines(audit)

@@ -1,4 +1,4 @@
-"""The retrain flow: prepare → skip? → audit → tokenizer → sweep → decide → register.
+"""The retrain flow: prepare → what changed (skip? stop?) → audit → tokenizer → sweep → decide → register.
 
 The flow only orchestrates: every step is a task (tasks/), every decision a plain function
 (encoder/selection, expectations/audit), and the MLflow parent run is a context manager
@@ -25,6 +25,8 @@ from encoder.selection.rule import Decision, choose_depth
 from encoder.tracking.records import KnownVersion, ModelVersionRef
 from encoder.tracking.runs import SweepRun, code_version, ending, flatten, resolve_tracking_uri
 from expectations.audit.config import AuditConfig
+from expectations.changes.config import ChangesConfig
+from expectations.changes.report import ChangeReport, Policy, changes_lines, changes_markdown
 from expectations.table.config import DataConfig
 from flows.audit import audit_informs, publish_audit
 from flows.config import RegistryConfig, RunConfig, SweepConfig
@@ -35,9 +37,10 @@ from flows.signals import stop_on_signals
 from flows.summary import RunAudit, RunSummary
 from flows.sweep import check_learning_rates, sweep_depths
 from tasks.audit import audit_dataset
+from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 from tasks.registry import find_unchanged_model, register_model
-from tasks.tracking import close_abandoned_runs, log_audit, log_summary, start_sweep_run
+from tasks.tracking import close_abandoned_runs, log_audit, log_changes, log_summary, start_sweep_run
 from tasks.train import Training, find_checkpoint, fit_tokenizer
 
 
@@ -49,17 +52,22 @@ def retrain(
     train: TrainConfig = TrainConfig(),
     sweep: SweepConfig = SweepConfig(),
     registry: RegistryConfig = RegistryConfig(),
+    changes: ChangesConfig = ChangesConfig(),
     force: bool = False,
 ) -> RunSummary | State:
-    """Audit the data, sweep depth, choose by accuracy per cost and register the winner.
+    """Compare the data with the champion's, audit it, sweep depth, choose by accuracy per cost and register the
+    winner.
 
     Skipped (a completed state named Skipped) when the registered champion, or a challenger
-    that lost to it, was trained on the same data, settings and code, unless `force`. One
-    retrain of a registered model name runs at a time; a second waits for the first. SIGINT
-    or SIGTERM stops it within a training step: its MLflow runs end KILLED, nothing is
-    registered, and a rerun continues from what was finished.
+    that lost to it, was trained on the same data, settings and code, or when the comparison
+    with the champion's table finds nothing worth a retrain (`changes.skip_minor`); failed,
+    before any training, when it finds data that looks like another task (`changes`); `force`
+    retrains whatever it finds. One retrain of a registered model name runs at a time; a
+    second waits for the first. SIGINT or SIGTERM stops it within a training step: its MLflow
+    runs end KILLED, nothing is registered, and a rerun continues from what was finished.
     """
-    config = RunConfig(data=data, audit=audit, model=model, train=train, sweep=sweep, registry=registry)
+    config = RunConfig(data=data, audit=audit, changes=changes, model=model, train=train, sweep=sweep,
+                       registry=registry)
     workdir = Path(registry.workdir)
     with stop_on_signals():
         check_run(config)
@@ -71,21 +79,33 @@ def retrain(
             checkpoint = find_checkpoint(model.pretrained) if "pretrained" in config.families else None
             fingerprint = fingerprint_of(config, dataset, checkpoint)
             wanted = fingerprint | {"sweep": "complete"}
-            if not force and (unchanged := find_unchanged_model(tracking_uri, registry.model_name, wanted)):
-                return skipped(config, dataset, fingerprint, unchanged)
+            unchanged = None if force else find_unchanged_model(tracking_uri, registry.model_name, wanted)
+            report = what_changed(config, dataset, tracking_uri, fingerprint, unchanged, force)
+            if unchanged:
+                return skipped(config, dataset, unchanged.version, unchanged_reason(config, fingerprint, unchanged),
+                               report)
+            if report is not None and report.policy.decision == "skip":
+                return skipped(config, dataset, report.champion_version, report.policy.reason, report)
             try:
                 with sweep_run(config, dataset) as run:
-                    return train_and_register(config, dataset, checkpoint, fingerprint, run)
-            except AuditBlocked as blocked:
+                    return train_and_register(config, dataset, checkpoint, fingerprint, run, report)
+            except Blocked as blocked:
                 return Failed(message=str(blocked), data=blocked.summary)
 
 
 def train_and_register(
     config: RunConfig, dataset: PreparedData, checkpoint: PretrainedCheckpoint | None, fingerprint: dict[str, str],
-    run: SweepRun,
+    run: SweepRun, changes: ChangeReport | None,
 ) -> RunSummary:
-    """Audit, get each family's tokenizer, sweep, decide and register, under the sweep's parent run."""
-    summary = audited(config, dataset, run)
+    """Stop if the changes say so; audit, get each family's tokenizer, sweep, decide and register, under the
+    sweep's parent run."""
+    if changes is not None:
+        log_changes(run, changes)
+        if changes.policy.decision == "stop":
+            summary = RunSummary(changes=changes, mlflow_run_id=run.run_id, data_hash=dataset.data_hash)
+            log_summary(run, summary.to_dict(), {}, [])
+            raise Blocked(f"the comparison with the champion stops the night: {changes.policy.reason}", summary)
+    summary = audited(config, dataset, run, changes)
     trainings = [training_of(family, config, dataset, checkpoint, summary.audit.informs.class_weights, run)
                  for family in config.families]
     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
@@ -120,29 +140,60 @@ def training_of(
                     workdir, checkpoint)
 
 
-def audited(config: RunConfig, dataset: PreparedData, run: SweepRun) -> RunSummary:
-    """Audit the data and record the report; the summary so far, or AuditBlocked when a check blocks training."""
+def audited(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: ChangeReport | None) -> RunSummary:
+    """Audit the data and record the report; the summary so far, or Blocked when a check blocks training."""
     docs = str(run_folder(config, run) / "data_docs")
     report = audit_dataset(dataset, config.audit, docs)
     log_audit(run, report, docs)
     publish_audit(report)
     summary = RunSummary(
         audit=RunAudit(**dict(report), informs=audit_informs(config, report)),
-        mlflow_run_id=run.run_id, data_hash=dataset.data_hash,
+        mlflow_run_id=run.run_id, data_hash=dataset.data_hash, changes=changes,
     )
     if blocking := report.blocking(config.audit.strict):
         get_run_logger().error("The audit blocks training: %s", ", ".join(blocking))
         log_summary(run, summary.to_dict(), {}, [])
-        raise AuditBlocked(summary, blocking)
+        raise Blocked(f"the audit blocks training: {', '.join(blocking)}", summary)
     return summary
 
 
-class AuditBlocked(Exception):
-    """The audit stopped the run before training: which checks, and the summary so far."""
+class Blocked(Exception):
+    """The run stopped before training (the audit blocked, or the data changed too much), and its summary so far."""
 
-    def __init__(self, summary: RunSummary, checks: list[str]) -> None:
-        super().__init__(f"the audit blocks training: {', '.join(checks)}")
-        self.summary, self.checks = summary, checks
+    def __init__(self, message: str, summary: RunSummary) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+def what_changed(
+    config: RunConfig, dataset: PreparedData, tracking_uri: str, fingerprint: dict[str, str],
+    unchanged: KnownVersion | None, force: bool,
+) -> ChangeReport | None:
+    """Tonight's table against the champion's (None without a champion, or when its table is not kept), with the
+    night's policy: skip when unchanged, retrain when forced; published as the `what-changed` artifact."""
+    registry = config.registry
+    champion = find_champion_table(tracking_uri, registry.model_name, Path(registry.workdir))
+    if champion is None:
+        return None
+    if champion.path is None:
+        get_run_logger().warning("version %s (champion) was registered without its training table; nothing to "
+                                 "compare tonight's with (this run's winner keeps it)", champion.version)
+        return None
+    docs = Path(registry.workdir) / "changes" / f"{champion.version}-{dataset.table_hash}" / "data_docs"
+    changed = [key for key in SETTINGS if champion.tags.get(key) != fingerprint[key]]
+    report = compare_with_champion(dataset, champion, f"models:/{registry.model_name}/{champion.version}",
+                                   config.changes, config.sweep.metric, changed, str(docs))
+    said = report.policy
+    if force:
+        report = report.model_copy(update={"policy": Policy(
+            decision="retrain", reason=f"forced (--force); the comparison said {said.decision}: {said.reason}")})
+    elif unchanged:
+        report = report.model_copy(update={"policy": Policy(
+            decision="skip", reason=unchanged_reason(config, fingerprint, unchanged))})
+    create_markdown_artifact(key="what-changed", markdown=changes_markdown(report),
+                             description="depthfinder: what changed since the champion")
+    get_run_logger().info("What changed since version %s:\n%s", champion.version, "\n".join(changes_lines(report)))
+    return report
 
 
 @contextlib.contextmanager
@@ -162,18 +213,24 @@ def run_folder(config: RunConfig, run: SweepRun) -> Path:
     return Path(config.registry.workdir) / "runs" / run.run_id
 
 
-def skipped(config: RunConfig, dataset: PreparedData, fingerprint: dict[str, str], unchanged: KnownVersion) -> State:
-    """The completed state of a run with nothing new to learn, and its summary."""
-    model = config.registry.model_name
-    reason = (
-        f"{model} version {unchanged.version} ({unchanged.alias}, depth {unchanged.depth}) was trained on "
-        f"the same data ({fingerprint['data_hash']}), settings ({fingerprint['config_hash']}) and code "
+def unchanged_reason(config: RunConfig, fingerprint: dict[str, str], unchanged: KnownVersion) -> str:
+    """Why a run with nothing new to learn is skipped."""
+    return (
+        f"{config.registry.model_name} version {unchanged.version} ({unchanged.alias}, depth {unchanged.depth}) was "
+        f"trained on the same data ({fingerprint['data_hash']}), settings ({fingerprint['config_hash']}) and code "
         f"({fingerprint['code_version']}); pass --force (the flow's force parameter) to retrain anyway"
     )
+
+
+def skipped(
+    config: RunConfig, dataset: PreparedData, version: str, reason: str, changes: ChangeReport | None,
+) -> State:
+    """The completed state of a run that keeps `version`, and its summary."""
+    model = config.registry.model_name
     get_run_logger().info("Skipped: %s", reason)
     summary = RunSummary(
-        skipped=True, reason=reason, data_hash=dataset.data_hash,
-        model=ModelVersionRef(name=model, version=unchanged.version, uri=f"models:/{model}/{unchanged.version}"),
+        skipped=True, reason=reason, data_hash=dataset.data_hash, changes=changes,
+        model=ModelVersionRef(name=model, version=version, uri=f"models:/{model}/{version}"),
     )
     return Completed(name="Skipped", message=reason, data=summary)
 
@@ -222,11 +279,13 @@ def fingerprint_of(config: RunConfig, dataset: PreparedData, checkpoint: Pretrai
     }
 
 
+# The fingerprint's parts that are settings: when one differs from the champion's, the night retrains.
+SETTINGS = ("config_hash", "code_version", "pretrained")
 # Settings that do not decide the model: where the data comes from and how it is read and split
 # (their effect is in the table's content hash, so another spelling of the same file is the same
 # data), where the checkpoint is (its content hash is in the fingerprint), where results are
-# recorded, and where candidates train.
-UNDECIDING = {"data": True, "model": {"pretrained"}, "registry": True,
+# recorded, when a change is worth a retrain, and where candidates train.
+UNDECIDING = {"data": True, "changes": True, "model": {"pretrained"}, "registry": True,
               "sweep": {"task_runner", "workers", "dask_address"}}
 
 

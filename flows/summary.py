@@ -16,6 +16,7 @@ from encoder.selection.learning_rate import RateCheck
 from encoder.selection.rule import Decision
 from encoder.tracking.records import ModelVersionRef
 from expectations.audit.report import AuditReport
+from expectations.changes.report import ChangeReport
 
 
 class AuditInforms(Record):
@@ -41,6 +42,10 @@ class RunSummary(Record):
         False, description="Nothing was retrained: a model of the same data, settings and code exists."
     )
     reason: str | None = Field(None, description="Why the run was skipped.")
+    changes: ChangeReport | None = Field(
+        None, description="What changed since the champion was trained, and the policy's decision; none without a "
+        "champion (or when its table was not kept)."
+    )
     audit: RunAudit | None = Field(None, description="The audit's verdict; none when skipped.")
     candidates: list[Candidate] = Field([], description="Every (depth, seed) of the sweep.")
     selected_depth: int | None = Field(None, description="The chosen depth; none when skipped or blocked.")

@@ -9,6 +9,7 @@ from encoder.selection.candidate import Candidate
 from encoder.selection.rule import SelectionRule
 from encoder.tracking.records import KnownVersion, ModelVersionRef, Registration
 from encoder.tracking.runs import SweepRun
+from tasks.changes import TABLE_ARTIFACTS
 from tasks.data import TRAINING_COLUMNS, PreparedData
 from tasks.tracking import RETRIES
 
@@ -18,8 +19,8 @@ def register_model(
     candidate: Candidate, dataset: PreparedData, sweep: SweepRun, model_name: str, rule: SelectionRule,
     tags: dict[str, str],
 ) -> Registration:
-    """Register `candidate`; score it and the champion on the same test split; promote it if it earns it by
-    `rule`; alias it challenger.
+    """Register `candidate` (its run keeps the table it was trained on); score it and the champion on the same
+    test split; promote it if it earns it by `rule`; alias it challenger.
 
     The aliases move last, `challenger` after `champion`: a run stopped before the champion moved
     removes the version it registered (it was never judged), and one stopped after leaves a
@@ -41,6 +42,7 @@ def register_model(
     texts, labels = test["text"].tolist(), test["label"].tolist()
     mlflow.set_tracking_uri(sweep.tracking_uri)
     with mlflow.start_run(run_id=sweep.run_id):
+        mlflow.log_artifact(dataset.path, TABLE_ARTIFACTS)  # what the next night compares its table with
         model_uri = log_text_classifier(candidate.bundle, input_example=texts[:3])
     client = sweep.client
     champion = current_champion(client, model_name)

@@ -1,4 +1,5 @@
-"""Tasks that write a sweep to MLflow: its parent run, reused and pruned candidates, the audit and the decision.
+"""Tasks that write a sweep to MLflow: its parent run, reused and pruned candidates, what changed, the audit
+and the decision.
 
 Their work is I/O against the tracking server, which can fail for a moment (a restart, a
 locked SQLite file): they retry with backoff. A ValueError or TypeError is a bug or bad
@@ -20,6 +21,7 @@ from encoder.selection.candidate import Candidate
 from encoder.tracking import runs
 from encoder.tracking.runs import SweepRun, set_tags
 from expectations.audit.report import AuditReport
+from expectations.changes.report import ChangeReport
 
 NOT_PASSING = (ValueError, TypeError, KeyError, Interrupted)
 
@@ -89,6 +91,28 @@ def log_audit(sweep: SweepRun, report: AuditReport, docs_dir: str) -> None:
     dropped = float(sum(report.dropped.values()))
     client.log_batch(sweep.run_id, metrics=[Metric("audit.dropped_rows", dropped, int(time.time() * 1000), 0)])
     set_tags(client, sweep.run_id, {"depthfinder.audit": "passed" if report.success else "failed"})
+
+
+@task(**RETRIES)
+def log_changes(sweep: SweepRun, report: ChangeReport) -> None:
+    """What changed since the champion on the parent run: its figures as metrics, the policy as tags, the JSON
+    report and its GX Data Docs."""
+    from mlflow.entities import Metric
+
+    figures = {"rows_added": report.rows_added, "rows_removed": report.rows_removed,
+               "relabelled": report.relabelled, "drift_auc": report.drift_auc, "length_shift": report.length_shift,
+               "label_psi": report.label_shift.psi if report.label_shift else None,
+               "champion_on_new": report.champion_on_new.on_new if report.champion_on_new else None}
+    now = int(time.time() * 1000)
+    metrics = [Metric(f"changes.{name}", float(value), now, 0) for name, value in figures.items() if value is not None]
+    client = sweep.client
+    client.log_batch(sweep.run_id, metrics=metrics)
+    client.log_dict(sweep.run_id, report.to_dict(), "changes/what_changed.json")
+    if report.data_docs:
+        client.log_artifacts(sweep.run_id, str(Path(report.data_docs).parent), "changes/data_docs")
+    set_tags(client, sweep.run_id, {"depthfinder.changes": report.policy.decision,
+                                    "depthfinder.changes.reason": report.policy.reason,
+                                    "depthfinder.champion_compared": report.champion_version})
 
 
 @task(**RETRIES)

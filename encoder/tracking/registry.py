@@ -148,10 +148,14 @@ def current_champion(client: MlflowClient, model_name: str) -> ModelVersion | No
 
 def evaluate_model(model_uri: str, texts: Sequence[str], labels: Sequence[str]) -> dict[str, float]:
     """Accuracy, balanced accuracy and macro-F1 of a logged or registered model on labelled texts."""
+    return classification_metrics(list(labels), predict_labels(model_uri, texts))
+
+
+def predict_labels(model_uri: str, texts: Sequence[str]) -> list[str]:
+    """The label a logged or registered model gives each text."""
     with _LOAD_LOCK:
         model = mlflow.pyfunc.load_model(model_uri)
-    predictions = model.predict(pd.DataFrame({pyfunc.TEXT_COLUMN: list(texts)}))
-    return classification_metrics(list(labels), predictions[pyfunc.LABEL_COLUMN].tolist())
+    return model.predict(pd.DataFrame({pyfunc.TEXT_COLUMN: list(texts)}))[pyfunc.LABEL_COLUMN].tolist()
 
 
 def should_promote(

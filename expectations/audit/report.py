@@ -12,7 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import Self
 
-Category = Literal["schema", "leakage", "noise", "imbalance", "text"]
+# The audit's categories, then those of the comparison with the champion's table (expectations/changes).
+Category = Literal["schema", "leakage", "noise", "imbalance", "text", "rows", "labels", "drift", "decay"]
 Severity = Literal["error", "warning"]
 EXAMPLES_SHOWN = 3
 # Keys that say where an example is; the rest of an example is its evidence.
@@ -37,7 +38,9 @@ class CheckResult(_Record):
     """The outcome of one check: verdict, severity, observed figures and example rows."""
 
     name: str = Field(description="The check's stable name, e.g. cross_split_duplicates.")
-    category: Category = Field(description="schema, leakage, noise, imbalance or text.")
+    category: Category = Field(
+        description="schema, leakage, noise, imbalance or text (audit); rows, labels, drift or decay (changes)."
+    )
     severity: Severity = Field(description="error (blocks training) or warning (reported).")
     success: bool = Field(description="Whether the check passed.")
     headline: str = Field("", description="The figure that says most about the check, as the check phrases it.")
@@ -128,11 +131,15 @@ def audit_markdown(report: AuditReport) -> str:
     for check in report.checks:
         if check.success or not check.examples:
             continue
-        examples = check.examples[:EXAMPLES_SHOWN]
-        header = list(dict.fromkeys(key for example in examples for key in example))
-        table = [[cell(short(example.get(key, ""))) for key in header] for example in examples]
-        parts += [f"## {check.name} ({_verdict(check)})", markdown_table(header, table)]
+        parts += [f"## {check.name} ({_verdict(check)})", examples_table(check)]
     return "\n\n".join(parts)
+
+
+def examples_table(check: CheckResult) -> str:
+    """A failed check's first examples as a Markdown table, one column per key."""
+    examples = check.examples[:EXAMPLES_SHOWN]
+    header = list(dict.fromkeys(key for example in examples for key in example))
+    return markdown_table(header, [[cell(short(example.get(key, ""))) for key in header] for example in examples])
 
 
 def dropped_text(dropped: dict[str, int]) -> str:

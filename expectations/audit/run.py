@@ -6,6 +6,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,29 +50,49 @@ def run_audit(
     started = time.perf_counter()
     prepared = prepare_audit_table(table)
     prepare_seconds = time.perf_counter() - started
+    validated = validate_checks(prepared, REGISTRY if checks is None else checks, config, config.examples, docs_dir)
+    report = AuditReport.from_checks(validated.results, rows=len(prepared), strict=config.strict)
+    return report.model_copy(update={
+        "prepare_seconds": prepare_seconds, "data_docs": validated.data_docs, "docs_seconds": validated.docs_seconds,
+    })
+
+
+@dataclass(frozen=True)
+class Validated:
+    """The results of a set of checks, and their Data Docs when built."""
+
+    results: list[CheckResult]
+    data_docs: str | None = None
+    docs_seconds: float = 0.0
+
+
+def validate_checks(
+    prepared: pd.DataFrame, checks: Iterable[type[Check]], settings: Any, examples: int,
+    docs_dir: Path | None = None,
+) -> Validated:
+    """Plan and validate each check over a prepared table in one ephemeral GX context; `settings` is what
+    every check's `plan` is given (the audit's config, or the comparison the change checks judge)."""
     context = _ephemeral_context()
     run_id = uuid.uuid4().hex[:12]
-    source = context.data_sources.add_or_update_pandas(name=f"depthfinder_audit_{run_id}")
+    source = context.data_sources.add_or_update_pandas(name=f"depthfinder_{run_id}")
     results = []
-    for check_class in REGISTRY if checks is None else checks:
+    for check_class in checks:
         started = time.perf_counter()
-        result = _run_check(check_class(), prepared, config, context, source, run_id)
+        result = _run_check(check_class(), prepared, settings, examples, context, source, run_id)
         results.append(result.model_copy(update={"seconds": time.perf_counter() - started}))
-    report = AuditReport.from_checks(results, rows=len(prepared), strict=config.strict)
-    report = report.model_copy(update={"prepare_seconds": prepare_seconds})
     if docs_dir is None:
-        return report
+        return Validated(results)
     started = time.perf_counter()
     data_docs = None
     try:
         data_docs = str(build_data_docs(context, Path(docs_dir).resolve()))
     except Exception as error:  # the verdict stands without its HTML rendering
         logging.getLogger(__name__).warning("GX Data Docs not built in %s: %s", docs_dir, error)
-    return report.model_copy(update={"data_docs": data_docs, "docs_seconds": time.perf_counter() - started})
+    return Validated(results, data_docs, time.perf_counter() - started)
 
 
 def _run_check(
-    check: Check, prepared: pd.DataFrame, config: AuditConfig, context: AbstractDataContext,
+    check: Check, prepared: pd.DataFrame, settings: Any, examples: int, context: AbstractDataContext,
     source: PandasDatasource, run_id: str,
 ) -> CheckResult:
     """Plan and validate one check; a check that cannot run (or raises) fails with the reason."""
@@ -79,11 +100,11 @@ def _run_check(
     if missing:
         return _not_run(check, f"missing column(s): {', '.join(missing)}")
     try:
-        plan = check.plan(prepared, config)
+        plan = check.plan(prepared, settings)
         validation = _validate(context, source, f"{run_id}.{check.name}", check.name, plan)
     except Exception as error:  # one broken check must not hide the others' evidence
         return _not_run(check, f"the check raised {type(error).__name__}: {error}")
-    return _check_result(check, plan, validation, prepared, config)
+    return _check_result(check, plan, validation, prepared, examples)
 
 
 def build_data_docs(context: AbstractDataContext, docs_dir: Path) -> Path:
@@ -148,8 +169,7 @@ def _validate(
 
 
 def _check_result(
-    check: Check, plan: CheckPlan, validation: ExpectationSuiteValidationResult,
-    table: pd.DataFrame, config: AuditConfig,
+    check: Check, plan: CheckPlan, validation: ExpectationSuiteValidationResult, table: pd.DataFrame, examples: int,
 ) -> CheckResult:
     """Turn one check's GX validation result into a CheckResult with evidence."""
     failed = [result for result in validation.results if not result.success]
@@ -168,7 +188,7 @@ def _check_result(
     return CheckResult(
         name=check.name, category=check.category, severity=severity, success=not failed,
         headline=check.headline(observed), observed=observed,
-        examples=check.examples(table, plan, failing, config.examples) if failing and config.examples else [],
+        examples=check.examples(table, plan, failing, examples) if failing and examples else [],
         evidence=list(check.evidence), description=check.description, failing_rows=failing_rows,
     )
 

@@ -1,0 +1,20 @@
+"""The change checks, in the order the what-changed report lists them."""
+
+from __future__ import annotations
+
+from expectations.audit.registry import CheckRegistry
+from expectations.changes.checks.champion import ChampionDecayCheck
+from expectations.changes.checks.labels import ClassesCheck, LabelShiftCheck
+from expectations.changes.checks.rows import ChampionTestRowsCheck, RelabelledRowsCheck, RowsAddedCheck
+from expectations.changes.checks.text import LengthShiftCheck, TextDriftCheck
+
+CHANGE_CHECKS = CheckRegistry([
+    RowsAddedCheck,
+    RelabelledRowsCheck,
+    LabelShiftCheck,
+    ClassesCheck,
+    TextDriftCheck,
+    LengthShiftCheck,
+    ChampionDecayCheck,
+    ChampionTestRowsCheck,
+])

@@ -1,0 +1,105 @@
+"""Tonight's table next to the champion's: which rows were added, removed or relabelled, and the judgement.
+
+Rows are matched by their normalised-text key (the key the audit and the split use) and
+label: a row of tonight's table is `kept` while the champion's table holds as many rows of
+the same text and label, `relabelled` when the champion's table holds its text only under
+other labels, else `added`; the champion's rows are `kept`, `relabelled` or `removed` the
+same way. So a duplicate that gains a copy is one row added, and a text whose label was
+corrected is one row relabelled, not one removed and one added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from expectations.audit.checks.base import KEY_COLUMN
+from expectations.audit.run import prepare_audit_table
+from expectations.changes.config import ChangesConfig
+
+SIDE_COLUMN = "_side"  # "champion" (the table it was trained on) or "tonight"
+CHANGE_COLUMN = "_change"  # kept, added, removed or relabelled
+WAS_COLUMN = "was"  # a relabelled row's label(s) in the champion's table
+CHAMPION_LABEL_COLUMN = "champion_said"  # the champion's prediction, on the rows it was scored on
+COMPARED_COLUMNS = ["text", "label", "split", "row"]
+SAMPLE_SEED = 0
+
+
+@dataclass(frozen=True)
+class ChampionScores:
+    """The registered champion's quality on the rows added since and on its own test rows, and its predictions."""
+
+    metric: str
+    on_new: float | None
+    on_test: float | None
+    new_rows: int
+    test_rows: int
+    predicted: dict[int, str] = field(default_factory=dict)  # comparison-table index -> predicted label
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What every change check is given besides the table: the thresholds, the champion's scores and version."""
+
+    config: ChangesConfig
+    champion_version: str
+    champion: ChampionScores | None = None
+    # Which of the settings that decide a model differ from the champion's (config_hash, code_version, ...).
+    settings_changed: tuple[str, ...] = ()
+
+
+def comparison_table(champion: pd.DataFrame, tonight: pd.DataFrame) -> pd.DataFrame:
+    """Both tables stacked (the champion's first) with each row's side, text key and change."""
+    sides = [frame[[c for c in COMPARED_COLUMNS if c in frame.columns]].assign(**{SIDE_COLUMN: side})
+             for side, frame in (("champion", champion), ("tonight", tonight))]
+    table = prepare_audit_table(pd.concat(sides, ignore_index=True))
+    table[CHANGE_COLUMN], table[WAS_COLUMN] = _row_changes(table)
+    return table
+
+
+def _row_changes(table: pd.DataFrame) -> tuple[np.ndarray, pd.Series]:
+    """Each row's change (see the module docstring) and, for a relabelled row, the other side's labels."""
+    label = table["label"].astype("str")
+    side = table[SIDE_COLUMN]
+    copy = table.groupby([SIDE_COLUMN, KEY_COLUMN, label], sort=False).cumcount()
+    counts = table.groupby([SIDE_COLUMN, KEY_COLUMN, label], sort=False).size()
+    other = side.map({"champion": "tonight", "tonight": "champion"})
+    matching = pd.MultiIndex.from_arrays([other, table[KEY_COLUMN], label])
+    kept = copy.to_numpy() < counts.reindex(matching, fill_value=0).to_numpy()
+    labels_of = label.groupby([side, table[KEY_COLUMN]], sort=False).agg(lambda ls: ", ".join(sorted(set(ls))))
+    others = pd.Series(labels_of.reindex(pd.MultiIndex.from_arrays([other, table[KEY_COLUMN]])).to_numpy(),
+                       index=table.index)
+    has_key = others.notna().to_numpy()
+    fresh = np.where(side == "tonight", "added", "removed")
+    label_elsewhere = _label_among(label, others)
+    change = np.where(kept, "kept", np.where(has_key & ~label_elsewhere, "relabelled", fresh))
+    return change, others.where(change == "relabelled")
+
+
+def _label_among(labels: pd.Series, others: pd.Series) -> np.ndarray:
+    """Whether each label is one of the comma-joined labels beside it."""
+    return np.array([isinstance(joined, str) and label in joined.split(", ")
+                     for label, joined in zip(labels, others, strict=True)], dtype=bool)
+
+
+def side(table: pd.DataFrame, name: str, change: str | Sequence[str] | None = None) -> pd.DataFrame:
+    """The rows of one side, optionally only those with the given change(s)."""
+    rows = table[table[SIDE_COLUMN] == name]
+    if change is None:
+        return rows
+    return rows[rows[CHANGE_COLUMN].isin([change] if isinstance(change, str) else change)]
+
+
+def sample(rows: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """At most `limit` rows, drawn at random with a fixed seed (all of them when fewer)."""
+    return rows if len(rows) <= limit else rows.sample(n=limit, random_state=SAMPLE_SEED)
+
+
+def rows_to_score(table: pd.DataFrame, config: ChangesConfig) -> tuple[pd.Index, pd.Index]:
+    """The rows the champion is scored on: samples of the rows added and of the test rows of its own table."""
+    tested = side(table, "champion")
+    tested = tested[tested["split"] == "test"] if "split" in tested.columns else tested.iloc[:0]
+    return sample(side(table, "tonight", "added"), config.max_rows).index, sample(tested, config.max_rows).index

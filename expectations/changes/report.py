@@ -1,0 +1,153 @@
+"""The what-changed report: each measure's check result, the figures a script reads, and the policy's decision.
+
+`RunSummary.changes` is this record; the terminal lines and the Prefect artifact `what-changed`
+are rendered here from it, so nothing downstream knows a change check by name.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pandas as pd
+from pydantic import Field
+
+from expectations.audit.report import (
+    EXAMPLES_SHOWN,
+    CheckResult,
+    _Record,
+    cell,
+    example_line,
+    examples_table,
+    markdown_table,
+)
+
+Decision = Literal["skip", "retrain", "stop"]
+
+
+class Policy(_Record):
+    """What the night does about the changes, and why, in one sentence."""
+
+    decision: Decision = Field(description="skip (nothing material changed), retrain, or stop (exit 1, nothing "
+                               "trained).")
+    reason: str = Field(description="Why, in one sentence.")
+
+
+class LabelShift(_Record):
+    """How far the label mix of the rows added moved from the champion's."""
+
+    psi: float = Field(description="Population stability index of the two mixes (0.1: moderate, 0.25: large).")
+    p_value: float = Field(description="Chi-square test of the class counts of the two sides.")
+
+
+class ChampionOnNew(_Record):
+    """The registered champion's quality on the rows added, next to its quality on its own test rows."""
+
+    metric: str = Field(description="The selection metric.")
+    on_new: float = Field(description="On (a sample of) the rows added since it was trained.")
+    on_test: float = Field(description="On the test rows of the table it was trained on.")
+    rows: int = Field(description="Rows added it was scored on.")
+
+
+class ChangeReport(_Record):
+    """What changed since the champion was trained, measure by measure, and what the night does about it."""
+
+    champion_version: str = Field(description="The champion compared with.")
+    rows_before: int = Field(description="Rows of the champion's table.")
+    rows_now: int = Field(description="Rows of tonight's table.")
+    rows_added: int = Field(description="Rows whose text and label the champion's table did not have.")
+    rows_removed: int = Field(description="Rows of the champion's table that are gone.")
+    relabelled: int = Field(description="Rows whose text the champion's table held under another label.")
+    label_shift: LabelShift | None = Field(None, description="The label mix of the rows added vs the champion's; "
+                                           "none when too few rows were added.")
+    new_classes: list[str] = Field([], description="Classes the champion never saw.")
+    vanished_classes: list[str] = Field([], description="Classes of the champion's table that are gone.")
+    drift_auc: float | None = Field(None, description="Out-of-fold AUC telling the rows added from the champion's "
+                                    "(0.5: the same world); none when too few rows were added.")
+    length_shift: float | None = Field(None, description="Kolmogorov-Smirnov distance of the word counts.")
+    champion_on_new: ChampionOnNew | None = Field(None, description="Decay; none when it could not be measured.")
+    champion_test_rows_gone: int = Field(0, description="Test rows of the champion's table no longer in tonight's.")
+    settings_changed: list[str] = Field([], description="Settings that decide the model and differ from the "
+                                        "champion's (config_hash, code_version, pretrained).")
+    checks: list[CheckResult] = Field(description="Each measure as a GX validation, with its severity and evidence.")
+    policy: Policy = Field(description="What the night does about it.")
+    data_docs: str | None = Field(None, exclude=True)
+
+    @classmethod
+    def from_checks(cls, checks: list[CheckResult], table: pd.DataFrame, champion_version: str,
+                    settings_changed: list[str], policy: Policy) -> ChangeReport:
+        """The figures read back from the checks' observed values, with the comparison table's row counts."""
+        from expectations.changes.compare import CHANGE_COLUMN, SIDE_COLUMN
+
+        counts = table.groupby([SIDE_COLUMN, CHANGE_COLUMN]).size()
+        observed = {check.name: check.observed for check in checks}
+        shift, drift = observed["label_shift"], observed["text_drift"]
+        decay = observed["champion_decay"]
+        return cls(
+            champion_version=champion_version,
+            rows_before=int((table[SIDE_COLUMN] == "champion").sum()),
+            rows_now=int((table[SIDE_COLUMN] == "tonight").sum()),
+            rows_added=int(counts.get(("tonight", "added"), 0)),
+            rows_removed=int(counts.get(("champion", "removed"), 0)),
+            relabelled=int(counts.get(("tonight", "relabelled"), 0)),
+            label_shift=LabelShift(psi=shift["psi"], p_value=shift["p_value"]) if "psi" in shift else None,
+            new_classes=observed["new_or_vanished_classes"].get("new_classes", []),
+            vanished_classes=observed["new_or_vanished_classes"].get("vanished_classes", []),
+            drift_auc=drift.get("auc"),
+            length_shift=observed["length_shift"].get("ks"),
+            champion_on_new=ChampionOnNew(metric=decay["metric"], on_new=decay["on_new"], on_test=decay["on_test"],
+                                          rows=decay["new_rows"]) if "on_new" in decay else None,
+            champion_test_rows_gone=int(observed["champion_test_rows"].get("rows", 0)),
+            settings_changed=settings_changed, checks=checks, policy=policy,
+        )
+
+    def check(self, name: str) -> CheckResult:
+        """The result of the change check called `name`."""
+        return next(check for check in self.checks if check.name == name)
+
+
+def verdict(check: CheckResult, retrains: bool) -> str:
+    """A change check's verdict: same, STOP, retrain (a change worth a retrain) or noted (reported only)."""
+    if check.success:
+        return "same"
+    if check.severity == "error":
+        return "STOP"
+    return "retrain" if retrains else "noted"
+
+
+def _verdicts(report: ChangeReport) -> list[str]:
+    from expectations.changes.checks import CHANGE_CHECKS
+
+    names = CHANGE_CHECKS.names()
+    return [verdict(check, CHANGE_CHECKS.get(check.name).retrains if check.name in names else False)
+            for check in report.checks]
+
+
+def changes_lines(report: ChangeReport) -> list[str]:
+    """One line per measure (verdict, name, headline), its first examples when it changed, and the decision."""
+    lines = [f"  compared with the champion, version {report.champion_version}: "
+             f"{report.rows_before} rows then, {report.rows_now} now"]
+    for check, word in zip(report.checks, _verdicts(report), strict=True):
+        lines.append(f"  {word:<7} {check.name:<24} {check.headline}".rstrip())
+        if not check.success:
+            shown = check.examples[:EXAMPLES_SHOWN]
+            lines += [f"          {example_line(example, check.evidence)}" for example in shown]
+    lines.append(f"  policy: {report.policy.decision}: {report.policy.reason}")
+    return lines
+
+
+def changes_markdown(report: ChangeReport) -> str:
+    """The what-changed report for the Prefect UI: the decision, a table of measures, then the top examples."""
+    rows = [[check.name, check.category, word, cell(check.headline)]
+            for check, word in zip(report.checks, _verdicts(report), strict=True)]
+    parts = [
+        f"# What changed since version {report.champion_version}: {report.policy.decision}",
+        f"**{report.policy.decision}**: {report.policy.reason}",
+        f"{report.rows_before} rows then, {report.rows_now} now: {report.rows_added} added, "
+        f"{report.rows_removed} removed, {report.relabelled} relabelled.",
+        markdown_table(["measure", "category", "verdict", "figure"], rows),
+    ]
+    for check in report.checks:
+        if check.success or not check.examples:
+            continue
+        parts += [f"## {check.name}", examples_table(check)]
+    return "\n\n".join(parts)
