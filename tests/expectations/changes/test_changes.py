@@ -1,0 +1,162 @@
+"""Each change since the champion's table is found by the measure meant for it, and leads to the right policy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from expectations.changes.compare import ChampionScores, Comparison, comparison_table, rows_to_score
+from expectations.changes.config import ChangesConfig
+from expectations.changes.judge import judge_changes
+from expectations.changes.report import ChangeReport, changes_markdown
+from expectations.table.datasets import DATASETS
+from expectations.table.split import assign_splits
+
+NIGHTLY = ChangesConfig(skip_minor=True)
+
+
+def split(table: pd.DataFrame) -> pd.DataFrame:
+    table = table.reset_index(drop=True)
+    return assign_splits(table.assign(row=np.arange(len(table))), 0.1, 0.1, 1, True)
+
+
+@pytest.fixture(scope="module")
+def reviews() -> pd.DataFrame:
+    return DATASETS["reviews-negation"].generate(3000, seed=1)
+
+
+@pytest.fixture(scope="module")
+def champion(reviews) -> pd.DataFrame:
+    return split(reviews.iloc[:2000])
+
+
+def judge(champion: pd.DataFrame, tonight: pd.DataFrame, config: ChangesConfig = NIGHTLY, **given) -> ChangeReport:
+    return judge_changes(comparison_table(champion, split(tonight)), Comparison(config, "1", **given))
+
+
+def failed(report: ChangeReport) -> dict[str, str]:
+    return {check.name: check.severity for check in report.checks if not check.success}
+
+
+def test_an_unchanged_table_changes_nothing_and_skips(champion, reviews) -> None:
+    report = judge(champion, reviews.iloc[:2000].sample(frac=1, random_state=3))  # reordered: the same rows
+
+    assert (report.rows_added, report.rows_removed, report.relabelled) == (0, 0, 0)
+    assert failed(report) == {}
+    assert report.policy.decision == "skip" and "version 1 stays champion" in report.policy.reason
+    assert judge(champion, reviews.iloc[:2000], ChangesConfig(skip_minor=False)).policy.decision == "retrain"
+
+
+def test_appended_rows_of_the_same_world_retrain_without_drift(champion, reviews) -> None:
+    report = judge(champion, reviews)
+
+    assert report.rows_added == 1000 and report.rows_removed == 0
+    assert failed(report) == {"rows_added": "warning"}
+    assert report.drift_auc is not None and report.drift_auc < 0.6  # same generator: indistinguishable
+    assert report.label_shift.p_value > 0.01 and report.label_shift.psi < 0.05
+    assert report.policy.decision == "retrain" and "rows_added" in report.policy.reason
+    assert [e["row"] for e in report.check("rows_added").examples] == [2000, 2001, 2002, 2003, 2004]
+
+
+def test_a_few_appended_rows_are_minor(champion, reviews) -> None:
+    report = judge(champion, reviews.iloc[:2050])
+
+    assert report.rows_added == 50 and failed(report) == {}
+    assert report.policy.decision == "skip"
+
+
+def test_relabelled_rows_are_found_by_text_and_stop_above_their_share(champion, reviews) -> None:
+    flip = {"positive": "negative", "negative": "positive"}
+    few, many = reviews.iloc[:2000].copy(), reviews.iloc[:2000].copy()
+    few.loc[[5, 17, 40], "label"] = few.loc[[5, 17, 40], "label"].map(flip)
+    many.loc[:199, "label"] = many.loc[:199, "label"].map(flip)
+
+    some, most = judge(champion, few), judge(champion, many)
+
+    assert some.relabelled == 3 and some.rows_added == 0 and some.rows_removed == 0
+    assert sorted(e["row"] for e in some.check("relabelled_rows").examples) == [5, 17, 40]
+    assert {e["was"] for e in some.check("relabelled_rows").examples} <= {"positive", "negative"}
+    assert some.policy.decision == "retrain"  # corrected labels are worth a retrain
+    assert most.relabelled == 200 and failed(most)["relabelled_rows"] == "error"
+    assert most.policy.decision == "stop" and "relabelled_rows" in most.policy.reason
+
+
+def test_a_new_class_is_named_and_retrains(champion, reviews) -> None:
+    extra = reviews.iloc[2000:2300].assign(label="neutral")
+
+    report = judge(champion, pd.concat([reviews.iloc[:2000], extra]))
+
+    assert report.new_classes == ["neutral"] and report.vanished_classes == []
+    assert failed(report)["new_or_vanished_classes"] == "warning"
+    assert report.policy.decision == "retrain" and "new: neutral" in report.policy.reason
+    assert judge(champion, reviews.iloc[:2000][lambda t: t["label"] == "positive"]).vanished_classes == ["negative"]
+
+
+def test_a_shifted_label_mix_is_tested_and_retrains(champion, reviews) -> None:
+    positives = reviews.iloc[2000:][lambda t: t["label"] == "positive"].iloc[:90]  # 4.5 %: under the row threshold
+    report = judge(champion, pd.concat([reviews.iloc[:2000], positives]))
+
+    assert report.rows_added == 90 and "rows_added" not in failed(report)
+    assert report.label_shift.p_value < 1e-6 and report.label_shift.psi > 0.1
+    assert failed(report) == {"label_shift": "warning"} and report.policy.decision == "retrain"
+
+
+def test_rows_from_another_task_stop_the_night_with_the_tokens_that_tell(champion, reviews) -> None:
+    topics = DATASETS["topics"].generate(400, seed=2)
+
+    report = judge(champion, pd.concat([reviews.iloc[:2000], topics]))
+
+    assert report.drift_auc > 0.95 and failed(report)["text_drift"] == "error"
+    tokens = report.check("text_drift").examples
+    assert tokens and all(token["more_in"] in ("added", "champion") for token in tokens)
+    topic_words = " ".join(topics["text"]).lower()
+    assert all(token["token"] in topic_words for token in tokens if token["more_in"] == "added")
+    assert report.policy.decision == "stop" and "text_drift" in report.policy.reason
+    assert "## text_drift" in changes_markdown(report)
+
+
+def test_removed_test_rows_are_said_but_do_not_retrain(champion, reviews) -> None:
+    kept = reviews.iloc[:2000][champion["split"].to_numpy() != "test"]
+
+    report = judge(champion, kept)
+
+    tested = int((champion["split"] == "test").sum())
+    assert report.rows_removed == tested and report.champion_test_rows_gone == tested
+    assert failed(report) == {"champion_test_rows": "warning"}
+    assert report.check("champion_test_rows").headline == f"{tested} of its {tested} test rows gone"
+    assert report.policy.decision == "skip"  # noted, not a reason to retrain on its own
+
+
+def test_decay_on_the_rows_added_retrains_and_shows_what_the_champion_got_wrong(champion, reviews) -> None:
+    table = comparison_table(champion, split(reviews.iloc[:2100]))
+    added, tested = rows_to_score(table, NIGHTLY)
+    wrong = {index: "negative" for index in added}  # the champion says negative to every new row
+    scores = ChampionScores("macro_f1", on_new=0.33, on_test=0.9, new_rows=len(added), test_rows=len(tested),
+                            predicted=wrong)
+
+    decayed = judge_changes(table, Comparison(NIGHTLY, "1", champion=scores))
+    steady = judge_changes(table, Comparison(NIGHTLY, "1", champion=ChampionScores(
+        "macro_f1", on_new=0.88, on_test=0.9, new_rows=len(added), test_rows=len(tested))))
+
+    assert len(added) == 100 and len(tested) == int((champion["split"] == "test").sum())
+    assert failed(decayed) == {"champion_decay": "warning"} and decayed.policy.decision == "retrain"
+    assert decayed.champion_on_new.on_new == 0.33 and decayed.champion_on_new.rows == 100
+    examples = decayed.check("champion_decay").examples
+    assert examples and all(e["label"] == "positive" and e["champion_said"] == "negative" for e in examples)
+    assert failed(steady) == {} and steady.policy.decision == "skip"
+
+
+def test_changed_settings_retrain_even_when_the_data_did_not_change(champion) -> None:
+    report = judge_changes(comparison_table(champion, champion), Comparison(NIGHTLY, "1",
+                                                                              settings_changed=("config_hash",)))
+
+    assert report.policy.decision == "retrain" and "config_hash" in report.policy.reason
+    assert report.settings_changed == ["config_hash"]
+
+
+def test_the_report_round_trips_through_json(champion, reviews) -> None:
+    report = judge(champion, reviews)
+
+    assert ChangeReport.from_dict(report.to_dict()).to_dict() == report.to_dict()
+    assert report.to_dict()["policy"] == {"decision": "retrain", "reason": report.policy.reason}
