@@ -39,14 +39,15 @@ class RunSummary(Record):
     """What one run decided."""
 
     skipped: bool = Field(
-        False, description="Nothing was retrained: a model of the same data, settings and code exists."
+        False, description="Nothing was retrained: a model of the same data, settings and code exists, or nothing "
+        "changed enough since the champion (changes.policy)."
     )
     reason: str | None = Field(None, description="Why the run was skipped.")
     changes: ChangeReport | None = Field(
         None, description="What changed since the champion was trained, and the policy's decision; none without a "
         "champion (or when its table was not kept)."
     )
-    audit: RunAudit | None = Field(None, description="The audit's verdict; none when skipped.")
+    audit: RunAudit | None = Field(None, description="The audit's verdict; none when skipped or stopped by changes.")
     candidates: list[Candidate] = Field([], description="Every (depth, seed) of the sweep.")
     selected_depth: int | None = Field(None, description="The chosen depth; none when skipped or blocked.")
     rule: Decision | None = Field(None, description="How the depth was chosen, and why.")

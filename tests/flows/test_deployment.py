@@ -43,7 +43,7 @@ def test_the_parameters_render_as_a_form_with_descriptions(deployment) -> None:
     schema = read.parameter_openapi_schema
     properties = schema["properties"]
 
-    assert set(properties) == {"data", "audit", "model", "train", "sweep", "registry", "force"}
+    assert set(properties) == {"data", "audit", "changes", "model", "train", "sweep", "registry", "force"}
     sweep = _resolve(schema, properties["sweep"])["properties"]
     depths = next(option for option in sweep["depths"]["anyOf"] if option.get("type") == "array")
     assert depths["items"] == {"type": "integer"} and {"type": "null"} in sweep["depths"]["anyOf"]  # null: defaults
@@ -51,7 +51,7 @@ def test_the_parameters_render_as_a_form_with_descriptions(deployment) -> None:
     assert families["items"]["enum"] == ["scratch", "pretrained"]
     assert sweep["rule"]["enum"] == ["tolerance", "ratio", "pareto"]
     assert sweep["halving"]["enum"] == ["auto", "on", "off"]
-    for section in ("sweep", "train", "model", "registry", "audit", "data"):
+    for section in ("sweep", "train", "model", "registry", "audit", "changes", "data"):
         fields = _resolve(schema, properties[section])["properties"]
         undescribed = [name for name, field in fields.items() if not field.get("description")]
         assert not undescribed, f"{section}: {undescribed} have no description for the UI"
@@ -65,6 +65,7 @@ def test_the_deployment_is_scheduled_nightly_in_its_time_zone_with_the_config_as
     assert read.name == NIGHTLY
     assert read.parameters["sweep"]["depths"] == [1, 2]
     assert read.parameters["sweep"]["extend_unconverged"] is True  # not set in the config: on at night
+    assert read.parameters["changes"]["skip_minor"] is True  # likewise: minor changes do not retrain at night
     assert read.parameters["registry"]["workdir"] == str(folder / "work")  # absolute: runs may start elsewhere
 
 
@@ -102,6 +103,7 @@ def test_prefect_yaml_declares_the_nightly_deployment() -> None:
     assert nightly["work_pool"]["name"]
     RunConfig.model_validate({k: v for k, v in nightly["parameters"].items() if k != "force"})
     assert nightly["parameters"]["sweep"]["extend_unconverged"] is True  # as `depthfinder deploy` sets it
+    assert nightly["parameters"]["changes"]["skip_minor"] is True
 
 
 def test_scheduled_runs_get_absolute_paths_for_local_files_and_keep_hub_ids(tmp_path, monkeypatch) -> None:
