@@ -106,7 +106,10 @@ class ChangeReport(_Record):
 
 
 def verdict(check: CheckResult, retrains: bool) -> str:
-    """A change check's verdict: same, STOP, retrain (a change worth a retrain) or noted (reported only)."""
+    """A change check's verdict: same, n/a (not judged), STOP, retrain (a change worth a retrain) or noted
+    (reported only)."""
+    if "not_judged" in check.observed:
+        return "n/a"
     if check.success:
         return "same"
     if check.severity == "error":

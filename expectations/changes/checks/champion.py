@@ -33,7 +33,7 @@ class ChampionDecayCheck(ChangeCheck):
 
         scores, config = comparison.champion, comparison.config
         if scores is None or scores.on_new is None or scores.on_test is None:
-            return self.not_judged("the champion was not scored (no rows added, or no test rows)")
+            return self.not_judged("no rows added to score the champion on")
         if scores.new_rows < config.decay_min_rows:
             return self.not_judged(f"{scores.new_rows} rows added, fewer than {config.decay_min_rows}")
         drop = scores.on_test - scores.on_new
