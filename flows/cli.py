@@ -1,6 +1,7 @@
 """The `depthfinder` command line: run, audit, predict, deploy, datasets, unlock.
 
-Exit codes: 0 success; 1 the audit blocked training or a run failed; 2 bad input or usage;
+Exit codes: 0 success; 1 the audit blocked training, what changed stopped the night, or a run failed; 2 bad
+input or usage;
 130 / 143 stopped by SIGINT / SIGTERM. Errors are one line on stderr; heavy libraries are
 imported only by the command that needs them.
 """
