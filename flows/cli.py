@@ -1,9 +1,8 @@
 """The `depthfinder` command line: run, audit, predict, deploy, datasets, unlock.
 
-Exit codes: 0 success; 1 the audit blocked training, what changed stopped the night, or a run failed; 2 bad
-input or usage;
-130 / 143 stopped by SIGINT / SIGTERM. Errors are one line on stderr; heavy libraries are
-imported only by the command that needs them.
+Exit codes: 0 success; 1 the audit blocked training, what changed stopped the night, or a run failed;
+2 bad input or usage; 130 / 143 stopped by SIGINT / SIGTERM. Errors are one line on stderr; heavy
+libraries are imported only by the command that needs them.
 """
 
 from __future__ import annotations
