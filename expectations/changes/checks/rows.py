@@ -17,9 +17,12 @@ def _mostly(threshold_of_champion: float, champion_rows: int, rows: int) -> floa
     return float(np.clip(1 - threshold_of_champion * champion_rows / max(rows, 1), 0, 1))
 
 
-def _flags(rows: pd.DataFrame, change: str, column: str) -> pd.DataFrame:
-    """One row per row of `rows` (same index): 1 where its change is `change`."""
-    return pd.DataFrame({column: (rows[CHANGE_COLUMN] == change).astype(np.int8)}, index=rows.index)
+def _flagged_tonight(table: pd.DataFrame, change: str) -> tuple[pd.DataFrame, int, int]:
+    """One row per row of tonight's table (same index), 1 in column `change` where that is its change; how many
+    are, and how many rows the champion's table has."""
+    tonight = side(table, "tonight")
+    frame = pd.DataFrame({change: (tonight[CHANGE_COLUMN] == change).astype(np.int8)}, index=tonight.index)
+    return frame, int(frame[change].sum()), len(side(table, "champion"))
 
 
 class RowsAddedCheck(ChangeCheck):
@@ -36,17 +39,15 @@ class RowsAddedCheck(ChangeCheck):
     def plan(self, table: pd.DataFrame, comparison: Comparison) -> CheckPlan:
         import great_expectations.expectations as gxe
 
-        tonight, before = side(table, "tonight"), len(side(table, "champion"))
-        frame = _flags(tonight, "added", "added")
+        frame, added, before = _flagged_tonight(table, "added")
         threshold = comparison.config.retrain_added_fraction
-        added = int(frame["added"].sum())
         expectation = gxe.ExpectColumnValuesToBeBetween(
-            column="added", max_value=0, mostly=_mostly(threshold, before, len(tonight)),
+            column="added", max_value=0, mostly=_mostly(threshold, before, len(frame)),
             **self.gx("warning", f"more than {threshold:.0%} of the champion's rows are new: worth a retrain",
                       rows_added=added),
         )
         return CheckPlan(frame, [expectation], {"fraction": share(added, before), "champion_rows": before,
-                                                "tonight_rows": len(tonight), "retrain_fraction": threshold})
+                                                "tonight_rows": len(frame), "retrain_fraction": threshold})
 
 
 class RelabelledRowsCheck(ChangeCheck):
@@ -65,10 +66,8 @@ class RelabelledRowsCheck(ChangeCheck):
     def plan(self, table: pd.DataFrame, comparison: Comparison) -> CheckPlan:
         import great_expectations.expectations as gxe
 
-        tonight, before = side(table, "tonight"), len(side(table, "champion"))
-        frame = _flags(tonight, "relabelled", "relabelled")
+        frame, relabelled, before = _flagged_tonight(table, "relabelled")
         stop = comparison.config.stop_relabelled_fraction
-        relabelled = int(frame["relabelled"].sum())
         expectations = [
             gxe.ExpectColumnValuesToBeBetween(
                 column="relabelled", max_value=0,
@@ -76,7 +75,7 @@ class RelabelledRowsCheck(ChangeCheck):
                           relabelled=relabelled),
             ),
             gxe.ExpectColumnValuesToBeBetween(
-                column="relabelled", max_value=0, mostly=_mostly(stop, before, len(tonight)),
+                column="relabelled", max_value=0, mostly=_mostly(stop, before, len(frame)),
                 **self.gx("error", f"more than {stop:.0%} of the champion's rows changed label: the labelling "
                           "itself changed; a person should look before anything is trained on it",
                           relabelled=relabelled),
