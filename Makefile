@@ -9,11 +9,11 @@ CONSTRAINTS := constraints.txt
 # The built-in demo on the default depths 1,2,4,6 (successive halving): a few minutes on a 2-core CPU.
 RUN_ARGS ?= --dataset reviews-negation --summary-json summary.json
 
-.PHONY: run test lint docs lock clean
+.PHONY: run test lint docs lock clean stack-up stack-down test-stack
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev,stack]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -21,6 +21,17 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The team stack on this machine (docs/operations.md): PostgreSQL, MLflow and Prefect servers, a worker, Dask.
+stack-up: $(STAMP)
+	$(BIN)/python -m flows.stack up
+
+stack-down: $(STAMP)
+	$(BIN)/python -m flows.stack down
+
+# The integration suite against the stack: uses the one `make stack-up` started, else brings up its own.
+test-stack: $(STAMP)
+	$(BIN)/python -m pytest -m stack tests/stack
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -33,7 +44,7 @@ docs: $(STAMP)
 lock:
 	rm -rf .lock-venv
 	$(PYTHON) -m venv .lock-venv
-	.lock-venv/bin/python -m pip install --quiet -e '.[dev]'
+	.lock-venv/bin/python -m pip install --quiet -e '.[dev,stack]'
 	printf '%s\n' "# The versions the test suite passed with; make installs with them. Refresh: make lock." \
 		"# torch is left to pyproject's range, so a GPU machine installs its CUDA build." > $(CONSTRAINTS)
 	.lock-venv/bin/python -m pip freeze --exclude-editable \

@@ -61,6 +61,7 @@ def nightly_settings(config: RunConfig) -> RunConfig:
 
 def nightly_deployment(config: RunConfig, cron: str = NIGHTLY_CRON, timezone: str = "UTC") -> RunnerDeployment:
     """The retrain flow with `config` as its default parameters, on a cron schedule in `timezone`."""
+    from prefect.deployments.runner import EntrypointType
     from prefect.schedules import Cron
 
     from flows.retrain import retrain
@@ -71,11 +72,16 @@ def nightly_deployment(config: RunConfig, cron: str = NIGHTLY_CRON, timezone: st
         parameters=nightly_settings(absolute_paths(config)).model_dump(mode="json"),
         description="Audit the data, sweep depth, register the chosen model; skipped when nothing changed.",
         tags=["depthfinder"],
+        # A module path (flows.retrain:retrain), not a file: loaded from a file, the flow's module is named
+        # "retrain", and the tasks it pickles for Dask workers name a module they cannot import.
+        entrypoint_type=EntrypointType.MODULE_PATH,
     )
 
 
 def audit_deployment(config: RunConfig) -> RunnerDeployment:
     """The audit flow, run on demand from the UI, with the nightly run's data and audit settings."""
+    from prefect.deployments.runner import EntrypointType
+
     from flows.audit import audit_data
 
     pinned = absolute_paths(config)
@@ -85,6 +91,7 @@ def audit_deployment(config: RunConfig) -> RunnerDeployment:
                     "workdir": str(pinned.registry.workdir)},
         description="Audit a labelled table for leakage, label noise and imbalance.",
         tags=["depthfinder"],
+        entrypoint_type=EntrypointType.MODULE_PATH,
     )
 
 

@@ -98,7 +98,7 @@ def test_no_reachable_server_is_explained(monkeypatch) -> None:
 def test_prefect_yaml_declares_the_nightly_deployment() -> None:
     project = yaml.safe_load((ROOT / "prefect.yaml").read_text())
     (nightly,) = [d for d in project["deployments"] if d["name"] == NIGHTLY]
-    assert nightly["entrypoint"] == "flows/retrain.py:retrain"
+    assert nightly["entrypoint"] == "flows.retrain:retrain"  # a module path: Dask workers unpickle its tasks
     assert nightly["schedules"][0]["cron"] == NIGHTLY_CRON and "timezone" in nightly["schedules"][0]
     assert nightly["work_pool"]["name"]
     RunConfig.model_validate({k: v for k, v in nightly["parameters"].items() if k != "force"})

@@ -1,0 +1,385 @@
+"""The team stack on one machine: PostgreSQL, MLflow and Prefect servers on it, a worker, and a Dask cluster.
+
+    python -m flows.stack up      # or: make stack-up     (idempotent: starts what is not running)
+    python -m flows.stack status  #                        (what runs, where; exit 1 when something is down)
+    python -m flows.stack env     # the settings that point depthfinder at it, as shell exports
+    python -m flows.stack down    # or: make stack-down
+
+Everything listens on 127.0.0.1 (PostgreSQL on a Unix socket only) and lives under one
+folder (`--home`, default `.stack`): the database cluster, the MLflow artifact root, the
+Prefect home, each service's log and `stack.json`, which records each process and where it
+listens. PostgreSQL is the system's (Debian/Ubuntu: `apt-get install postgresql
+postgresql-contrib`; Prefect needs contrib's pg_trgm), run as the `postgres` user when the
+stack is brought up as root, so the stack's folder must be reachable by that user.
+
+depthfinder is pointed at the stack by configuration only: `PREFECT_API_URL`,
+`registry.tracking_uri` (the MLflow server) and `sweep.task_runner: dask` with
+`sweep.dask_address` (the scheduler); `env` prints them and `stack.yaml` in the home holds
+the configuration sections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+HOST = "127.0.0.1"
+ROOT = Path(__file__).resolve().parents[1]  # the checkout the worker runs flows from (prefect.yaml's pull step)
+POOL = "depthfinder"
+DASK_WORKERS = 2
+READY_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Where the services listen on 127.0.0.1."""
+
+    mlflow: int = 5050
+    prefect: int = 4250
+    dask: int = 8786
+
+
+@dataclass
+class Stack:
+    """The stack's folder, ports and running processes (name -> pid of a process-group leader)."""
+
+    home: Path
+    ports: Ports = field(default_factory=Ports)
+    pids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def state_file(self) -> Path:
+        return self.home / "stack.json"
+
+    @property
+    def postgres_dir(self) -> Path:
+        return self.home / "postgres"
+
+    @property
+    def mlflow_uri(self) -> str:
+        return f"http://{HOST}:{self.ports.mlflow}"
+
+    @property
+    def prefect_api(self) -> str:
+        return f"http://{HOST}:{self.ports.prefect}/api"
+
+    @property
+    def dask_address(self) -> str:
+        return f"tcp://{HOST}:{self.ports.dask}"
+
+    def database_uri(self, database: str, driver: str = "postgresql") -> str:
+        """A URI of one of the stack's databases over its Unix socket."""
+        return f"{driver}://postgres:@/{database}?host={self.postgres_dir}"
+
+    def environment(self) -> dict[str, str]:
+        """What points depthfinder (and the Prefect and MLflow clients) at the stack."""
+        return {"PREFECT_API_URL": self.prefect_api, "MLFLOW_TRACKING_URI": self.mlflow_uri}
+
+    def save(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        partial = self.state_file.with_suffix(".partial")
+        state = {"home": str(self.home), "ports": asdict(self.ports), "pids": self.pids}
+        partial.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
+        partial.replace(self.state_file)
+
+    @classmethod
+    def load(cls, home: Path, ports: Ports | None = None) -> Stack:
+        """The stack recorded in `home`, or a new one with `ports`."""
+        state_file = Path(home) / "stack.json"
+        if not state_file.is_file():
+            return cls(Path(home).resolve(), ports or Ports())
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+        return cls(Path(state["home"]), Ports(**state["ports"]), {k: int(v) for k, v in state["pids"].items()})
+
+
+def alive(pid: int | None) -> bool:
+    """Whether a process with this pid exists (and is not a zombie)."""
+    if not pid:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def listening(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:`port`."""
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex((HOST, port)) == 0
+
+
+def healthy(url: str) -> bool:
+    """Whether `url` answers 200."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def wait_for(what: str, ready, pid: int, log: Path, seconds: float = READY_SECONDS) -> None:
+    """Wait until `ready()`; RuntimeError with the log's tail when the process dies or time runs out."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if not alive(pid):
+            break
+        time.sleep(0.5)
+    tail = log.read_text(encoding="utf-8", errors="replace")[-2000:] if log.is_file() else ""
+    state = "exited" if not alive(pid) else f"not ready after {seconds:.0f} s"
+    raise RuntimeError(f"{what} {state}; its log ({log}) ends:\n{tail}")
+
+
+def bin_path(name: str) -> str:
+    """A console script of this environment (mlflow, prefect, dask)."""
+    return str(Path(sys.executable).with_name(name))
+
+
+def launch(stack: Stack, name: str, command: list[str], env: dict[str, str] | None = None) -> int:
+    """Start `command` in a session of its own (so `down` can stop its whole group), logging to <home>/logs."""
+    logs = stack.home / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(logs / f"{name}.log", "ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True, env={**os.environ, **(env or {})}, cwd=stack.home)
+    stack.pids[name] = process.pid
+    stack.save()
+    return process.pid
+
+
+def postgres_bin() -> Path:
+    """The folder of PostgreSQL's server programs: $DEPTHFINDER_PG_BIN, else the newest Debian/Ubuntu install
+    (`apt-get install postgresql postgresql-contrib`), else wherever `pg_ctl` is on PATH."""
+    if given := os.environ.get("DEPTHFINDER_PG_BIN"):
+        return Path(given)
+    installed = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parts[-3]))
+    found = installed[-1] if installed else shutil.which("pg_ctl")
+    if found is None:
+        raise RuntimeError("no PostgreSQL server found: install it (Debian/Ubuntu: apt-get install postgresql "
+                           "postgresql-contrib) or set DEPTHFINDER_PG_BIN to the folder holding pg_ctl")
+    return Path(found).resolve().parent
+
+
+def as_database_user(command: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: as root, run `command` as the `postgres` system user."""
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+def postgres(stack: Stack, program: str, *args: str) -> subprocess.CompletedProcess:
+    """Run one of PostgreSQL's programs as the database user; RuntimeError with its output when it fails."""
+    done = subprocess.run(as_database_user([str(postgres_bin() / program), *args]), capture_output=True, text=True,
+                          timeout=120, cwd="/")
+    if done.returncode != 0:
+        raise RuntimeError(f"{program} {' '.join(args)} failed: {(done.stderr or done.stdout).strip()[-1500:]}")
+    return done
+
+
+def start_postgres(stack: Stack) -> None:
+    """Initialise (once) and start the database cluster, listening on a Unix socket in its own folder only;
+    create the mlflow and prefect databases."""
+    data = stack.postgres_dir
+    if not (data / "PG_VERSION").is_file():
+        data.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(data, "postgres", "postgres")
+        postgres(stack, "initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+    if not alive(postmaster_pid(stack)):
+        log = stack.home / "logs" / "postgres.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.touch()
+        if os.geteuid() == 0:
+            shutil.chown(log, "postgres", "postgres")
+        postgres(stack, "pg_ctl", "-D", str(data), "-l", str(log), "-w", "-o", f"-h '' -k {data}", "start")
+    for database in ("mlflow", "prefect"):
+        exists = postgres(stack, "psql", "-h", str(data), "-U", "postgres", "-tAc",
+                          f"SELECT 1 FROM pg_database WHERE datname = '{database}'").stdout.strip()
+        if not exists:
+            postgres(stack, "createdb", "-h", str(data), "-U", "postgres", database)
+    stack.pids["postgres"] = postmaster_pid(stack)
+    stack.save()
+
+
+def postmaster_pid(stack: Stack) -> int | None:
+    """The running cluster's pid, from its postmaster.pid."""
+    try:
+        return int((stack.postgres_dir / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def stop_postgres(stack: Stack) -> None:
+    """Stop the database cluster (its data stays for the next `up`)."""
+    if alive(postmaster_pid(stack)):
+        postgres(stack, "pg_ctl", "-D", str(stack.postgres_dir), "-w", "-m", "fast", "stop")
+
+
+def service_commands(stack: Stack) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """Each long-running service's command line and environment, in start order."""
+    prefect_env = {"PREFECT_HOME": str(stack.home / "prefect"), "PREFECT_API_URL": stack.prefect_api,
+                   "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "true"}
+    artifacts = stack.home / "mlflow-artifacts"
+    commands = {
+        "mlflow": ([bin_path("mlflow"), "server", "--host", HOST, "--port", str(stack.ports.mlflow),
+                    "--backend-store-uri", stack.database_uri("mlflow", "postgresql+psycopg2"),
+                    "--artifacts-destination", str(artifacts), "--workers", "1"], {"MLFLOW_DISABLE_TELEMETRY": "true"}),
+        "prefect": ([bin_path("prefect"), "server", "start", "--host", HOST, "--port", str(stack.ports.prefect),
+                     "--analytics-off"],
+                    prefect_env | {"PREFECT_API_DATABASE_CONNECTION_URL":
+                                   stack.database_uri("prefect", "postgresql+asyncpg")}),
+        "worker": ([bin_path("prefect"), "worker", "start", "--pool", POOL, "--type", "process"],
+                   prefect_env | {"DEPTHFINDER_HOME": str(ROOT)}),
+        "dask-scheduler": ([bin_path("dask"), "scheduler", "--host", HOST, "--port", str(stack.ports.dask),
+                            "--dashboard-address", ":0"], {}),
+    }
+    for number in range(1, DASK_WORKERS + 1):
+        commands[f"dask-worker-{number}"] = (
+            [bin_path("dask"), "worker", stack.dask_address, "--host", HOST, "--nthreads", "1", "--nworkers", "1",
+             "--name", f"worker-{number}", "--dashboard-address", ":0", "--local-directory",
+             str(stack.home / "dask")], {"OMP_NUM_THREADS": "1"})
+    return commands
+
+
+def readiness(stack: Stack, name: str):  # noqa: ANN201 - a predicate
+    """How to tell that service `name` is ready."""
+    if name == "mlflow":
+        return lambda: healthy(f"{stack.mlflow_uri}/health")
+    if name == "prefect":
+        return lambda: healthy(f"{stack.prefect_api}/health")
+    if name == "dask-scheduler":
+        return lambda: listening(stack.ports.dask)
+    if name.startswith("dask-worker"):
+        return lambda: _dask_workers(stack) >= int(name.rsplit("-", 1)[1])
+    return lambda: True  # the worker: it polls the pool; `status` shows it
+
+
+def _dask_workers(stack: Stack) -> int:
+    """How many workers the scheduler knows."""
+    from distributed import Client
+
+    try:
+        with Client(stack.dask_address, timeout=3) as client:
+            return len(client.scheduler_info()["workers"])
+    except OSError:
+        return 0
+
+
+def up(stack: Stack) -> Stack:
+    """Start whatever of the stack is not running, each waited on until it answers; a no-op when all run.
+
+    A port another process holds is refused before anything starts; when a service fails to come up,
+    what this call started is stopped again and RuntimeError says which and shows its log.
+    """
+    stack.home.mkdir(parents=True, exist_ok=True)
+    commands = service_commands(stack)
+    missing = [name for name in commands if not alive(stack.pids.get(name))]
+    ports = {"mlflow": stack.ports.mlflow, "prefect": stack.ports.prefect, "dask-scheduler": stack.ports.dask}
+    if busy := [f"{name} port {port}" for name, port in ports.items() if name in missing and listening(port)]:
+        raise RuntimeError(f"in use by another process: {', '.join(busy)}; stop it or choose other ports")
+    started: list[str] = []
+    try:
+        if not alive(postmaster_pid(stack)):
+            started.append("postgres")
+        start_postgres(stack)
+        for name in missing:
+            command, env = commands[name]
+            if name == "worker":
+                _create_pool(stack)
+            pid = launch(stack, name, command, env)
+            started.append(name)
+            wait_for(name, readiness(stack, name), pid, stack.home / "logs" / f"{name}.log")
+    except BaseException:
+        down(stack, only=started)
+        raise
+    (stack.home / "stack.yaml").write_text(stack_yaml(stack), encoding="utf-8")
+    return stack
+
+
+def _create_pool(stack: Stack) -> None:
+    """The `process` work pool the worker serves (kept when it exists)."""
+    env = {**os.environ, "PREFECT_API_URL": stack.prefect_api, "PREFECT_HOME": str(stack.home / "prefect")}
+    subprocess.run([bin_path("prefect"), "work-pool", "create", POOL, "--type", "process", "--overwrite"],
+                   env=env, check=True, capture_output=True, timeout=120)
+
+
+def stack_yaml(stack: Stack) -> str:
+    """The configuration sections that point a run at the stack (merge them into your run.yaml)."""
+    return (f"registry: {{tracking_uri: \"{stack.mlflow_uri}\"}}\n"
+            f"sweep: {{task_runner: dask, dask_address: \"{stack.dask_address}\"}}\n")
+
+
+def down(stack: Stack, only: list[str] | None = None) -> None:
+    """Stop every service of the stack (or `only` those), newest first, and the database; the data stays for the
+    next `up`."""
+    names = [name for name in stack.pids if only is None or name in only]
+    for name in reversed([name for name in names if name != "postgres"]):
+        stop_group(stack.pids.pop(name))
+    if "postgres" in names or only is None:
+        stop_postgres(stack)
+        stack.pids.pop("postgres", None)
+    stack.save()
+
+
+def stop_group(pid: int, grace: float = 15) -> None:
+    """SIGTERM the process group `pid` leads, SIGKILL what is left after `grace` seconds."""
+    for how in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, how)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and alive(pid):
+            time.sleep(0.2)
+        if not alive(pid):
+            return
+
+
+def status(stack: Stack) -> list[tuple[str, int | None, bool]]:
+    """(service, pid, running) of each part of the stack."""
+    names = ["postgres", *service_commands(stack)]
+    return [(name, stack.pids.get(name), alive(stack.pids.get(name))) for name in names]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m flows.stack", description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=["up", "down", "status", "env"])
+    parser.add_argument("--home", type=Path, default=Path(os.environ.get("DEPTHFINDER_STACK", ".stack")),
+                        help="the stack's folder (default: .stack, or $DEPTHFINDER_STACK)")
+    args = parser.parse_args(argv)
+    stack = Stack.load(args.home)
+    if args.action == "up":
+        try:
+            up(stack)
+        except (RuntimeError, subprocess.SubprocessError) as error:
+            print(f"flows.stack: {error}", file=sys.stderr)
+            return 1
+        print(f"stack up in {stack.home}: MLflow {stack.mlflow_uri}, Prefect {stack.prefect_api}, "
+              f"Dask {stack.dask_address}; `python -m flows.stack env` prints the settings")
+    elif args.action == "down":
+        down(stack)
+        print(f"stack down (data kept in {stack.home}; delete the folder to start afresh)")
+    elif args.action == "env":
+        print("\n".join(f"export {key}={value}" for key, value in stack.environment().items()))
+        print(f"# and run with --config {stack.home / 'stack.yaml'} (or merge its sections into yours)")
+    else:
+        states = status(stack)
+        for name, pid, running in states:
+            print(f"{name:<16} {'running' if running else 'down':<8} pid {pid or '-'}")
+        return 0 if all(running for _, _, running in states) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
