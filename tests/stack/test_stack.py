@@ -4,18 +4,24 @@ server on PostgreSQL."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
+import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from flows.stack import POOL, Stack, bin_path
+from flows.stack import POOL, Stack, bin_path, healthy
+from tests.stack.conftest import free_port
 
 pytestmark = pytest.mark.stack
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,11 +85,18 @@ def wait_final(stack: Stack, flow_run: str, seconds: float = 420) -> dict:
     raise AssertionError(f"flow run {flow_run} not finished after {seconds} s: {run['state_type']}")
 
 
-def test_a_run_triggered_through_the_api_trains_on_the_dask_workers_and_logs_to_the_mlflow_server(
-    stack: Stack, deployment: dict, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def nightly(stack: Stack, deployment: dict, tmp_path_factory) -> tuple[str, dict]:
+    """One nightly run triggered through the API on the stack: its model name and final flow-run state."""
     name = unique("api")
-    run = wait_final(stack, trigger(stack, deployment, form_parameters(stack, tmp_path / "work", name)))
+    work = tmp_path_factory.mktemp("work")
+    return name, wait_final(stack, trigger(stack, deployment, form_parameters(stack, work, name)))
+
+
+def test_a_run_triggered_through_the_api_trains_on_the_dask_workers_and_logs_to_the_mlflow_server(
+    stack: Stack, nightly: tuple[str, dict]
+) -> None:
+    name, run = nightly
 
     assert run["state_type"] == "COMPLETED", run["state"]["message"]
     client = MlflowClient(tracking_uri=stack.mlflow_uri)
@@ -98,3 +111,102 @@ def test_a_run_triggered_through_the_api_trains_on_the_dask_workers_and_logs_to_
     assert {os.getpgid(pid) for pid in trained_by} <= workers  # each trained in a Dask worker's process group
     assert client.get_model_version_by_alias(name, "champion").version == "1"
     assert [a.path for a in client.list_artifacts(parents[0].info.run_id, "data")]  # the champion's table, served
+
+
+def test_two_runs_at_once_one_waits_and_then_skips(stack: Stack, deployment: dict, tmp_path: Path) -> None:
+    name = unique("twice")
+    parameters = form_parameters(stack, tmp_path / "work", name)
+    first, second = (trigger(stack, deployment, parameters) for _ in range(2))
+    runs = [wait_final(stack, flow_run) for flow_run in (first, second)]
+
+    assert [run["state_type"] for run in runs] == ["COMPLETED", "COMPLETED"], [r["state"]["message"] for r in runs]
+    trained, skipped = sorted(runs, key=lambda run: run["state_name"] == "Skipped")
+    assert (trained["state_name"], skipped["state_name"]) == ("Completed", "Skipped")
+    assert "was trained on the same data" in skipped["state"]["message"]
+    assert skipped["end_time"] > trained["end_time"]  # it waited for the other to finish, then skipped
+    client = MlflowClient(tracking_uri=stack.mlflow_uri)
+    assert len(client.search_model_versions(f"name='{name}'")) == 1
+
+
+def test_the_champion_serves_concurrent_requests_and_answers_bad_ones_with_a_4xx(
+    stack: Stack, nightly: tuple[str, dict], tmp_path: Path
+) -> None:
+    name, run = nightly
+    assert run["state_type"] == "COMPLETED"
+    port = free_port()
+    # mlflow models serve starts `uvicorn` by name: this environment's scripts must be on PATH.
+    env = {**os.environ, "MLFLOW_TRACKING_URI": stack.mlflow_uri,
+           "PATH": f"{Path(bin_path('mlflow')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    with open(tmp_path / "serve.log", "wb") as log:
+        server = subprocess.Popen([bin_path("mlflow"), "models", "serve", "-m", f"models:/{name}@champion", "-h",
+                                   "127.0.0.1", "-p", str(port), "--env-manager", "local"], stdout=log,
+                                  stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: healthy(f"{url}/ping"), 120, server, tmp_path / "serve.log")
+        latencies, errors = load(f"{url}/invocations", clients=CLIENTS, seconds=LOAD_SECONDS)
+        bad = [post(f"{url}/invocations", b"not json"),
+               post(f"{url}/invocations", json.dumps({"dataframe_split": {"columns": ["body"], "data": [["x"]]}}))]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+
+    p50, p95 = np.percentile(latencies, [50, 95]) * 1000
+    print(f"\nserving: {len(latencies)} requests from {CLIENTS} clients in {LOAD_SECONDS} s, 0 errors, "
+          f"p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+    assert errors == [] and len(latencies) >= CLIENTS
+    for status, body in bad:
+        assert 400 <= status < 500 and body.strip(), (status, body)
+
+
+CLIENTS, LOAD_SECONDS = 8, 10
+TEXTS = ["The striker scored twice before half time.", "The chef roasted the vegetables slowly.",
+         "The new compiler release fixed the memory leak.", "The flight to Lisbon was delayed again."]
+
+
+def post(url: str, body: bytes | str) -> tuple[int, str]:
+    """POST `body` as JSON; the status and the body of the answer (errors included)."""
+    data = body.encode() if isinstance(body, str) else body
+    request = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def load(url: str, clients: int, seconds: float) -> tuple[np.ndarray, list[str]]:
+    """`clients` threads each sending one text at a time for `seconds`: every latency, and every error."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    deadline = time.monotonic() + seconds
+
+    def client(number: int) -> None:
+        sent = 0
+        while time.monotonic() < deadline:
+            text = TEXTS[(number + sent) % len(TEXTS)]
+            body = json.dumps({"dataframe_split": {"columns": ["text"], "data": [[text]]}})
+            started = time.perf_counter()
+            status, answer = post(url, body)
+            latencies.append(time.perf_counter() - started)
+            if status != 200 or '"label"' not in answer:
+                errors.append(f"{status}: {answer[:200]}")
+            sent += 1
+
+    threads = [threading.Thread(target=client, args=(number,)) for number in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return np.array(latencies), errors
+
+
+def wait_until(ready, seconds: float, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        assert process.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.5)
+    raise AssertionError(f"not ready after {seconds} s: {log.read_text()[-3000:]}")
