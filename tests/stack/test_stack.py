@@ -210,3 +210,52 @@ def wait_until(ready, seconds: float, process: subprocess.Popen, log: Path) -> N
         assert process.poll() is None, log.read_text()[-3000:]
         time.sleep(0.5)
     raise AssertionError(f"not ready after {seconds} s: {log.read_text()[-3000:]}")
+
+
+def test_a_flow_killed_mid_sweep_holds_nothing_and_a_new_trigger_reuses_its_finished_candidate(
+    stack: Stack, deployment: dict, tmp_path: Path
+) -> None:
+    name = unique("killed")
+    parameters = form_parameters(
+        stack, tmp_path / "work", name, data={"dataset": "topics", "dataset_rows": 1500},
+        sweep={"depths": [1, 4], "task_runner": "dask", "dask_address": stack.dask_address},
+        train={**TINY["train"], "max_epochs": 8, "patience": 8},
+    )
+    client = MlflowClient(tracking_uri=stack.mlflow_uri)
+    killed = trigger(stack, deployment, parameters)
+    finished = wait_for_child_runs(client, name, "FINISHED", at_least=1)
+    pid = int(api(stack, "GET", f"/flow_runs/{killed}")["infrastructure_pid"].rsplit(":", 1)[-1])
+    os.kill(pid, signal.SIGKILL)
+    crashed = wait_final(stack, killed)
+    started = time.monotonic()
+    rerun = wait_final(stack, trigger(stack, deployment, parameters))
+    seconds = time.monotonic() - started
+
+    assert crashed["state_type"] in ("CRASHED", "FAILED")
+    assert rerun["state_type"] == "COMPLETED", rerun["state"]["message"]
+    parents = {r.info.run_id: r for r in client.search_runs([client.get_experiment_by_name(name).experiment_id])
+               if "mlflow.parentRunId" not in r.data.tags}
+    new_parent = max(parents.values(), key=lambda r: r.info.start_time)
+    summary = json.loads(Path(client.download_artifacts(new_parent.info.run_id, "summary.json", str(tmp_path)))
+                         .read_text())
+    statuses = {c["depth"]: c["status"] for c in summary["candidates"]}
+    assert {statuses[depth] for depth in finished} == {"cached"}  # finished before the kill: reused
+    assert {r.info.status for r in parents.values() if r.info.run_id != new_parent.info.run_id} == {"KILLED"}
+    print(f"\nkilled mid-sweep after depth(s) {sorted(finished)} finished; the new trigger completed in "
+          f"{seconds:.0f} s with {statuses}")
+
+
+def wait_for_child_runs(client: MlflowClient, experiment: str, status: str, at_least: int,
+                        seconds: float = 300) -> set[int]:
+    """The depths of the experiment's child runs in `status`, once there are `at_least` of them."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = client.get_experiment_by_name(experiment)
+        if found is not None:
+            children = [r for r in client.search_runs([found.experiment_id]) if "mlflow.parentRunId" in r.data.tags]
+            done = {int(r.data.params["depth"]) for r in children
+                    if r.info.status == status}
+            if len(done) >= at_least:
+                return done
+        time.sleep(1)
+    raise AssertionError(f"fewer than {at_least} child runs of {experiment} reached {status} in {seconds} s")
