@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from flows.stack import POOL, Stack, bin_path, healthy
+from flows.stack import POOL, Stack, bin_path, healthy, up
 from tests.stack.conftest import free_port
 
 pytestmark = pytest.mark.stack
@@ -259,3 +259,48 @@ def wait_for_child_runs(client: MlflowClient, experiment: str, status: str, at_l
                 return done
         time.sleep(1)
     raise AssertionError(f"fewer than {at_least} child runs of {experiment} reached {status} in {seconds} s")
+
+
+def test_a_dask_worker_killed_while_training_a_candidate_loses_nothing(
+    stack: Stack, deployment: dict, tmp_path: Path
+) -> None:
+    name = unique("worker")
+    parameters = form_parameters(
+        stack, tmp_path / "work", name, data={"dataset": "topics", "dataset_rows": 1500},
+        sweep={"depths": [1, 4], "task_runner": "dask", "dask_address": stack.dask_address},
+        train={**TINY["train"], "max_epochs": 8, "patience": 8},
+    )
+    client = MlflowClient(tracking_uri=stack.mlflow_uri)
+    flow_run = trigger(stack, deployment, parameters)
+    try:
+        running = wait_for_child_run(client, name, depth=4, status="RUNNING")
+        trainer = int(running.data.tags["depthfinder.process"].rsplit("/", 2)[1])
+        worker = next(service for service, pid in stack.pids.items() if pid == os.getpgid(trainer))
+        os.killpg(stack.pids[worker], signal.SIGKILL)
+        run = wait_final(stack, flow_run)
+    finally:
+        up(stack)  # the killed worker back, for the tests after this one
+
+    assert run["state_type"] == "COMPLETED", run["state"]["message"]
+    parent = next(r for r in client.search_runs([client.get_experiment_by_name(name).experiment_id])
+                  if "mlflow.parentRunId" not in r.data.tags)
+    summary = json.loads(Path(client.download_artifacts(parent.info.run_id, "summary.json", str(tmp_path)))
+                         .read_text())
+    statuses = {c["depth"]: c["status"] for c in summary["candidates"]}
+    print(f"\n{worker} killed while training depth 4: candidates {statuses}; {summary['rule']['reason']}")
+    assert statuses == {1: "trained", 4: "trained"}  # the lost one trained again on the other worker
+    assert summary["selected_depth"] in (1, 4)
+
+
+def wait_for_child_run(client: MlflowClient, experiment: str, depth: int, status: str, seconds: float = 300):
+    """The child run of `depth` once it is in `status` and has logged an epoch."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = client.get_experiment_by_name(experiment)
+        runs = client.search_runs([found.experiment_id]) if found is not None else []
+        for run in runs:
+            if (run.data.params.get("depth") == str(depth) and run.info.status == status
+                    and "val/macro_f1" in run.data.metrics):
+                return run
+        time.sleep(1)
+    raise AssertionError(f"no child run of depth {depth} in {experiment} reached {status} in {seconds} s")
