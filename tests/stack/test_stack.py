@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from flows.stack import POOL, Stack, bin_path, healthy, up
+from flows.stack import POOL, Stack, bin_path, healthy, stop_group, up
 from tests.stack.conftest import free_port
 
 pytestmark = pytest.mark.stack
@@ -304,3 +304,37 @@ def wait_for_child_run(client: MlflowClient, experiment: str, depth: int, status
                 return run
         time.sleep(1)
     raise AssertionError(f"no child run of depth {depth} in {experiment} reached {status} in {seconds} s")
+
+
+def test_an_mlflow_server_restarted_mid_run_loses_no_metric_or_artifact(
+    stack: Stack, deployment: dict, tmp_path: Path
+) -> None:
+    name = unique("restart")
+    parameters = form_parameters(stack, tmp_path / "work", name, data={"dataset": "topics", "dataset_rows": 1500},
+                                 train={**TINY["train"], "max_epochs": 8, "patience": 8})
+    client = MlflowClient(tracking_uri=stack.mlflow_uri)
+    flow_run = trigger(stack, deployment, parameters)
+    wait_for_child_run(client, name, depth=2, status="RUNNING")
+    started = time.monotonic()
+    stop_group(stack.pids.pop("mlflow"))
+    time.sleep(RESTART_PAUSE)
+    up(stack)  # the same server on the same database and artifact root
+    outage = time.monotonic() - started
+    run = wait_final(stack, flow_run)
+
+    assert run["state_type"] == "COMPLETED", run["state"]["message"]
+    runs = client.search_runs([client.get_experiment_by_name(name).experiment_id])
+    parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
+    assert parent.info.status == "FINISHED"
+    assert {"summary.json", "plots", "audit", "changes", "data"} - {a.path for a in client.list_artifacts(
+        parent.info.run_id)} <= {"changes"}  # no champion before this run: nothing to compare
+    summary = json.loads(Path(client.download_artifacts(parent.info.run_id, "summary.json", str(tmp_path)))
+                         .read_text())
+    for candidate in summary["candidates"]:
+        history = client.get_metric_history(candidate["mlflow_run_id"], "val/macro_f1")
+        assert len(history) == candidate["epochs"], (candidate["depth"], len(history), candidate["epochs"])
+    assert client.get_model_version_by_alias(name, "champion").version == "1"
+    print(f"\nMLflow server down and back in {outage:.1f} s mid-run; every epoch's metrics and every artifact kept")
+
+
+RESTART_PAUSE = 3.0
