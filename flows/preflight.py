@@ -7,6 +7,7 @@ seconds instead of after the sweep.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -112,3 +113,10 @@ def _check_tracking_server(uri: str) -> None:
                          "--tracking-uri") from None
     if response.status_code >= 500:
         raise ValueError(f"the MLflow tracking server at {uri} answers {response.status_code}; check its log")
+    user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD", "")
+    probe = httpx.get(f"{uri.rstrip('/')}/api/2.0/mlflow/experiments/search", params={"max_results": 1},
+                      auth=(user, password) if user else None, timeout=REACHABLE_SECONDS)
+    if probe.status_code in (401, 403):
+        given = f"refuses the credentials of user {user!r}" if user else "asks for credentials and none are set"
+        raise ValueError(f"the MLflow tracking server at {uri} {given} (HTTP {probe.status_code}): set "
+                         "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD to an account it knows")

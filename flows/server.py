@@ -16,6 +16,10 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from prefect.client.orchestration import SyncPrefectClient
 
 PR_SET_PDEATHSIG = 1
 _temporary_url: str | None = None
@@ -127,6 +131,24 @@ def api_problem() -> str | None:
         return None
     with get_client(sync_client=True) as client:
         error = client.api_healthcheck()
+        if error is None:  # the health check needs no credentials; reading the work pools does
+            error = _refused(client)
+    if isinstance(error, str):
+        return f"the Prefect server at {url} {error}"
     if error is not None:
         return f"no Prefect server answers at {url} ({type(error).__name__}): {START_SERVER}, or unset PREFECT_API_URL"
+    return None
+
+
+def _refused(client: SyncPrefectClient) -> str | None:
+    """Why the server refuses this client's credentials (PREFECT_API_AUTH_STRING or PREFECT_API_KEY), or None."""
+    import httpx
+
+    try:
+        client.read_work_pools(limit=1)
+    except httpx.HTTPStatusError as error:
+        if error.response.status_code in (401, 403):
+            return (f"refuses the credentials (HTTP {error.response.status_code}): set PREFECT_API_AUTH_STRING to "
+                    "the server's user:password (or PREFECT_API_KEY for Prefect Cloud)")
+        raise
     return None

@@ -12,6 +12,12 @@ listens. PostgreSQL is the system's (Debian/Ubuntu: `apt-get install postgresql
 postgresql-contrib`; Prefect needs contrib's pg_trgm), run as the `postgres` user when the
 stack is brought up as root, so the stack's folder must be reachable by that user.
 
+Both servers ask for credentials, as a team's would: MLflow runs its basic-auth app (an
+admin account; users and permissions in the stack's PostgreSQL) and Prefect checks an API
+auth string. Both are generated on the first `up` into `credentials.env` (mode 600), which
+the worker and the Dask workers are started with; `env` prints the line that sources it
+rather than the secrets.
+
 depthfinder is pointed at the stack by configuration only: `PREFECT_API_URL`,
 `registry.tracking_uri` (the MLflow server) and `sweep.task_runner: dask` with
 `sweep.dask_address` (the scheduler); `env` prints them and `stack.yaml` in the home holds
@@ -21,8 +27,10 @@ the configuration sections.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -36,6 +44,7 @@ from pathlib import Path
 HOST = "127.0.0.1"
 ROOT = Path(__file__).resolve().parents[1]  # the checkout the worker runs flows from (prefect.yaml's pull step)
 POOL = "depthfinder"
+ADMIN = "depthfinder"  # the MLflow admin account and the Prefect auth string's user
 DASK_WORKERS = 2
 READY_SECONDS = 120
 
@@ -81,9 +90,37 @@ class Stack:
         """A URI of one of the stack's databases over its Unix socket."""
         return f"{driver}://postgres:@/{database}?host={self.postgres_dir}"
 
+    @property
+    def credentials_file(self) -> Path:
+        return self.home / "credentials.env"
+
     def environment(self) -> dict[str, str]:
-        """What points depthfinder (and the Prefect and MLflow clients) at the stack."""
-        return {"PREFECT_API_URL": self.prefect_api, "MLFLOW_TRACKING_URI": self.mlflow_uri}
+        """What points depthfinder (and the Prefect and MLflow clients) at the stack, credentials included."""
+        return {"PREFECT_API_URL": self.prefect_api, "MLFLOW_TRACKING_URI": self.mlflow_uri, **self.credentials()}
+
+    def credentials(self) -> dict[str, str]:
+        """The clients' credentials (MLflow's user and password, Prefect's auth string), made on first use."""
+        if not self.credentials_file.is_file():
+            self.home.mkdir(parents=True, exist_ok=True)
+            secret = secrets.token_urlsafe(18)
+            values = {"MLFLOW_TRACKING_USERNAME": ADMIN, "MLFLOW_TRACKING_PASSWORD": secret,
+                      "PREFECT_API_AUTH_STRING": f"{ADMIN}:{secret}"}
+            partial = self.credentials_file.with_suffix(".partial")
+            partial.touch(mode=0o600)
+            partial.write_text("".join(f"export {k}={v}\n" for k, v in values.items()), encoding="utf-8")
+            partial.replace(self.credentials_file)
+        lines = self.credentials_file.read_text(encoding="utf-8").splitlines()
+        return dict(line.removeprefix("export ").split("=", 1) for line in lines if "=" in line)
+
+    def flask_secret(self) -> str:
+        """The key MLflow's basic-auth app signs its CSRF tokens with (the server's alone), made on first use."""
+        path = self.home / "mlflow-flask-secret"
+        if not path.is_file():
+            partial = path.with_suffix(".partial")
+            partial.touch(mode=0o600)
+            partial.write_text(secrets.token_urlsafe(32), encoding="utf-8")
+            partial.replace(path)
+        return path.read_text(encoding="utf-8").strip()
 
     def save(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -120,13 +157,21 @@ def listening(port: int) -> bool:
         return probe.connect_ex((HOST, port)) == 0
 
 
-def healthy(url: str) -> bool:
-    """Whether `url` answers 200."""
+def healthy(url: str, basic_auth: str | None = None) -> bool:
+    """Whether `url` answers 200 (to a request with HTTP basic auth `user:password`, when given)."""
+    request = urllib.request.Request(url, headers=basic_auth_header(basic_auth))
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(request, timeout=2) as response:
             return response.status == 200
     except OSError:
         return False
+
+
+def basic_auth_header(basic_auth: str | None) -> dict[str, str]:
+    """The Authorization header of HTTP basic auth `user:password` (none without one)."""
+    if basic_auth is None:
+        return {}
+    return {"Authorization": "Basic " + base64.b64encode(basic_auth.encode()).decode()}
 
 
 def wait_for(what: str, ready, pid: int, log: Path, seconds: float = READY_SECONDS) -> None:
@@ -203,7 +248,7 @@ def start_postgres(stack: Stack) -> None:
         if os.geteuid() == 0:
             shutil.chown(log, "postgres", "postgres")
         postgres(stack, "pg_ctl", "-D", str(data), "-l", str(log), "-w", "-o", f"-h '' -k {data}", "start")
-    for database in ("mlflow", "prefect"):
+    for database in ("mlflow", "mlflow_auth", "prefect"):
         exists = postgres(stack, "psql", "-h", str(data), "-U", "postgres", "-tAc",
                           f"SELECT 1 FROM pg_database WHERE datname = '{database}'").stdout.strip()
         if not exists:
@@ -228,17 +273,21 @@ def stop_postgres(stack: Stack) -> None:
 
 def service_commands(stack: Stack) -> dict[str, tuple[list[str], dict[str, str]]]:
     """Each long-running service's command line and environment, in start order."""
-    prefect_env = {"PREFECT_HOME": str(stack.home / "prefect"), "PREFECT_API_URL": stack.prefect_api,
-                   "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "true"}
+    clients = stack.environment()  # every process that calls a server has the credentials
+    prefect_env = clients | {"PREFECT_HOME": str(stack.home / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                             "DO_NOT_TRACK": "true"}
     artifacts = stack.home / "mlflow-artifacts"
     commands = {
         "mlflow": ([bin_path("mlflow"), "server", "--host", HOST, "--port", str(stack.ports.mlflow),
                     "--backend-store-uri", stack.database_uri("mlflow", "postgresql+psycopg2"),
-                    "--artifacts-destination", str(artifacts), "--workers", "1"], {"MLFLOW_DISABLE_TELEMETRY": "true"}),
+                    "--artifacts-destination", str(artifacts), "--workers", "1", "--app-name", "basic-auth"],
+                   {"MLFLOW_DISABLE_TELEMETRY": "true", "MLFLOW_AUTH_CONFIG_PATH": str(mlflow_auth_config(stack)),
+                    "MLFLOW_FLASK_SERVER_SECRET_KEY": stack.flask_secret()}),
         "prefect": ([bin_path("prefect"), "server", "start", "--host", HOST, "--port", str(stack.ports.prefect),
                      "--analytics-off"],
                     prefect_env | {"PREFECT_API_DATABASE_CONNECTION_URL":
-                                   stack.database_uri("prefect", "postgresql+asyncpg")}),
+                                   stack.database_uri("prefect", "postgresql+asyncpg"),
+                                   "PREFECT_SERVER_API_AUTH_STRING": clients["PREFECT_API_AUTH_STRING"]}),
         "worker": ([bin_path("prefect"), "worker", "start", "--pool", POOL, "--type", "process"],
                    prefect_env | {"DEPTHFINDER_HOME": str(ROOT)}),
         "dask-scheduler": ([bin_path("dask"), "scheduler", "--host", HOST, "--port", str(stack.ports.dask),
@@ -248,8 +297,24 @@ def service_commands(stack: Stack) -> dict[str, tuple[list[str], dict[str, str]]
         commands[f"dask-worker-{number}"] = (
             [bin_path("dask"), "worker", stack.dask_address, "--host", HOST, "--nthreads", "1", "--nworkers", "1",
              "--name", f"worker-{number}", "--dashboard-address", ":0", "--local-directory",
-             str(stack.home / "dask")], {"OMP_NUM_THREADS": "1"})
+             str(stack.home / "dask")], clients | {"OMP_NUM_THREADS": "1"})
     return commands
+
+
+def mlflow_auth_config(stack: Stack) -> Path:
+    """MLflow's basic-auth settings: read-only by default, users in the stack's database, the admin account."""
+    config = stack.home / "mlflow-auth.ini"
+    credentials = stack.credentials()
+    partial = config.with_suffix(".partial")
+    partial.touch(mode=0o600)
+    partial.write_text(
+        "[mlflow]\ndefault_permission = READ\n"
+        f"database_uri = {stack.database_uri('mlflow_auth', 'postgresql+psycopg2')}\n"
+        f"admin_username = {credentials['MLFLOW_TRACKING_USERNAME']}\n"
+        f"admin_password = {credentials['MLFLOW_TRACKING_PASSWORD']}\n"
+        "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n", encoding="utf-8")
+    partial.replace(config)
+    return config
 
 
 def readiness(stack: Stack, name: str):  # noqa: ANN201 - a predicate
@@ -257,7 +322,7 @@ def readiness(stack: Stack, name: str):  # noqa: ANN201 - a predicate
     if name == "mlflow":
         return lambda: healthy(f"{stack.mlflow_uri}/health")
     if name == "prefect":
-        return lambda: healthy(f"{stack.prefect_api}/health")
+        return lambda: healthy(f"{stack.prefect_api}/health", stack.credentials()["PREFECT_API_AUTH_STRING"])
     if name == "dask-scheduler":
         return lambda: listening(stack.ports.dask)
     if name.startswith("dask-worker"):
@@ -309,7 +374,7 @@ def up(stack: Stack) -> Stack:
 
 def _create_pool(stack: Stack) -> None:
     """The `process` work pool the worker serves (kept when it exists)."""
-    env = {**os.environ, "PREFECT_API_URL": stack.prefect_api, "PREFECT_HOME": str(stack.home / "prefect")}
+    env = {**os.environ, **stack.environment(), "PREFECT_HOME": str(stack.home / "prefect")}
     subprocess.run([bin_path("prefect"), "work-pool", "create", POOL, "--type", "process", "--overwrite"],
                    env=env, check=True, capture_output=True, timeout=120)
 
@@ -371,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
         down(stack)
         print(f"stack down (data kept in {stack.home}; delete the folder to start afresh)")
     elif args.action == "env":
-        print("\n".join(f"export {key}={value}" for key, value in stack.environment().items()))
+        print(f"export PREFECT_API_URL={stack.prefect_api}\nexport MLFLOW_TRACKING_URI={stack.mlflow_uri}\n"
+              f". {stack.credentials_file}  # the credentials (MLflow user and password, Prefect auth string)")
         print(f"# and run with --config {stack.home / 'stack.yaml'} (or merge its sections into yours)")
     else:
         states = status(stack)

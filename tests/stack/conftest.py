@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,14 +22,25 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory) -> Stack:
-    """The stack in $DEPTHFINDER_STACK (default .stack) when all of it runs; else a fresh one, brought down after."""
+def stack() -> Stack:
+    """The stack in $DEPTHFINDER_STACK (default .stack) when all of it runs; else a fresh one, brought down after.
+    Either way this process gets its address and credentials, as a team member's shell would."""
     running = Stack.load(Path(os.environ.get("DEPTHFINDER_STACK", ROOT / ".stack")))
     if running.pids and all(alive for _, _, alive in status(running)):
-        yield running
+        with pytest.MonkeyPatch.context() as patch:
+            for key, value in running.environment().items():
+                patch.setenv(key, value)
+            yield running
         return
-    own = Stack(tmp_path_factory.mktemp("stack"), Ports(mlflow=free_port(), prefect=free_port(), dask=free_port()))
+    # Under /tmp, readable by the postgres user the database runs as when the suite runs as root.
+    home = Path(tempfile.mkdtemp(prefix="depthfinder-stack-"))
+    home.chmod(0o755)
+    own = Stack(home, Ports(mlflow=free_port(), prefect=free_port(), dask=free_port()))
     try:
-        yield up(own)
+        with pytest.MonkeyPatch.context() as patch:
+            for key, value in own.environment().items():
+                patch.setenv(key, value)
+            yield up(own)
     finally:
         down(own)
+        shutil.rmtree(home, ignore_errors=True)

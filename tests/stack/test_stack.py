@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from flows.stack import POOL, Stack, bin_path, healthy, stop_group, up
+from flows.stack import POOL, Stack, basic_auth_header, bin_path, healthy, stop_group, up
 from tests.stack.conftest import free_port
 
 pytestmark = pytest.mark.stack
@@ -39,9 +39,9 @@ def unique(what: str) -> str:
 
 def api(stack: Stack, method: str, path: str, body: dict | None = None) -> dict | list:
     """One call of the Prefect REST API."""
+    headers = {"Content-Type": "application/json", **basic_auth_header(os.environ["PREFECT_API_AUTH_STRING"])}
     request = urllib.request.Request(f"{stack.prefect_api}{path}", method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+                                     data=None if body is None else json.dumps(body).encode(), headers=headers)
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read() or b"null")
 
@@ -338,3 +338,19 @@ def test_an_mlflow_server_restarted_mid_run_loses_no_metric_or_artifact(
 
 
 RESTART_PAUSE = 3.0
+
+
+@pytest.mark.parametrize(("wrong", "said"), [
+    ({"PREFECT_API_AUTH_STRING": "depthfinder:not-the-password"}, "refuses the credentials (HTTP 401)"),
+    ({"MLFLOW_TRACKING_PASSWORD": "not-the-password"}, "refuses the credentials of user 'depthfinder' (HTTP 401)"),
+])
+def test_wrong_credentials_stop_a_run_with_one_clear_line(stack: Stack, tmp_path: Path, wrong: dict, said: str) -> None:
+    (tmp_path / "run.yaml").write_text((stack.home / "stack.yaml").read_text() + "data: {dataset: topics}\n")
+    env = {**os.environ, **stack.environment(), **wrong}
+    done = subprocess.run([bin_path("depthfinder"), "run", "--config", str(tmp_path / "run.yaml")], env=env,
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path)
+
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0], done.stderr[-2000:]
+    assert "not-the-password" not in done.stderr + done.stdout  # a secret is never printed
