@@ -27,26 +27,22 @@ the configuration sections.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-HOST = "127.0.0.1"
+from flows.services import HOST, alive, bin_path, healthy, listening, stop_group, wait_for
+
 ROOT = Path(__file__).resolve().parents[1]  # the checkout the worker runs flows from (prefect.yaml's pull step)
 POOL = "depthfinder"
 ADMIN = "depthfinder"  # the MLflow admin account and the Prefect auth string's user
 DASK_WORKERS = 2
-READY_SECONDS = 120
 
 
 @dataclass(frozen=True)
@@ -137,60 +133,6 @@ class Stack:
             return cls(Path(home).resolve(), ports or Ports())
         state = json.loads(state_file.read_text(encoding="utf-8"))
         return cls(Path(state["home"]), Ports(**state["ports"]), {k: int(v) for k, v in state["pids"].items()})
-
-
-def alive(pid: int | None) -> bool:
-    """Whether a process with this pid exists (and is not a zombie)."""
-    if not pid:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def listening(port: int) -> bool:
-    """Whether something accepts TCP connections on 127.0.0.1:`port`."""
-    with socket.socket() as probe:
-        probe.settimeout(0.5)
-        return probe.connect_ex((HOST, port)) == 0
-
-
-def healthy(url: str, basic_auth: str | None = None) -> bool:
-    """Whether `url` answers 200 (to a request with HTTP basic auth `user:password`, when given)."""
-    request = urllib.request.Request(url, headers=basic_auth_header(basic_auth))
-    try:
-        with urllib.request.urlopen(request, timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
-def basic_auth_header(basic_auth: str | None) -> dict[str, str]:
-    """The Authorization header of HTTP basic auth `user:password` (none without one)."""
-    if basic_auth is None:
-        return {}
-    return {"Authorization": "Basic " + base64.b64encode(basic_auth.encode()).decode()}
-
-
-def wait_for(what: str, ready, pid: int, log: Path, seconds: float = READY_SECONDS) -> None:
-    """Wait until `ready()`; RuntimeError with the log's tail when the process dies or time runs out."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        if not alive(pid):
-            break
-        time.sleep(0.5)
-    tail = log.read_text(encoding="utf-8", errors="replace")[-2000:] if log.is_file() else ""
-    state = "exited" if not alive(pid) else f"not ready after {seconds:.0f} s"
-    raise RuntimeError(f"{what} {state}; its log ({log}) ends:\n{tail}")
-
-
-def bin_path(name: str) -> str:
-    """A console script of this environment (mlflow, prefect, dask)."""
-    return str(Path(sys.executable).with_name(name))
 
 
 def launch(stack: Stack, name: str, command: list[str], env: dict[str, str] | None = None) -> int:
@@ -317,7 +259,7 @@ def mlflow_auth_config(stack: Stack) -> Path:
     return config
 
 
-def readiness(stack: Stack, name: str):  # noqa: ANN201 - a predicate
+def readiness(stack: Stack, name: str) -> Callable[[], bool]:
     """How to tell that service `name` is ready."""
     if name == "mlflow":
         return lambda: healthy(f"{stack.mlflow_uri}/health")
@@ -395,20 +337,6 @@ def down(stack: Stack, only: list[str] | None = None) -> None:
         stop_postgres(stack)
         stack.pids.pop("postgres", None)
     stack.save()
-
-
-def stop_group(pid: int, grace: float = 15) -> None:
-    """SIGTERM the process group `pid` leads, SIGKILL what is left after `grace` seconds."""
-    for how in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pid, how)
-        except (ProcessLookupError, PermissionError):
-            return
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and alive(pid):
-            time.sleep(0.2)
-        if not alive(pid):
-            return
 
 
 def status(stack: Stack) -> list[tuple[str, int | None, bool]]:

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from flows.stack import POOL, Stack, basic_auth_header, bin_path, healthy, stop_group, up
+from flows.services import basic_auth_header, bin_path, healthy, stop_group
+from flows.stack import POOL, Stack, up
 from tests.stack.conftest import free_port
 
 pytestmark = pytest.mark.stack
