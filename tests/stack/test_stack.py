@@ -70,6 +70,20 @@ def form_parameters(stack: Stack, work: Path, model_name: str, **sections: dict)
     }
 
 
+def two_paced_sweep(stack: Stack, work: Path, name: str) -> dict:
+    """Depths 1 and 4 on 1,500 rows for 8 epochs on the Dask workers: depth 4 trains well after depth 1 is done."""
+    return form_parameters(
+        stack, work, name, data={"dataset": "topics", "dataset_rows": 1500},
+        sweep={"depths": [1, 4], "task_runner": "dask", "dask_address": stack.dask_address},
+        train={**TINY["train"], "max_epochs": 8, "patience": 8},
+    )
+
+
+def run_summary(client: MlflowClient, run_id: str, folder: Path) -> dict:
+    """The summary.json a parent run logged."""
+    return json.loads(Path(client.download_artifacts(run_id, "summary.json", str(folder))).read_text())
+
+
 def trigger(stack: Stack, deployment: dict, parameters: dict) -> str:
     """Create a flow run of the deployment through the REST API; its id."""
     return api(stack, "POST", f"/deployments/{deployment['id']}/create_flow_run", {"parameters": parameters})["id"]
@@ -217,11 +231,7 @@ def test_a_flow_killed_mid_sweep_holds_nothing_and_a_new_trigger_reuses_its_fini
     stack: Stack, deployment: dict, tmp_path: Path
 ) -> None:
     name = unique("killed")
-    parameters = form_parameters(
-        stack, tmp_path / "work", name, data={"dataset": "topics", "dataset_rows": 1500},
-        sweep={"depths": [1, 4], "task_runner": "dask", "dask_address": stack.dask_address},
-        train={**TINY["train"], "max_epochs": 8, "patience": 8},
-    )
+    parameters = two_paced_sweep(stack, tmp_path / "work", name)
     client = MlflowClient(tracking_uri=stack.mlflow_uri)
     killed = trigger(stack, deployment, parameters)
     finished = wait_for_child_runs(client, name, "FINISHED", at_least=1)
@@ -237,8 +247,7 @@ def test_a_flow_killed_mid_sweep_holds_nothing_and_a_new_trigger_reuses_its_fini
     parents = {r.info.run_id: r for r in client.search_runs([client.get_experiment_by_name(name).experiment_id])
                if "mlflow.parentRunId" not in r.data.tags}
     new_parent = max(parents.values(), key=lambda r: r.info.start_time)
-    summary = json.loads(Path(client.download_artifacts(new_parent.info.run_id, "summary.json", str(tmp_path)))
-                         .read_text())
+    summary = run_summary(client, new_parent.info.run_id, tmp_path)
     statuses = {c["depth"]: c["status"] for c in summary["candidates"]}
     assert {statuses[depth] for depth in finished} == {"cached"}  # finished before the kill: reused
     assert {r.info.status for r in parents.values() if r.info.run_id != new_parent.info.run_id} == {"KILLED"}
@@ -266,11 +275,7 @@ def test_a_dask_worker_killed_while_training_a_candidate_loses_nothing(
     stack: Stack, deployment: dict, tmp_path: Path
 ) -> None:
     name = unique("worker")
-    parameters = form_parameters(
-        stack, tmp_path / "work", name, data={"dataset": "topics", "dataset_rows": 1500},
-        sweep={"depths": [1, 4], "task_runner": "dask", "dask_address": stack.dask_address},
-        train={**TINY["train"], "max_epochs": 8, "patience": 8},
-    )
+    parameters = two_paced_sweep(stack, tmp_path / "work", name)
     client = MlflowClient(tracking_uri=stack.mlflow_uri)
     flow_run = trigger(stack, deployment, parameters)
     try:
@@ -285,8 +290,7 @@ def test_a_dask_worker_killed_while_training_a_candidate_loses_nothing(
     assert run["state_type"] == "COMPLETED", run["state"]["message"]
     parent = next(r for r in client.search_runs([client.get_experiment_by_name(name).experiment_id])
                   if "mlflow.parentRunId" not in r.data.tags)
-    summary = json.loads(Path(client.download_artifacts(parent.info.run_id, "summary.json", str(tmp_path)))
-                         .read_text())
+    summary = run_summary(client, parent.info.run_id, tmp_path)
     statuses = {c["depth"]: c["status"] for c in summary["candidates"]}
     print(f"\n{worker} killed while training depth 4: candidates {statuses}; {summary['rule']['reason']}")
     assert statuses == {1: "trained", 4: "trained"}  # the lost one trained again on the other worker
@@ -329,8 +333,7 @@ def test_an_mlflow_server_restarted_mid_run_loses_no_metric_or_artifact(
     assert parent.info.status == "FINISHED"
     assert {"summary.json", "plots", "audit", "changes", "data"} - {a.path for a in client.list_artifacts(
         parent.info.run_id)} <= {"changes"}  # no champion before this run: nothing to compare
-    summary = json.loads(Path(client.download_artifacts(parent.info.run_id, "summary.json", str(tmp_path)))
-                         .read_text())
+    summary = run_summary(client, parent.info.run_id, tmp_path)
     for candidate in summary["candidates"]:
         history = client.get_metric_history(candidate["mlflow_run_id"], "val/macro_f1")
         assert len(history) == candidate["epochs"], (candidate["depth"], len(history), candidate["epochs"])
