@@ -19,7 +19,9 @@ sweep: {depths: [1]}
 """
 
 
-def test_unchanged_skips_new_rows_retrain_another_domain_stops(prefect_server, tmp_path, monkeypatch, capsys) -> None:
+def test_unchanged_skips_new_rows_retrain_another_domain_stops_unless_forced(
+    prefect_server, tmp_path, monkeypatch, capsys
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tiny.yaml").write_text(TINY_ONE_DEPTH)
     topics = DATASETS["topics"].generate(900, seed=1)
@@ -39,6 +41,7 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops(prefect_server, t
     other_code, other = night("other", pd.concat([topics.iloc[:600], reviews]))
     printed = capsys.readouterr().out
     registered_before_new_rows = versions()
+    forced_code, forced = night("forced", pd.concat([topics.iloc[:600], reviews]), "--force")
     shutil.rmtree(tmp_path / ".depthfinder" / "data")  # the champion's table comes back from its run
     new_code, new = night("new", topics)
 
@@ -56,7 +59,11 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops(prefect_server, t
     assert stopped.info.status == "FAILED" and stopped.data.tags["depthfinder.changes"] == "stop"
     assert stopped.data.metrics["changes.drift_auc"] == other["changes"]["drift_auc"]
 
-    assert new_code == 0 and not new["skipped"] and new["model"]["version"] == "2"
+    assert forced_code == 0 and forced["model"]["version"] == "2"  # --force trains whatever the policy said
+    assert forced["changes"]["policy"]["decision"] == "retrain"
+    assert forced["changes"]["policy"]["reason"].startswith("forced (--force); the comparison said stop: ")
+
+    assert new_code == 0 and not new["skipped"] and new["model"]["version"] == "3"
     changes = new["changes"]
     assert changes["rows_added"] == 300 and changes["policy"]["decision"] == "retrain"
     assert changes["champion_on_new"]["rows"] == 300 and changes["champion_on_new"]["metric"] == "macro_f1"
@@ -64,4 +71,4 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops(prefect_server, t
     artifacts = [a.path for a in client.list_artifacts(new["mlflow_run_id"], "changes")]
     assert "changes/what_changed.json" in artifacts and "changes/data_docs" in artifacts
     kept = [a.path for a in client.list_artifacts(new["mlflow_run_id"], "data")]
-    assert kept == [f"data/{client.get_model_version('depthfinder', '2').tags['table_hash']}.parquet"]
+    assert kept == [f"data/{client.get_model_version('depthfinder', '3').tags['table_hash']}.parquet"]
