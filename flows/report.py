@@ -62,6 +62,8 @@ def format_summary(summary: RunSummary) -> str:
     if summary.selected_depth is not None:
         lines += ["", f"Decision: {summary.rule.reason}.", evidence_sentence(summary.rule)]
         lines += [f"{check.sentence[0].upper()}{check.sentence[1:]}." for check in summary.lr_check]
+        if resumed := resumed_sentence(summary.candidates):
+            lines.append(resumed)
         if summary.halving:
             lines.append(halving_sentence(summary.halving))
         promotion = (
@@ -83,6 +85,17 @@ def evidence_sentence(decision: Decision) -> str:
     best = arm_label(decision.best_family, decision.best_depth, named)
     differences = ", ".join(f"{arm_label(s.family, s.depth, named)} {s.vs_best.text()}" for s in others)
     return f"Compared by {decision.evidence}; {decision.metric} against {best}: {differences}."
+
+
+def resumed_sentence(candidates: list[Candidate]) -> str | None:
+    """Which candidates continued from a saved epoch after an earlier attempt ended, or None."""
+    resumed = [c for c in candidates if c.resumed_from is not None and c.status == "trained"]
+    if not resumed:
+        return None
+    named = len({c.family for c in candidates}) > 1
+    which = ", ".join(f"{arm_label(c.family, c.depth, named)} (seed {c.seed}) from epoch {c.resumed_from}"
+                      for c in resumed)
+    return f"Resumed after an earlier attempt ended (a stop, a crash or a lost Dask worker): {which}."
 
 
 def halving_sentence(halving: Halving) -> str:
@@ -108,7 +121,8 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
         f"\n\n![{path.stem}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})" for path in plots
     )
     notes = [summary.rule.reason, evidence_sentence(summary.rule), *([halving_sentence(summary.halving)]
-             if summary.halving else []), *(check.sentence for check in summary.lr_check)]
+             if summary.halving else []), *(check.sentence for check in summary.lr_check),
+             *filter(None, [resumed_sentence(summary.candidates)])]
     return (
         f"# Depth decision: {summary.selected_depth}\n\n" + "\n\n".join(notes) + "\n\n"
         + markdown_table(header, rows)

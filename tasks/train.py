@@ -169,6 +169,8 @@ def train_depth(
         with ending(sweep.client, run_id):
             try:
                 result = _train_and_measure(training, depth, run_id, candidate_dir, epochs)
+                if previous is not None:  # continued by design (a rung, an extension), not after a failure
+                    result = result.model_copy(update={"resumed_from": previous.resumed_from})
             except BaseException as exc:
                 set_tags(sweep.client, run_id, {"depthfinder.status": end_status(exc).lower()})  # failed or killed
                 raise
@@ -222,5 +224,5 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         depth=depth, family=training.family, seed=train.seed, status="trained", metrics=trained.metrics,
         test_metrics=trained.test_metrics, cost=cost, epochs=trained.epochs, finished=trained.finished,
         mlflow_run_id=run_id, bundle=str(bundle), checkpoint=str(trained.checkpoint), predictions=str(predictions),
-        history=trained.history,
+        history=trained.history, resumed_from=done if resume is not None else None,
     )

@@ -87,6 +87,11 @@ class Candidate(Record):
         "bootstrap."
     )
     history: list[float] = Field([], description="Validation macro-F1 after each epoch.")
+    resumed_from: int | None = Field(
+        None, description="The saved epoch its training continued from after an earlier attempt ended (a stop, a "
+        "crash, a lost Dask worker); none when it trained in one go (a halving rung or an extension continuing it "
+        "is not a resume)."
+    )
     not_converged: bool = Field(
         False, description="Its validation metric was still rising when its budget ended: the best of the last "
         "`patience` epochs beat the best before them by more than the rule's tolerance."

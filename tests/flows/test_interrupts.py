@@ -133,6 +133,7 @@ def test_sigterm_while_training_stops_within_the_epoch_and_a_rerun_continues_to_
     resumed = rerun(tmp_path, monkeypatch)
 
     assert [c["status"] for c in resumed["candidates"]] == ["cached", "trained"]
+    assert [c["resumed_from"] for c in resumed["candidates"]] == [None, 2]  # said in the decision's notes
     assert_same_decision(resumed, reference)
     assert registered_versions(tmp_path) == ["1"]
 

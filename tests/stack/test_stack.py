@@ -292,20 +292,25 @@ def test_a_dask_worker_killed_while_training_a_candidate_loses_nothing(
                   if "mlflow.parentRunId" not in r.data.tags)
     summary = run_summary(client, parent.info.run_id, tmp_path)
     statuses = {c["depth"]: c["status"] for c in summary["candidates"]}
-    print(f"\n{worker} killed while training depth 4: candidates {statuses}; {summary['rule']['reason']}")
-    assert statuses == {1: "trained", 4: "trained"}  # the lost one trained again on the other worker
-    assert summary["selected_depth"] in (1, 4)
+    resumed = {c["depth"]: c["resumed_from"] for c in summary["candidates"]}
+    (decision,) = api(stack, "POST", "/artifacts/filter", {"artifacts": {
+        "key": {"any_": ["depth-decision"]}, "flow_run_id": {"any_": [flow_run]}}})
+    print(f"\n{worker} killed while training depth 4: candidates {statuses}, resumed from {resumed}")
+    assert statuses == {1: "trained", 4: "trained"}  # the lost one trained again on the other worker...
+    assert resumed[1] is None and resumed[4] >= 2  # ...from the last epoch it had saved
+    assert f"Resumed after an earlier attempt ended (a stop, a crash or a lost Dask worker): depth 4 (seed 1) " \
+           f"from epoch {resumed[4]}" in decision["data"]
 
 
 def wait_for_child_run(client: MlflowClient, experiment: str, depth: int, status: str, seconds: float = 300):
-    """The child run of `depth` once it is in `status` and has logged an epoch."""
+    """The child run of `depth` once it is in `status` and has logged two epochs (so the first is saved)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         found = client.get_experiment_by_name(experiment)
         runs = client.search_runs([found.experiment_id]) if found is not None else []
         for run in runs:
             if (run.data.params.get("depth") == str(depth) and run.info.status == status
-                    and "val/macro_f1" in run.data.metrics):
+                    and len(client.get_metric_history(run.info.run_id, "val/macro_f1")) >= 2):
                 return run
         time.sleep(1)
     raise AssertionError(f"no child run of depth {depth} in {experiment} reached {status} in {seconds} s")
