@@ -14,11 +14,13 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 from mlflow import MlflowClient
+from mlflow.entities import Run
 
 from flows.services import basic_auth_header, bin_path, healthy, stop_group
 from flows.stack import POOL, Stack, up
@@ -234,7 +236,8 @@ def test_a_flow_killed_mid_sweep_holds_nothing_and_a_new_trigger_reuses_its_fini
     parameters = two_paced_sweep(stack, tmp_path / "work", name)
     client = MlflowClient(tracking_uri=stack.mlflow_uri)
     killed = trigger(stack, deployment, parameters)
-    finished = wait_for_child_runs(client, name, "FINISHED", at_least=1)
+    children = child_runs_once(client, name, lambda runs: any(r.info.status == "FINISHED" for r in runs))
+    finished = {int(r.data.params["depth"]) for r in children if r.info.status == "FINISHED"}
     pid = int(api(stack, "GET", f"/flow_runs/{killed}")["infrastructure_pid"].rsplit(":", 1)[-1])
     os.kill(pid, signal.SIGKILL)
     crashed = wait_final(stack, killed)
@@ -255,22 +258,6 @@ def test_a_flow_killed_mid_sweep_holds_nothing_and_a_new_trigger_reuses_its_fini
           f"{seconds:.0f} s with {statuses}")
 
 
-def wait_for_child_runs(client: MlflowClient, experiment: str, status: str, at_least: int,
-                        seconds: float = 300) -> set[int]:
-    """The depths of the experiment's child runs in `status`, once there are `at_least` of them."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = client.get_experiment_by_name(experiment)
-        if found is not None:
-            children = [r for r in client.search_runs([found.experiment_id]) if "mlflow.parentRunId" in r.data.tags]
-            done = {int(r.data.params["depth"]) for r in children
-                    if r.info.status == status}
-            if len(done) >= at_least:
-                return done
-        time.sleep(1)
-    raise AssertionError(f"fewer than {at_least} child runs of {experiment} reached {status} in {seconds} s")
-
-
 def test_a_dask_worker_killed_while_training_a_candidate_loses_nothing(
     stack: Stack, deployment: dict, tmp_path: Path
 ) -> None:
@@ -279,7 +266,12 @@ def test_a_dask_worker_killed_while_training_a_candidate_loses_nothing(
     client = MlflowClient(tracking_uri=stack.mlflow_uri)
     flow_run = trigger(stack, deployment, parameters)
     try:
-        running = wait_for_child_run(client, name, depth=4, status="RUNNING")
+        def two_epochs_into_depth_4(run: Run) -> bool:  # so the first epoch's state is surely saved
+            return (run.data.params.get("depth") == "4" and run.info.status == "RUNNING"
+                    and len(client.get_metric_history(run.info.run_id, "val/macro_f1")) >= 2)
+
+        children = child_runs_once(client, name, lambda runs: any(map(two_epochs_into_depth_4, runs)))
+        running = next(filter(two_epochs_into_depth_4, children))
         trainer = int(running.data.tags["depthfinder.process"].rsplit("/", 2)[1])
         worker = next(service for service, pid in stack.pids.items() if pid == os.getpgid(trainer))
         os.killpg(stack.pids[worker], signal.SIGKILL)
@@ -302,20 +294,6 @@ def test_a_dask_worker_killed_while_training_a_candidate_loses_nothing(
            f"from epoch {resumed[4]}" in decision["data"]
 
 
-def wait_for_child_run(client: MlflowClient, experiment: str, depth: int, status: str, seconds: float = 300):
-    """The child run of `depth` once it is in `status` and has logged two epochs (so the first is saved)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = client.get_experiment_by_name(experiment)
-        runs = client.search_runs([found.experiment_id]) if found is not None else []
-        for run in runs:
-            if (run.data.params.get("depth") == str(depth) and run.info.status == status
-                    and len(client.get_metric_history(run.info.run_id, "val/macro_f1")) >= 2):
-                return run
-        time.sleep(1)
-    raise AssertionError(f"no child run of depth {depth} in {experiment} reached {status} in {seconds} s")
-
-
 def test_an_mlflow_server_restarted_mid_run_loses_no_metric_or_artifact(
     stack: Stack, deployment: dict, tmp_path: Path
 ) -> None:
@@ -324,7 +302,8 @@ def test_an_mlflow_server_restarted_mid_run_loses_no_metric_or_artifact(
                                  train={**TINY["train"], "max_epochs": 8, "patience": 8})
     client = MlflowClient(tracking_uri=stack.mlflow_uri)
     flow_run = trigger(stack, deployment, parameters)
-    wait_for_child_run(client, name, depth=2, status="RUNNING")
+    child_runs_once(client, name, lambda runs: any(r.data.params.get("depth") == "2" and r.info.status == "RUNNING"
+                                                    for r in runs))
     started = time.monotonic()
     stop_group(stack.pids.pop("mlflow"))
     time.sleep(RESTART_PAUSE)
@@ -363,3 +342,17 @@ def test_wrong_credentials_stop_a_run_with_one_clear_line(stack: Stack, tmp_path
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and said in lines[0], done.stderr[-2000:]
     assert "not-the-password" not in done.stderr + done.stdout  # a secret is never printed
+
+
+def child_runs_once(client: MlflowClient, experiment: str, enough: Callable[[list[Run]], bool],
+                    seconds: float = 300) -> list[Run]:
+    """The experiment's child runs as soon as `enough` says so of them."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = client.get_experiment_by_name(experiment)
+        runs = client.search_runs([found.experiment_id]) if found is not None else []
+        children = [run for run in runs if "mlflow.parentRunId" in run.data.tags]
+        if enough(children):
+            return children
+        time.sleep(1)
+    raise AssertionError(f"the child runs of {experiment} did not get there in {seconds} s")
