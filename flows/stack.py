@@ -43,6 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]  # the checkout the worker runs flows
 POOL = "depthfinder"
 ADMIN = "depthfinder"  # the MLflow admin account and the Prefect auth string's user
 DASK_WORKERS = 2
+# The long-running services besides PostgreSQL, in start order (service_commands builds each one's command).
+SERVICES = ("mlflow", "prefect", "worker", "dask-scheduler", *(f"dask-worker-{n}" for n in range(1, DASK_WORKERS + 1)))
 
 
 @dataclass(frozen=True)
@@ -341,8 +343,7 @@ def down(stack: Stack, only: list[str] | None = None) -> None:
 
 def status(stack: Stack) -> list[tuple[str, int | None, bool]]:
     """(service, pid, running) of each part of the stack."""
-    names = ["postgres", *service_commands(stack)]
-    return [(name, stack.pids.get(name), alive(stack.pids.get(name))) for name in names]
+    return [(name, stack.pids.get(name), alive(stack.pids.get(name))) for name in ["postgres", *SERVICES]]
 
 
 def main(argv: list[str] | None = None) -> int:

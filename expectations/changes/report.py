@@ -20,6 +20,7 @@ from expectations.audit.report import (
     examples_table,
     markdown_table,
 )
+from expectations.changes.compare import CHANGE_COLUMN, SIDE_COLUMN
 
 Decision = Literal["skip", "retrain", "stop"]
 
@@ -76,8 +77,6 @@ class ChangeReport(_Record):
     def from_checks(cls, checks: list[CheckResult], table: pd.DataFrame, champion_version: str,
                     settings_changed: list[str], policy: Policy) -> ChangeReport:
         """The figures read back from the checks' observed values, with the comparison table's row counts."""
-        from expectations.changes.compare import CHANGE_COLUMN, SIDE_COLUMN
-
         counts = table.groupby([SIDE_COLUMN, CHANGE_COLUMN]).size()
         observed = {check.name: check.observed for check in checks}
         shift, drift = observed["label_shift"], observed["text_drift"]
@@ -120,9 +119,7 @@ def verdict(check: CheckResult, retrains: bool) -> str:
 def _verdicts(report: ChangeReport) -> list[str]:
     from expectations.changes.checks import CHANGE_CHECKS
 
-    names = CHANGE_CHECKS.names()
-    return [verdict(check, CHANGE_CHECKS.get(check.name).retrains if check.name in names else False)
-            for check in report.checks]
+    return [verdict(check, CHANGE_CHECKS.get(check.name).retrains) for check in report.checks]
 
 
 def changes_lines(report: ChangeReport) -> list[str]:

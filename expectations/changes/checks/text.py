@@ -126,11 +126,8 @@ class LengthShiftCheck(ChangeCheck):
         expectation = gxe.ExpectColumnValuesToBeBetween(
             column="ks", max_value=threshold,
             **self.gx("warning", "the rows added have another length distribution", ks=round(ks, 4)))
-        frame = self.figures({"ks": ks, "champion_median_words": float(champion.median()),
-                              "added_median_words": float(added.median())})
-        observed = {"ks": round(ks, 4), "champion_median_words": float(champion.median()),
-                    "added_median_words": float(added.median())}
-        return CheckPlan(frame, [expectation], observed)
+        medians = {"champion_median_words": float(champion.median()), "added_median_words": float(added.median())}
+        return CheckPlan(self.figures({"ks": ks, **medians}), [expectation], {"ks": round(ks, 4), **medians})
 
     def examples(self, table: pd.DataFrame, plan: CheckPlan, failing: list[Any], limit: int) -> list[dict[str, Any]]:
         return frame_examples(plan, failing, limit)
