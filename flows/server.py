@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from prefect.client.orchestration import SyncPrefectClient
 
 PR_SET_PDEATHSIG = 1
+# Prefect waits 20 s for its temporary server by default; on a busy 2-core machine (a migration of a fresh
+# database, another run starting beside it) that was seen to run out. A setting above this is kept.
+STARTUP_TIMEOUT_S = 120
 _temporary_url: str | None = None
 
 
@@ -68,13 +71,13 @@ def _temporary_server_class() -> type:
 def prefect_api() -> Iterator[None]:
     """Use the configured Prefect server (PREFECT_API_URL), or a temporary one for the duration."""
     global _temporary_url
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
 
     if PREFECT_API_URL.value():
         yield
         return
     server = _temporary_server_class()()
-    server.start()
+    server.start(timeout=max(STARTUP_TIMEOUT_S, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()))
     _temporary_url = server.api_url
     try:
         with temporary_settings(updates={PREFECT_API_URL: server.api_url}):

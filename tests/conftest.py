@@ -19,7 +19,7 @@ def prefect_server():
     """One temporary Prefect server with a fresh database for the whole session."""
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=60):
+    with prefect_test_harness(server_startup_timeout=120):
         yield
 
 
