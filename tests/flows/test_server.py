@@ -25,8 +25,8 @@ def test_the_temporary_server_gets_time_to_start_on_a_busy_machine(monkeypatch, 
     monkeypatch.setattr(server, "_temporary_server_class", lambda: RecordingServer)
     monkeypatch.setattr(server, "_drain_workers", lambda: None)
     RecordingServer.waited = []
-    with temporary_settings(updates={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: setting},
-                            restore_defaults={PREFECT_API_URL}):
-        with server.prefect_api():
-            assert PREFECT_API_URL.value() == RecordingServer.api_url
+    settings = temporary_settings(updates={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: setting},
+                                  restore_defaults={PREFECT_API_URL})
+    with settings, server.prefect_api():
+        assert PREFECT_API_URL.value() == RecordingServer.api_url
     assert RecordingServer.waited == [expected]
