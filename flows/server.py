@@ -125,7 +125,8 @@ START_SERVER = (
 
 
 def api_problem() -> str | None:
-    """Why the configured Prefect server cannot be used (it does not answer), or None (it does, or none is set)."""
+    """Why the configured Prefect server cannot be used (it does not answer or refuses the credentials), or None
+    (it can, or none is set)."""
     from prefect import get_client
     from prefect.settings import PREFECT_API_URL
 
@@ -133,14 +134,11 @@ def api_problem() -> str | None:
     if not url:
         return None
     with get_client(sync_client=True) as client:
-        error = client.api_healthcheck()
-        if error is None:  # the health check needs no credentials; reading the work pools does
-            error = _refused(client)
-    if isinstance(error, str):
-        return f"the Prefect server at {url} {error}"
-    if error is not None:
-        return f"no Prefect server answers at {url} ({type(error).__name__}): {START_SERVER}, or unset PREFECT_API_URL"
-    return None
+        if (error := client.api_healthcheck()) is not None:
+            return (f"no Prefect server answers at {url} ({type(error).__name__}): {START_SERVER}, "
+                    "or unset PREFECT_API_URL")
+        refused = _refused(client)  # the health check needs no credentials; reading the work pools does
+    return f"the Prefect server at {url} {refused}" if refused else None
 
 
 def _refused(client: SyncPrefectClient) -> str | None:

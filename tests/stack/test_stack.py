@@ -117,10 +117,7 @@ def test_a_run_triggered_through_the_api_trains_on_the_dask_workers_and_logs_to_
 
     assert run["state_type"] == "COMPLETED", run["state"]["message"]
     client = MlflowClient(tracking_uri=stack.mlflow_uri)
-    experiment = client.get_experiment_by_name(name)
-    runs = client.search_runs([experiment.experiment_id])
-    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
-    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    parents, children = sweep_runs(client, name)
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     assert len(children) == 2 and {c.info.status for c in children} == {"FINISHED"}
     trained_by = {int(c.data.tags["depthfinder.process"].rsplit("/", 2)[1]) for c in children}
@@ -247,13 +244,11 @@ def test_a_flow_killed_mid_sweep_holds_nothing_and_a_new_trigger_reuses_its_fini
 
     assert crashed["state_type"] in ("CRASHED", "FAILED")
     assert rerun["state_type"] == "COMPLETED", rerun["state"]["message"]
-    parents = {r.info.run_id: r for r in client.search_runs([client.get_experiment_by_name(name).experiment_id])
-               if "mlflow.parentRunId" not in r.data.tags}
-    new_parent = max(parents.values(), key=lambda r: r.info.start_time)
+    *old_parents, new_parent = sweep_runs(client, name)[0]
     summary = run_summary(client, new_parent.info.run_id, tmp_path)
     statuses = {c["depth"]: c["status"] for c in summary["candidates"]}
     assert {statuses[depth] for depth in finished} == {"cached"}  # finished before the kill: reused
-    assert {r.info.status for r in parents.values() if r.info.run_id != new_parent.info.run_id} == {"KILLED"}
+    assert {r.info.status for r in old_parents} == {"KILLED"}
     print(f"\nkilled mid-sweep after depth(s) {sorted(finished)} finished; the new trigger completed in "
           f"{seconds:.0f} s with {statuses}")
 
@@ -280,8 +275,7 @@ def test_a_dask_worker_killed_while_training_a_candidate_loses_nothing(
         up(stack)  # the killed worker back, for the tests after this one
 
     assert run["state_type"] == "COMPLETED", run["state"]["message"]
-    parent = next(r for r in client.search_runs([client.get_experiment_by_name(name).experiment_id])
-                  if "mlflow.parentRunId" not in r.data.tags)
+    parent = sweep_runs(client, name)[0][0]
     summary = run_summary(client, parent.info.run_id, tmp_path)
     statuses = {c["depth"]: c["status"] for c in summary["candidates"]}
     resumed = {c["depth"]: c["resumed_from"] for c in summary["candidates"]}
@@ -312,8 +306,7 @@ def test_an_mlflow_server_restarted_mid_run_loses_no_metric_or_artifact(
     run = wait_final(stack, flow_run)
 
     assert run["state_type"] == "COMPLETED", run["state"]["message"]
-    runs = client.search_runs([client.get_experiment_by_name(name).experiment_id])
-    parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
+    parent = sweep_runs(client, name)[0][0]
     assert parent.info.status == "FINISHED"
     assert {"summary.json", "plots", "audit", "changes", "data"} - {a.path for a in client.list_artifacts(
         parent.info.run_id)} <= {"changes"}  # no champion before this run: nothing to compare
@@ -349,10 +342,16 @@ def child_runs_once(client: MlflowClient, experiment: str, enough: Callable[[lis
     """The experiment's child runs as soon as `enough` says so of them."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        found = client.get_experiment_by_name(experiment)
-        runs = client.search_runs([found.experiment_id]) if found is not None else []
-        children = [run for run in runs if "mlflow.parentRunId" in run.data.tags]
+        children = sweep_runs(client, experiment)[1]
         if enough(children):
             return children
         time.sleep(1)
     raise AssertionError(f"the child runs of {experiment} did not get there in {seconds} s")
+
+
+def sweep_runs(client: MlflowClient, experiment: str) -> tuple[list[Run], list[Run]]:
+    """The experiment's parent runs and child runs, each oldest first (none while it does not exist)."""
+    found = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([found.experiment_id], order_by=["attributes.start_time ASC"]) if found else []
+    parents = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
+    return parents, [run for run in runs if "mlflow.parentRunId" in run.data.tags]
