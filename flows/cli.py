@@ -18,6 +18,7 @@ from typing import Any, get_args
 from pydantic import BaseModel
 
 from encoder.config import Family
+from encoder.tracking.credentials import hide_credentials, redact, redact_log_records
 from flows.config import RegistryConfig, RunConfig, SweepConfig, load_run_config
 from flows.deploy import NIGHTLY_CRON
 from flows.signals import EXIT_CODES, stop_on_signals
@@ -31,6 +32,8 @@ OFFLINE_DEFAULTS = {
     "DO_NOT_TRACK": "true",
     "MLFLOW_LOGGING_LEVEL": "WARNING",
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+    # MLflow's "View run ... at <tracking URI>" lines: the URI may carry a password, and the summary says it all.
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
 
 
@@ -262,6 +265,9 @@ def _load_config(args: argparse.Namespace) -> RunConfig:
     from expectations.table.load import load_table
 
     config = load_run_config(args.config, _overrides(args))
+    registry = config.registry
+    config = config.model_copy(update={"registry": registry.model_copy(
+        update={"tracking_uri": hide_credentials(registry.tracking_uri)})})
     load_table(config.data)
     return config
 
@@ -323,32 +329,38 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    import mlflow
-    import pandas as pd
-    from mlflow.exceptions import MlflowException
-
-    from encoder.tracking.runs import resolve_tracking_uri
+    from encoder.tracking.loading import open_classifier
+    from encoder.tracking.pyfunc import predictions_frame
+    from encoder.tracking.runs import use_store
+    from flows.preflight import check_tracking_store
 
     texts = args.text or _read_texts(args.data, args.text_col)
     if empty := [number for number, text in enumerate(texts, start=1) if not text.strip()]:
         shown = ", ".join(map(str, empty[:5]))
         raise UsageError(f"text {shown} of {len(texts)} is empty; a label of no text means nothing")
-    database = args.tracking_uri.removeprefix("sqlite:///")
-    if args.tracking_uri.startswith("sqlite:///") and not Path(database).is_file():
-        raise UsageError(f"no MLflow database at {database}; run `depthfinder run` first or pass --tracking-uri")
-    mlflow.set_tracking_uri(resolve_tracking_uri(args.tracking_uri))
+    _check_store_exists(args.tracking_uri)
+    check_tracking_store(args.tracking_uri)
+    use_store(args.tracking_uri)
     try:
-        model = mlflow.pyfunc.load_model(args.model)
-    except MlflowException as exc:
-        raise UsageError(
-            f"cannot load model {args.model} from {args.tracking_uri}: {exc.message.splitlines()[0]}"
-        ) from None
-    predictions = model.predict(pd.DataFrame({"text": texts}))
+        classifier = open_classifier(args.model)
+    except ValueError as exc:
+        raise UsageError(f"{exc} (tracking URI {args.tracking_uri})") from None
+    predictions = predictions_frame(classifier, texts)
     if args.text:
         print(*predictions["label"], sep="\n")
     else:
         print(predictions.assign(text=texts).to_csv(index=False), end="")
     return 0
+
+
+def _check_store_exists(tracking_uri: str) -> None:
+    """A SQLite store that a command only reads must exist (MLflow would create an empty one)."""
+    from encoder.tracking.runs import SQLITE, resolve_tracking_uri
+
+    uri = resolve_tracking_uri(tracking_uri)
+    if uri.startswith(SQLITE) and not Path(uri.removeprefix(SQLITE)).is_file():
+        raise UsageError(f"no MLflow database at {uri.removeprefix(SQLITE)}; run `depthfinder run` first or pass "
+                         "--tracking-uri")
 
 
 def _read_texts(path: Path, text_col: str) -> list[str]:
@@ -410,18 +422,15 @@ def _unlock(args: argparse.Namespace) -> int:
 
 def _registry_client(args: argparse.Namespace):
     """A client of the registry holding `args.model_name`, or UsageError when there is no such model."""
-    from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
-    from encoder.tracking.runs import SQLITE, resolve_tracking_uri
+    from encoder.tracking.runs import client_of
     from flows.preflight import check_tracking_store
 
     RegistryConfig(model_name=args.model_name)  # the name's rules
-    uri = resolve_tracking_uri(args.tracking_uri)
-    if uri.startswith(SQLITE) and not Path(uri.removeprefix(SQLITE)).is_file():
-        raise UsageError(f"no MLflow database at {uri.removeprefix(SQLITE)} (--tracking-uri)")
-    check_tracking_store(uri)
-    client = MlflowClient(tracking_uri=uri)
+    _check_store_exists(args.tracking_uri)
+    check_tracking_store(args.tracking_uri)
+    client = client_of(args.tracking_uri)
     try:
         client.get_registered_model(args.model_name)
     except MlflowException:
@@ -479,21 +488,23 @@ def main(argv: list[str] | None = None) -> int:
 
     for key, value in OFFLINE_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    redact_log_records()
     try:
         with stop_on_signals():
             args = build_parser().parse_args(argv)
+            if getattr(args, "tracking_uri", None):
+                args.tracking_uri = hide_credentials(args.tracking_uri)
             return args.handler(args)
-    except UsageError as exc:
-        print(str(exc) if str(exc).startswith("depthfinder") else f"depthfinder: {exc}", file=sys.stderr)
-    except ValueError as exc:  # raised at the boundary: config, input table, preflight
-        print(f"depthfinder: {exc}", file=sys.stderr)
     except BaseException as exc:
-        if not STOP.requested and not isinstance(exc, KeyboardInterrupt):
+        if STOP.requested or isinstance(exc, KeyboardInterrupt):  # a stop, whatever it surfaced as
+            print(_interrupted(STOP.signal_name or "SIGINT", STOP.interrupted), file=sys.stderr)
+            code = EXIT_CODES.get(STOP.signal_name, 130)
+            STOP.clear()
+            return code
+        if not isinstance(exc, ValueError):  # UsageError, or raised at the boundary: config, input, preflight
             raise
-        print(_interrupted(STOP.signal_name or "SIGINT", STOP.interrupted), file=sys.stderr)
-        code = EXIT_CODES.get(STOP.signal_name, 130)
-        STOP.clear()
-        return code
+        message = redact(str(exc))
+        print(message if message.startswith("depthfinder") else f"depthfinder: {message}", file=sys.stderr)
     return 2
 
 

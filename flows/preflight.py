@@ -29,6 +29,7 @@ def check_run(config: RunConfig, outputs: Iterable[Path | None] = ()) -> None:
     check_pretrained(config)
     check_prefect_api()
     check_tracking_store(config.registry.tracking_uri)
+    check_champion(config.registry.tracking_uri, config.registry.model_name)
 
 
 def check_writable(path: Path, what: str, folder: bool = False) -> None:
@@ -103,20 +104,39 @@ def check_tracking_store(tracking_uri: str) -> None:
         _check_tracking_server(uri)
 
 
+def check_champion(tracking_uri: str, model_name: str) -> None:
+    """The model's champion, which a run scores on the rows added and against its challenger, is a depthfinder
+    model (encoder.tracking.loading): nothing is trained before a foreign one is refused."""
+    from encoder.tracking.loading import vouch
+    from encoder.tracking.registry import current_champion
+    from encoder.tracking.runs import client_of, use_store
+
+    champion = current_champion(client_of(tracking_uri), model_name)
+    if champion is not None:
+        use_store(tracking_uri)
+        try:
+            vouch(f"models:/{model_name}/{champion.version}")
+        except ValueError as exc:
+            raise ValueError(f"the champion of {model_name!r}: {exc}") from None
+
+
 def _check_tracking_server(uri: str) -> None:
     import httpx
 
+    from encoder.tracking.credentials import redact, store_uri
+
+    shown, uri = redact(uri), store_uri(uri)
     try:
         response = httpx.get(f"{uri.rstrip('/')}/health", timeout=REACHABLE_SECONDS)
     except httpx.HTTPError as exc:
-        raise ValueError(f"no MLflow tracking server answers at {uri} ({type(exc).__name__}); start it or fix "
+        raise ValueError(f"no MLflow tracking server answers at {shown} ({type(exc).__name__}); start it or fix "
                          "--tracking-uri") from None
     if response.status_code >= 500:
-        raise ValueError(f"the MLflow tracking server at {uri} answers {response.status_code}; check its log")
+        raise ValueError(f"the MLflow tracking server at {shown} answers {response.status_code}; check its log")
     user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD", "")
     probe = httpx.get(f"{uri.rstrip('/')}/api/2.0/mlflow/experiments/search", params={"max_results": 1},
                       auth=(user, password) if user else None, timeout=REACHABLE_SECONDS)
     if probe.status_code in (401, 403):
         given = f"refuses the credentials of user {user!r}" if user else "asks for credentials and none are set"
-        raise ValueError(f"the MLflow tracking server at {uri} {given} (HTTP {probe.status_code}): set "
+        raise ValueError(f"the MLflow tracking server at {shown} {given} (HTTP {probe.status_code}): set "
                          "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD to an account it knows")

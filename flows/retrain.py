@@ -22,6 +22,7 @@ from encoder.config import Family, ModelConfig, TrainConfig
 from encoder.pretrained import PretrainedCheckpoint
 from encoder.selection.candidate import Candidate
 from encoder.selection.rule import Decision, choose_depth
+from encoder.tracking.credentials import hide_credentials, redact_log_records
 from encoder.tracking.records import KnownVersion, ModelVersionRef
 from encoder.tracking.runs import SweepRun, code_version, ending, flatten, resolve_tracking_uri
 from expectations.audit.config import AuditConfig
@@ -66,6 +67,8 @@ def retrain(
     second waits for the first. SIGINT or SIGTERM stops it within a training step: its MLflow
     runs end KILLED, nothing is registered, and a rerun continues from what was finished.
     """
+    redact_log_records()  # started by a worker, not the CLI
+    registry = registry.model_copy(update={"tracking_uri": hide_credentials(registry.tracking_uri)})
     config = RunConfig(data=data, audit=audit, changes=changes, model=model, train=train, sweep=sweep,
                        registry=registry)
     workdir = Path(registry.workdir)

@@ -130,9 +130,12 @@ def api_problem() -> str | None:
     from prefect import get_client
     from prefect.settings import PREFECT_API_URL
 
+    from encoder.tracking.credentials import redact
+
     url = PREFECT_API_URL.value()
     if not url:
         return None
+    url = redact(url)  # what is shown; the client connects with the setting itself
     with get_client(sync_client=True) as client:
         if (error := client.api_healthcheck()) is not None:
             return (f"no Prefect server answers at {url} ({type(error).__name__}): {START_SERVER}, "

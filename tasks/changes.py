@@ -34,12 +34,12 @@ class ChampionTable:
 def find_champion_table(tracking_uri: str, model_name: str, workdir: Path) -> ChampionTable | None:
     """The champion and its training table: the work folder's copy, else its run's artifact (copied back into
     the work folder); None when there is no champion."""
-    from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
     from encoder.tracking.registry import current_champion
+    from encoder.tracking.runs import client_of
 
-    client = MlflowClient(tracking_uri=tracking_uri)
+    client = client_of(tracking_uri)
     champion = current_champion(client, model_name)
     if champion is None:
         return None

@@ -8,7 +8,7 @@ from prefect import task
 from encoder.selection.candidate import Candidate
 from encoder.selection.rule import SelectionRule
 from encoder.tracking.records import KnownVersion, ModelVersionRef, Registration
-from encoder.tracking.runs import SweepRun
+from encoder.tracking.runs import SweepRun, client_of, use_store
 from tasks.changes import TABLE_ARTIFACTS
 from tasks.data import TRAINING_COLUMNS, PreparedData
 from tasks.tracking import RETRIES
@@ -40,7 +40,7 @@ def register_model(
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
     test = frame[frame["split"] == "test"]
     texts, labels = test["text"].tolist(), test["label"].tolist()
-    mlflow.set_tracking_uri(sweep.tracking_uri)
+    use_store(sweep.tracking_uri)
     with mlflow.start_run(run_id=sweep.run_id):
         mlflow.log_artifact(dataset.path, TABLE_ARTIFACTS)  # what the next night compares its table with
         model_uri = log_text_classifier(candidate.bundle, input_example=texts[:3])
@@ -83,13 +83,12 @@ def find_unchanged_model(tracking_uri: str, model_name: str, fingerprint: dict[s
     `fingerprint` holds the version tags that must match, e.g. data_hash, config_hash,
     code_version. A challenger that matches was already scored against the champion and lost.
     """
-    from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
     from mlflow.protos.databricks_pb2 import RESOURCE_DOES_NOT_EXIST, ErrorCode
 
     from encoder.tracking.registry import CHALLENGER, CHAMPION
 
-    client = MlflowClient(tracking_uri=tracking_uri)
+    client = client_of(tracking_uri)
     try:
         aliases = client.get_registered_model(model_name).aliases
     except MlflowException as exc:

@@ -29,6 +29,7 @@ from encoder.config import Family, ModelConfig, TrainConfig
 from encoder.interrupt import Interrupted
 from encoder.pretrained import PretrainedCheckpoint
 from encoder.selection.candidate import Candidate, Cost, arm_label
+from encoder.tracking.credentials import store_uri
 from encoder.tracking.runs import (
     SweepRun,
     code_version,
@@ -208,7 +209,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         train,
         class_weights=training.class_weights,
         out_dir=out_dir,
-        logger=ChildRunLogger(tracking_uri=training.sweep.tracking_uri, run_id=run_id),
+        logger=ChildRunLogger(tracking_uri=store_uri(training.sweep.tracking_uri), run_id=run_id),
         epochs=epochs,
         resume_from=resume,
         callbacks=[EpochLog(name, max(epochs, train.max_epochs))],  # an extension runs past max_epochs

@@ -24,6 +24,7 @@ from encoder.metrics import classification_metrics
 from encoder.selection.rule import SelectionRule
 from encoder.tracking import pyfunc
 from encoder.tracking.history import CHALLENGER, CHAMPION, PREVIOUS_CHAMPION, move_alias
+from encoder.tracking.loading import open_classifier
 
 # What the logged model needs at serving time besides the depthfinder package itself,
 # pinned to the versions it was logged with. Given explicitly, MLflow skips its slow
@@ -32,10 +33,10 @@ _SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
 # ... and what a pretrained family's bundle needs besides: transformers builds its architecture.
 _PRETRAINED_PACKAGES = ("transformers",)
 
-# Logging or loading a models-from-code pyfunc passes the model object through one
-# process-wide slot (mlflow.models.set_model), so two threads doing it at once could swap
-# models. Our own calls take turns.
-_LOAD_LOCK = threading.Lock()
+# Logging a models-from-code pyfunc passes the model object through one process-wide slot
+# (mlflow.models.set_model), so two threads doing it at once could swap models. Our own calls
+# take turns. (depthfinder loads models from their data, encoder.tracking.loading: no slot.)
+_LOG_LOCK = threading.Lock()
 
 
 def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example: list[str]) -> str:
@@ -54,7 +55,7 @@ def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example:
     if not input_example or not all(isinstance(text, str) for text in input_example):
         raise ValueError(f"input_example must be a non-empty list of strings, got {input_example!r}")
     cfg, labels = read_bundle_config(bundle_dir)
-    with _LOAD_LOCK:  # logging executes the model's code file too
+    with _LOG_LOCK:  # logging executes the model's code file too
         info = mlflow.pyfunc.log_model(
             name=name,
             python_model=Path(pyfunc.__file__),
@@ -152,10 +153,8 @@ def evaluate_model(model_uri: str, texts: Sequence[str], labels: Sequence[str]) 
 
 
 def predict_labels(model_uri: str, texts: Sequence[str]) -> list[str]:
-    """The label a logged or registered model gives each text."""
-    with _LOAD_LOCK:
-        model = mlflow.pyfunc.load_model(model_uri)
-    return model.predict(pd.DataFrame({pyfunc.TEXT_COLUMN: list(texts)}))[pyfunc.LABEL_COLUMN].tolist()
+    """The label a logged or registered depthfinder model gives each text (a foreign model: ValueError)."""
+    return open_classifier(model_uri).predict(list(texts))
 
 
 def should_promote(

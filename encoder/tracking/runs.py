@@ -24,6 +24,7 @@ from mlflow.entities import Metric, Param, RunTag
 
 from encoder.interrupt import Interrupted
 from encoder.selection.candidate import Candidate
+from encoder.tracking.credentials import store_uri
 from encoder.tracking.liveness import ProcessIdentity, this_process
 
 PARENT_TAG = "mlflow.parentRunId"
@@ -39,14 +40,24 @@ SOURCE_PACKAGES = ("encoder", "expectations", "flows", "tasks")
 class SweepRun:
     """Where a sweep's parent run lives; small enough to pass to tasks."""
 
-    tracking_uri: str
+    tracking_uri: str  # as it may be shown: credentials are never in it (encoder.tracking.credentials)
     experiment_id: str
     run_id: str
     model_name: str = ""
 
     @property
     def client(self) -> MlflowClient:
-        return MlflowClient(tracking_uri=self.tracking_uri)
+        return client_of(self.tracking_uri)
+
+
+def client_of(tracking_uri: str) -> MlflowClient:
+    """A client of the store `tracking_uri` names, with the credentials this process holds for it."""
+    return MlflowClient(tracking_uri=store_uri(resolve_tracking_uri(tracking_uri)))
+
+
+def use_store(tracking_uri: str) -> None:
+    """Point MLflow's fluent API (mlflow.start_run, log_model) at `tracking_uri`, credentials included."""
+    mlflow.set_tracking_uri(store_uri(resolve_tracking_uri(tracking_uri)))
 
 
 def resolve_tracking_uri(uri: str) -> str:
@@ -124,8 +135,8 @@ def start_sweep_run(
     retrain of the model can close them if that process dies (close_abandoned_runs).
     """
     tracking_uri = resolve_tracking_uri(tracking_uri)
-    mlflow.set_tracking_uri(tracking_uri)
-    client = MlflowClient(tracking_uri=tracking_uri)
+    use_store(tracking_uri)
+    client = client_of(tracking_uri)
     experiment_id = experiment_id_of(client, experiment)
     tags = {RUN_NAME_TAG: run_name, MODEL_TAG: model_name, **_process_tag(), **tags}
     sweep = SweepRun(tracking_uri, experiment_id, client.create_run(experiment_id, tags=tags).info.run_id, model_name)
@@ -178,7 +189,7 @@ def close_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) ->
     Runs of another host are left alone (whether their process lives cannot be told from here).
     Returns the ids of the runs closed.
     """
-    client = MlflowClient(tracking_uri=resolve_tracking_uri(tracking_uri))
+    client = client_of(tracking_uri)
     found = client.get_experiment_by_name(experiment)
     if found is None:
         return []
