@@ -9,7 +9,7 @@ CONSTRAINTS := constraints.txt
 # The built-in demo on the default depths 1,2,4,6 (successive halving): a few minutes on a 2-core CPU.
 RUN_ARGS ?= --dataset reviews-negation --summary-json summary.json
 
-.PHONY: run test lint docs lock clean stack-up stack-down test-stack
+.PHONY: run test test-slow lint docs lock clean stack-up stack-down test-stack
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# What `make test` leaves out as slow (a faster test there covers the same behaviour): every cell of the
+# signal matrix, a disk that really fills up.
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow
 
 # The team stack on this machine (docs/operations.md): PostgreSQL, MLflow and Prefect servers, a worker, Dask.
 stack-up: $(STAMP)

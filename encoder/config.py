@@ -13,12 +13,14 @@ def yaml_switch(value: object) -> object:
 
 
 Family = Literal["scratch", "pretrained"]
+# What numpy, torch and Lightning accept as a seed: an unsigned 32-bit integer.
+SEED_MAX = 2**32 - 1
 
 
 class ModelConfig(BaseModel):
     """The encoder: depthfinder's own (its width; depth is swept), and a pretrained checkpoint to truncate."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     pretrained: str | None = Field(
         None,
@@ -49,7 +51,7 @@ class ModelConfig(BaseModel):
 class TrainConfig(BaseModel):
     """The training recipe shared by every depth, from scratch, and its variant for fine-tuning pretrained layers."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     max_epochs: int = Field(
         20, strict=True, ge=1, description="Upper bound on epochs; early stopping usually ends sooner."
@@ -80,7 +82,7 @@ class TrainConfig(BaseModel):
         description="Lightning precision; auto = bf16-mixed where the device computes in bf16 natively "
         "(CUDA with bf16, or a CPU with AVX512-BF16 or AMX), else 32-true.",
     )
-    seed: int = Field(1, strict=True, description="Seed of initialisation and batching.")
+    seed: int = Field(1, strict=True, ge=0, le=SEED_MAX, description="Seed of initialisation and batching.")
     finetune_learning_rate: float = Field(
         5e-5, gt=0,
         description="Peak learning rate when fine-tuning pretrained layers (the same for every layer: they were not "

@@ -4,11 +4,16 @@ The flow's main thread gets the signal; candidates train in worker threads, whic
 cannot reach. The signal handler (flows/signals.py) calls `STOP.request`, and the
 `StopOnRequest` callback (encoder.training) ends training at the next batch by raising `Interrupted`, so a
 run stops within one optimiser step instead of at the end of its sweep.
+
+A step that must not be cut in two (a registry write and its record, the aliases of one judgement)
+runs in `STOP.deferred()`: a signal inside it is only noted, and the stop is raised when it ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Callable, Iterator
 
 
 class Interrupted(Exception):
@@ -22,6 +27,8 @@ class StopRequest:
         self._event = threading.Event()
         self.signal_name: str | None = None
         self.interrupted: str | None = None  # e.g. "training depth 2 (seed 1) at epoch 3 of 20"
+        self._deferring = 0  # deferred blocks the main thread is in
+        self._pending: Callable[[], None] | None = None  # the stop a signal handler left for their end
 
     def request(self, signal_name: str) -> None:
         if not self._event.is_set():
@@ -38,10 +45,34 @@ class StopRequest:
             self.interrupted = self.interrupted or doing
             raise Interrupted(f"{self.signal_name} while {doing}")
 
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A step a signal does not cut in two: within the block a stop is only noted (see `hold`), and raised
+        when the outermost such block ends. Only the main thread, where signals land, defers."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+        if not self._deferring and self._pending is not None:
+            stop, self._pending = self._pending, None
+            stop()
+
+    def hold(self, stop: Callable[[], None]) -> bool:
+        """For a signal handler: keep `stop` for the end of the deferred block the main thread is in, if any."""
+        if not self._deferring:
+            return False
+        self._pending = stop
+        return True
+
     def clear(self) -> None:
         """Forget a handled request (the CLI clears it after reporting, so tests can run again)."""
         self._event.clear()
         self.signal_name = self.interrupted = None
+        self._pending = None
 
 
 STOP = StopRequest()

@@ -1,7 +1,6 @@
 """The bottom k layers of a pretrained encoder, with a classification head: the pretrained family's network.
 
-A checkpoint is a Hugging Face folder (config.json, weights in safetensors, tokenizer.json) or
-a hub id, which `resolve_checkpoint` fetches into the hub cache first. Candidate depth k is
+The checkpoint (encoder.checkpoint) is a Hugging Face folder, checked before any work. Candidate depth k is
 the checkpoint's embeddings plus its bottom k layers, loaded by `transformers` with the
 config's layer count set to k (the layers above are never loaded), then a pooling and a
 linear head as in the scratch encoder. Weights load from safetensors only, never a pickle.
@@ -14,108 +13,14 @@ refused with one line naming its model_type.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 from torch import nn
 
-SUPPORTED_TYPES = ("bert", "roberta")
-CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE = "config.json", "model.safetensors", "tokenizer.json"
-# What a hub snapshot needs: config, safetensors weights, the fast tokenizer.
-HUB_FILES = (CONFIG_FILE, "*.safetensors", TOKENIZER_FILE)
-
-
-@dataclass(frozen=True)
-class PretrainedCheckpoint:
-    """A pretrained encoder on disk: where it is, what it is, and a hash of its content."""
-
-    path: str  # a folder with config.json, model.safetensors, tokenizer.json
-    model_type: str
-    layers: int  # its number of layers L; candidate depths are 1..L
-    hidden_size: int
-    content_hash: str  # of config, weights and tokenizer: the same checkpoint under any path
-
-    @property
-    def tokenizer_path(self) -> str:
-        return str(Path(self.path) / TOKENIZER_FILE)
-
-
-def resolve_checkpoint(path_or_id: str) -> PretrainedCheckpoint:
-    """The checkpoint at a local folder, or fetched from the hub by id; ValueError in one line when unusable.
-
-    Raises:
-        ValueError: the folder or id does not exist, lacks safetensors weights or a tokenizer.json,
-            or holds an architecture that is not supported.
-    """
-    folder = Path(path_or_id).expanduser()
-    if not folder.exists():
-        if path_or_id.startswith((".", "/", "~")) or path_or_id.count("/") > 1:
-            raise ValueError(f"pretrained checkpoint {path_or_id}: no such folder")
-        folder = _from_hub(path_or_id)
-    return _checkpoint_at(folder)
-
-
-def _from_hub(repo_id: str) -> Path:
-    """Download the files a checkpoint needs (not its pickled weights) into the hub cache."""
-    from huggingface_hub import snapshot_download
-
-    try:
-        return Path(snapshot_download(repo_id, allow_patterns=list(HUB_FILES)))
-    except Exception as exc:  # offline, unknown id, no access: the hub raises many kinds
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(
-            f"pretrained checkpoint {repo_id!r}: not a local folder, and the hub gave none ({reason})"
-        ) from None
-
-
-def _checkpoint_at(folder: Path) -> PretrainedCheckpoint:
-    if not folder.is_dir():
-        raise ValueError(
-            f"pretrained checkpoint {folder}: not a folder (expected {CONFIG_FILE}, {WEIGHTS_FILE}, {TOKENIZER_FILE})"
-        )
-    config = _read_config(folder)
-    model_type = config.get("model_type")
-    if model_type not in SUPPORTED_TYPES:
-        raise ValueError(
-            f"pretrained checkpoint {folder}: model_type {model_type!r} is not supported; depthfinder truncates "
-            f"encoders of model_type {' or '.join(SUPPORTED_TYPES)} (BERT, MiniLM, RoBERTa and their kin)"
-        )
-    weights = sorted(folder.glob("*.safetensors"))
-    if not weights:
-        pickled = [p.name for p in folder.glob("*.bin")] + [p.name for p in folder.glob("*.pt")]
-        found = f" (found {', '.join(pickled)}: a pickle, which is never loaded)" if pickled else ""
-        raise ValueError(f"pretrained checkpoint {folder}: no weights in safetensors format{found}")
-    if not (folder / TOKENIZER_FILE).is_file():
-        raise ValueError(f"pretrained checkpoint {folder}: no {TOKENIZER_FILE} (the fast tokenizer's file)")
-    layers = int(config.get("num_hidden_layers", 0))
-    if layers < 1:
-        raise ValueError(f"pretrained checkpoint {folder}: config.json gives no num_hidden_layers")
-    digest = hashlib.sha256()
-    for path in [folder / CONFIG_FILE, *weights, folder / TOKENIZER_FILE]:
-        digest.update(path.name.encode() + b"\0")
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return PretrainedCheckpoint(
-        str(folder.resolve()), model_type, layers, int(config["hidden_size"]), digest.hexdigest()[:16]
-    )
-
-
-def _read_config(folder: Path) -> dict:
-    try:
-        config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"pretrained checkpoint {folder}: no {CONFIG_FILE}") from None
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"pretrained checkpoint {folder}: {CONFIG_FILE} is not readable JSON ({exc})") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"pretrained checkpoint {folder}: {CONFIG_FILE} is not a JSON object")
-    return config
+from encoder.checkpoint import PretrainedCheckpoint
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,13 @@ import torch
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 
 from encoder.bundle import Network, TextClassifier
+from encoder.checkpoint import PretrainedCheckpoint
 from encoder.datamodule import TextDataModule
 from encoder.interrupt import STOP, StopRequest
 from encoder.metrics import classification_metrics
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.module import DepthClassifier
-from encoder.pretrained import PretrainedCheckpoint, load_truncated
+from encoder.pretrained import load_truncated
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence

@@ -296,11 +296,38 @@ def _run(args: argparse.Namespace) -> int:
 
     summary = state.result(raise_on_failure=False)
     if not isinstance(summary, RunSummary):
-        print(f"depthfinder: the run failed: {state.message or summary}", file=sys.stderr)
+        print(f"depthfinder: the run failed: {_failure(state.message, summary, config, args.summary_json)}",
+              file=sys.stderr)
         return 1
     _write_json(args.summary_json, summary.to_dict())
     print(format_summary(summary))
     return 0 if state.is_completed() else 1
+
+
+def _failure(message: str | None, error: object, config: RunConfig, *outputs: Path | None) -> str:
+    """Why a run failed, in a phrase; for a full disk, the folder that is full (the one with least space left of
+    those the run writes to)."""
+    import shutil
+
+    from encoder.tracking.runs import SQLITE, resolve_tracking_uri
+    from tasks.tracking import full_disk
+
+    full = full_disk(error) if isinstance(error, BaseException) else None
+    if full is None:
+        return redact(message or str(error))
+    uri = resolve_tracking_uri(config.registry.tracking_uri)
+    folders = [Path(config.registry.workdir), *(Path(path).parent for path in outputs if path is not None)]
+    if uri.startswith(SQLITE):
+        folders.append(Path(uri.removeprefix(SQLITE)).parent)
+    folders = [folder.resolve() for folder in folders if folder.exists()]
+    free = {folder: shutil.disk_usage(folder).free for folder in folders}
+    fullest = min(free, key=free.get) if free else None
+    if fullest is not None and free[fullest] < 2**20:
+        where = f"{fullest} ({free[fullest] / 2**10:.0f} KiB free)"
+    else:  # a copy names its source first and its target second
+        where = getattr(full, "filename2", None) or getattr(full, "filename", None) or "a folder it writes to"
+    return f"no space left on device under {where}; free some space and run the same command again: what " \
+           "finished is kept"
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -355,12 +382,11 @@ def _predict(args: argparse.Namespace) -> int:
 
 def _check_store_exists(tracking_uri: str) -> None:
     """A SQLite store that a command only reads must exist (MLflow would create an empty one)."""
-    from encoder.tracking.runs import SQLITE, resolve_tracking_uri
+    from encoder.tracking.runs import SQLITE
 
-    uri = resolve_tracking_uri(tracking_uri)
-    if uri.startswith(SQLITE) and not Path(uri.removeprefix(SQLITE)).is_file():
-        raise UsageError(f"no MLflow database at {uri.removeprefix(SQLITE)}; run `depthfinder run` first or pass "
-                         "--tracking-uri")
+    database = tracking_uri.removeprefix(SQLITE)
+    if tracking_uri.startswith(SQLITE) and not Path(database).is_file():
+        raise UsageError(f"no MLflow database at {database}; run `depthfinder run` first or pass --tracking-uri")
 
 
 def _read_texts(path: Path, text_col: str) -> list[str]:
@@ -494,7 +520,10 @@ def main(argv: list[str] | None = None) -> int:
             args = build_parser().parse_args(argv)
             if getattr(args, "tracking_uri", None):
                 args.tracking_uri = hide_credentials(args.tracking_uri)
-            return args.handler(args)
+            code = args.handler(args)
+            if STOP.requested:  # a stop that the flow took as its own end (a failed or cancelled state)
+                raise KeyboardInterrupt
+            return code
     except BaseException as exc:
         if STOP.requested or isinstance(exc, KeyboardInterrupt):  # a stop, whatever it surfaced as
             print(_interrupted(STOP.signal_name or "SIGINT", STOP.interrupted), file=sys.stderr)

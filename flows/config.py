@@ -7,12 +7,12 @@ them as forms) and what is logged to MLflow.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
-from encoder.config import Family, ModelConfig, TrainConfig, yaml_switch
+from encoder.config import SEED_MAX, Family, ModelConfig, TrainConfig, yaml_switch
 from encoder.selection.halving import rung_budgets
 from encoder.selection.rule import SelectionRule
 from expectations.audit.config import AuditConfig
@@ -20,6 +20,7 @@ from expectations.changes.config import ChangesConfig
 from expectations.table.config import DataConfig
 
 DATA_SOURCES = {"path", "dataset"}
+MAX_WORKERS = 256  # more candidates at once than any one machine or local cluster trains: a typo
 MAX_DEPTH = 64  # deeper than any encoder in use (BERT-large: 24 layers): a typo, not a candidate
 SCRATCH_DEPTHS = [1, 2, 4, 6]
 # A registered model name also names a lock file and a Prefect limit, and sits in models:/NAME/VERSION URIs.
@@ -41,7 +42,9 @@ class SweepConfig(SelectionRule):
         "scratch) and pretrained (the bottom layers of model.pretrained, fine-tuned); null = pretrained when "
         "model.pretrained is set, else scratch.",
     )
-    seeds: list[StrictInt] = Field([1], min_length=1, description="Seeds trained per depth; the rule uses their mean.")
+    seeds: list[Annotated[StrictInt, Field(ge=0, le=SEED_MAX)]] = Field(
+        [1], min_length=1, description="Seeds trained per depth (0 to 2^32 - 1); the rule uses their mean."
+    )
     halving: Literal["auto", "on", "off"] = Field(
         "auto", description="Successive halving: train every depth for halving_epochs, keep the better half by the "
         "rule, double the budget, until two depths are left; they train to the end. auto = on with 4 or more depths.",
@@ -70,7 +73,8 @@ class SweepConfig(SelectionRule):
         "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster."
     )
     workers: int = Field(
-        1, strict=True, ge=1, description="Candidates trained at once (Dask: workers of a local cluster)."
+        1, strict=True, ge=1, le=MAX_WORKERS,
+        description="Candidates trained at once (Dask: workers of a local cluster).",
     )
     dask_address: str | None = Field(None, description="Scheduler of an existing Dask cluster; a local one otherwise.")
 
@@ -130,7 +134,7 @@ class SweepConfig(SelectionRule):
 class RegistryConfig(BaseModel):
     """Where runs and models are recorded."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     tracking_uri: str = Field("sqlite:///mlflow.db", description="MLflow tracking and registry URI.")
     experiment: str = Field(
@@ -146,7 +150,7 @@ class RegistryConfig(BaseModel):
 class RunConfig(BaseModel):
     """Everything one retraining run needs."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     data: DataConfig
     audit: AuditConfig = AuditConfig()

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from flows.config import RunConfig
+from flows.config import RunConfig, SweepConfig
 
 # A tracking server that does not answer within this many seconds is reported as unreachable
 # (MLflow's own retries take minutes).
@@ -20,7 +20,8 @@ REACHABLE_SECONDS = 5.0
 
 
 def check_run(config: RunConfig, outputs: Iterable[Path | None] = ()) -> None:
-    """Check the output files, the work folder, the accelerator, the Prefect API and the MLflow store."""
+    """Check the output files, the work folder, the accelerator, the checkpoint, the Prefect API, the Dask
+    scheduler, the MLflow store, its experiment and the champion."""
     for path in outputs:
         if path is not None:
             check_writable(path, "output file")
@@ -28,8 +29,10 @@ def check_run(config: RunConfig, outputs: Iterable[Path | None] = ()) -> None:
     check_accelerator(config.train.accelerator)
     check_pretrained(config)
     check_prefect_api()
-    check_tracking_store(config.registry.tracking_uri)
-    check_champion(config.registry.tracking_uri, config.registry.model_name)
+    check_dask_scheduler(config.sweep)
+    registry = config.registry
+    check_tracking_store(registry.tracking_uri, registry.experiment)
+    check_champion(registry.tracking_uri, registry.model_name)
 
 
 def check_writable(path: Path, what: str, folder: bool = False) -> None:
@@ -70,7 +73,7 @@ def check_pretrained(config: RunConfig) -> None:
     and has as many layers as the deepest depth asked for."""
     if "pretrained" not in config.families:
         return
-    from encoder.pretrained import resolve_checkpoint
+    from encoder.checkpoint import resolve_checkpoint
 
     checkpoint = resolve_checkpoint(config.model.pretrained)
     beyond = [depth for depth in config.sweep.depths_of("pretrained", checkpoint.layers) if depth > checkpoint.layers]
@@ -89,9 +92,10 @@ def check_prefect_api() -> None:
         raise ValueError(problem)
 
 
-def check_tracking_store(tracking_uri: str) -> None:
-    """The MLflow store can be written: a SQLite file that is whole (created now, atomically, if
-    missing), or a tracking server that answers."""
+def check_tracking_store(tracking_uri: str, experiment: str | None = None) -> None:
+    """The MLflow store can be written: a SQLite file that is whole (created now, atomically, if missing), a
+    tracking server that answers, or a database whose driver is installed and which answers; and the
+    experiment, if it exists, is not deleted."""
     from encoder.tracking.runs import SQLITE, ensure_sqlite_store, resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)
@@ -102,6 +106,80 @@ def check_tracking_store(tracking_uri: str) -> None:
         ensure_sqlite_store(database)
     elif uri.startswith(("http://", "https://")):
         _check_tracking_server(uri)
+    elif uri.split(":", 1)[0].split("+", 1)[0] in DATABASES:
+        _check_database(uri)
+    if experiment is not None:
+        _check_experiment(uri, experiment)
+
+
+# Database stores MLflow's SQLAlchemy store takes (a dialect, optionally +driver), and the connect timeout
+# argument of their default drivers.
+DATABASES = {"postgresql": "connect_timeout", "mysql": "connect_timeout", "mssql": "timeout"}
+
+
+def _check_database(uri: str) -> None:
+    """The driver of a database store imports, and the database answers within REACHABLE_SECONDS."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+
+    from encoder.tracking.credentials import redact, store_uri
+
+    shown, real = redact(uri), store_uri(uri)
+    try:
+        url = make_url(real)
+        url.get_dialect().import_dbapi()
+    except (ArgumentError, NoSuchModuleError) as exc:
+        raise ValueError(f"MLflow store {shown}: SQLAlchemy knows no such database driver ({exc})") from None
+    except ImportError as exc:
+        raise ValueError(f"MLflow store {shown}: its database driver {exc.name or ''} is not installed (install it, "
+                         "or name one that is: postgresql+psycopg2://..., whose psycopg2-binary depthfinder's stack "
+                         "extra installs)") from None
+    engine = create_engine(real, connect_args={DATABASES[url.get_backend_name()]: int(REACHABLE_SECONDS)})
+    try:
+        with engine.connect():
+            pass
+    except SQLAlchemyError as exc:
+        reason = redact(str(exc.orig if getattr(exc, "orig", None) else exc).strip().splitlines()[0])
+        raise ValueError(f"the MLflow store {shown} does not answer ({reason}); start it or fix --tracking-uri") \
+            from None
+    finally:
+        engine.dispose()
+
+
+def _check_experiment(tracking_uri: str, experiment: str) -> None:
+    from encoder.tracking.credentials import redact
+    from encoder.tracking.runs import client_of
+
+    found = client_of(tracking_uri).get_experiment_by_name(experiment)
+    if found is not None and found.lifecycle_stage == "deleted":
+        raise ValueError(
+            f"MLflow experiment {experiment!r} is deleted (in the trash of {redact(tracking_uri)}): restore it with "
+            f"`mlflow experiments restore --experiment-id {found.experiment_id}` or pick another with --experiment"
+        )
+
+
+def check_dask_scheduler(sweep: SweepConfig) -> None:
+    """The Dask scheduler a sweep is given answers (a local cluster is started otherwise)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if sweep.task_runner != "dask" or not sweep.dask_address:
+        return
+    address = sweep.dask_address if "://" in sweep.dask_address else f"tcp://{sweep.dask_address}"
+    parts = urlsplit(address)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme not in ("tcp", "tls") or not parts.hostname or port is None:
+        raise ValueError(f"sweep.dask_address {sweep.dask_address!r} is not a scheduler address such as "
+                         "tcp://127.0.0.1:8786")
+    try:
+        socket.create_connection((parts.hostname, port), timeout=REACHABLE_SECONDS).close()
+    except OSError as exc:
+        raise ValueError(f"no Dask scheduler answers at {sweep.dask_address} ({exc.strerror or exc}); start it "
+                         "(dask scheduler) or fix --dask-address") from None
 
 
 def check_champion(tracking_uri: str, model_name: str) -> None:

@@ -18,8 +18,8 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from encoder.checkpoint import PretrainedCheckpoint
 from encoder.config import Family, ModelConfig, TrainConfig
-from encoder.pretrained import PretrainedCheckpoint
 from encoder.selection.candidate import Candidate
 from encoder.selection.rule import Decision, choose_depth
 from encoder.tracking.credentials import hide_credentials, redact_log_records
@@ -40,7 +40,7 @@ from flows.sweep import check_learning_rates, sweep_depths
 from tasks.audit import audit_dataset
 from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
-from tasks.registry import find_unchanged_model, register_model
+from tasks.registry import find_unchanged_model, register_model, settle_registrations
 from tasks.tracking import close_abandoned_runs, log_audit, log_changes, log_summary, start_sweep_run
 from tasks.train import Training, find_checkpoint, fit_tokenizer
 
@@ -79,6 +79,8 @@ def retrain(
             tracking_uri = resolve_tracking_uri(registry.tracking_uri)
             if closed := close_abandoned_runs(tracking_uri, registry.experiment, registry.model_name):
                 get_run_logger().warning("ended %d MLflow runs left RUNNING by a retrain that died", len(closed))
+            for settled in settle_registrations(tracking_uri, registry.model_name):
+                get_run_logger().warning("%s %s", registry.model_name, settled)
             checkpoint = find_checkpoint(model.pretrained) if "pretrained" in config.families else None
             fingerprint = fingerprint_of(config, dataset, checkpoint)
             wanted = fingerprint | {"sweep": "complete"}

@@ -77,9 +77,9 @@ def prefect_api() -> Iterator[None]:
         yield
         return
     server = _temporary_server_class()()
-    server.start(timeout=max(STARTUP_TIMEOUT_S, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()))
-    _temporary_url = server.api_url
-    try:
+    try:  # a signal while it starts stops it too
+        server.start(timeout=max(STARTUP_TIMEOUT_S, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()))
+        _temporary_url = server.api_url
         with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
             try:
                 yield

@@ -5,6 +5,13 @@ handler asks them to stop (`encoder.interrupt.STOP`, checked after every batch; 
 processes get the signal passed on), then lets the handler it replaced raise in the main
 thread: KeyboardInterrupt for SIGINT, Prefect's TerminationSignal for SIGTERM inside a
 flow run. The flow's context managers then mark MLflow runs KILLED and release the lock.
+
+Raising is the one thing a handler must not do at any moment. Inside a deferred step
+(`STOP.deferred()`: a registry write and its record) the stop waits for the step's end. Inside
+code that holds a lock or a transaction (the logging module, SQLAlchemy, an import, Prefect's
+own queues) an exception would leave it held: a lock never released hangs the process, a
+transaction never ended leaves SQLite "database is locked". There the signal is sent again a
+moment later, until it lands outside such code.
 """
 
 from __future__ import annotations
@@ -22,6 +29,13 @@ from encoder.interrupt import STOP
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # Exit status of a process stopped by a signal, as shells report it.
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
+# Code an exception must not interrupt (it holds a lock, a transaction or a half-built module), by file path.
+FRAGILE = tuple(
+    fragment.replace("/", os.sep)
+    for fragment in ("/logging/", "/sqlalchemy/", "/sqlite3/", "/alembic/", "/pydantic/",
+                     "/prefect/_internal/concurrency/")
+) + ("<frozen importlib._bootstrap",)
+AGAIN_SECONDS = 0.05
 
 
 @contextlib.contextmanager
@@ -37,15 +51,26 @@ def stop_on_signals() -> Iterator[None]:
     replaced: dict[int, object] = {}
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        STOP.request(signal.Signals(signum).name)
-        for child in multiprocessing.active_children():  # process-pool and Dask workers
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child.pid, signum)
-        previous = replaced[signum]
-        if callable(previous):
-            previous(signum, frame)
-        raise KeyboardInterrupt  # the default action would end the process before any cleanup
+        if not STOP.requested:
+            STOP.request(signal.Signals(signum).name)
+            for child in multiprocessing.active_children():  # process-pool and Dask workers
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signum)
 
+        def stop() -> None:
+            previous = replaced[signum]
+            if callable(previous):
+                previous(signum, frame)
+            raise KeyboardInterrupt  # the default action would end the process before any cleanup
+
+        if STOP.hold(stop):
+            return
+        if fragile(frame):
+            _send_again_soon(signum)
+            return
+        stop()
+
+    handler.stops = True  # type: ignore[attr-defined]
     for signum in SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             replaced[signum] = signal.signal(signum, handler)
@@ -54,3 +79,24 @@ def stop_on_signals() -> Iterator[None]:
     finally:
         for signum, previous in replaced.items():
             signal.signal(signum, previous)
+
+
+def fragile(frame: FrameType | None) -> bool:
+    """Whether the main thread stands in code that an exception would leave holding a lock (see FRAGILE)."""
+    while frame is not None:
+        if any(fragment in frame.f_code.co_filename for fragment in FRAGILE):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _send_again_soon(signum: int) -> None:
+    """Send `signum` to this process again shortly, if one of these handlers is still there to take it."""
+
+    def again() -> None:
+        if getattr(signal.getsignal(signum), "stops", False):
+            os.kill(os.getpid(), signum)
+
+    timer = threading.Timer(AGAIN_SECONDS, again)
+    timer.daemon = True
+    timer.start()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from prefect import task
 
+from encoder.interrupt import STOP
 from encoder.selection.candidate import Candidate
 from encoder.selection.rule import SelectionRule
 from encoder.tracking.records import KnownVersion, ModelVersionRef, Registration
@@ -22,9 +23,10 @@ def register_model(
     """Register `candidate` (its run keeps the table it was trained on); score it and the champion on the same
     test split; promote it if it earns it by `rule`; alias it challenger.
 
-    The aliases move last, `challenger` after `champion`: a run stopped before the champion moved
-    removes the version it registered (it was never judged), and one stopped after leaves a
-    consistent registry.
+    A signal waits for each registry step to finish (STOP.deferred). A run stopped while the versions are
+    scored removes the version it registered (never judged); the judgement itself (champion, challenger,
+    the `judged` tag) is one step. A run killed outright leaves its version `judged: pending`, which the
+    next run settles (settle_unjudged) before it registers anything.
     """
     import mlflow
 
@@ -34,37 +36,44 @@ def register_model(
         log_text_classifier,
         mark_challenger,
         promote_if_better,
+        record_judgement,
         register_version,
+        settle_unjudged,
     )
 
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
     test = frame[frame["split"] == "test"]
     texts, labels = test["text"].tolist(), test["label"].tolist()
     use_store(sweep.tracking_uri)
+    client = sweep.client
+    settle_unjudged(client, model_name)  # what an earlier attempt of this task left (retries)
     with mlflow.start_run(run_id=sweep.run_id):
         mlflow.log_artifact(dataset.path, TABLE_ARTIFACTS)  # what the next night compares its table with
         model_uri = log_text_classifier(candidate.bundle, input_example=texts[:3])
-    client = sweep.client
     champion = current_champion(client, model_name)
     cost_tag, cost = f"cost.{rule.cost}", candidate.cost.value(rule.cost)
-    challenger = register_version(client, model_uri, model_name, tags | {cost_tag: cost})
-    version_uri = f"models:/{model_name}/{challenger.version}"
-    promoted = False
+    challenger = None
     try:
+        with STOP.deferred():
+            challenger = register_version(client, model_uri, model_name, tags | {cost_tag: cost})
+        version_uri = f"models:/{model_name}/{challenger.version}"
         challenger_metrics = evaluate_model(version_uri, texts, labels)
         champion_metrics = champion_cost = None
         if champion is not None:
             champion_metrics = evaluate_model(f"models:/{model_name}/{champion.version}", texts, labels)
             champion_cost = float(champion.tags[cost_tag]) if cost_tag in champion.tags else None
+    except BaseException:
+        if challenger is not None:
+            with STOP.deferred():
+                client.delete_model_version(model_name, challenger.version)  # never judged: nothing to keep
+        raise
+    with STOP.deferred():  # the judgement moves champion, then challenger, then says it is complete
         promoted, why = promote_if_better(
             client, model_name, challenger, challenger_metrics, champion_metrics, rule,
             challenger_cost=float(cost), champion_cost=champion_cost,
         )
-    except BaseException:
-        if not promoted:
-            client.delete_model_version(model_name, challenger.version)
-        raise
-    mark_challenger(client, model_name, challenger, why)
+        mark_challenger(client, model_name, challenger, why)
+        record_judgement(client, model_name, challenger.version, promoted)
     return Registration(
         model=ModelVersionRef(name=model_name, version=str(challenger.version), uri=version_uri,
                               family=candidate.family, depth=candidate.depth, size_mb=candidate.cost.bundle_mb),
@@ -77,24 +86,27 @@ def register_model(
 
 
 @task(**RETRIES)
+def settle_registrations(tracking_uri: str, model_name: str) -> list[str]:
+    """Finish or delete the versions that runs which ended early registered and never judged; what was done."""
+    from encoder.tracking.registry import settle_unjudged
+
+    return settle_unjudged(client_of(tracking_uri), model_name)
+
+
+@task(**RETRIES)
 def find_unchanged_model(tracking_uri: str, model_name: str, fingerprint: dict[str, str]) -> KnownVersion | None:
     """The `champion` (else `challenger`) version trained on this very data, config and code, or None.
 
     `fingerprint` holds the version tags that must match, e.g. data_hash, config_hash,
     code_version. A challenger that matches was already scored against the champion and lost.
     """
-    from mlflow.exceptions import MlflowException
-    from mlflow.protos.databricks_pb2 import RESOURCE_DOES_NOT_EXIST, ErrorCode
-
-    from encoder.tracking.registry import CHALLENGER, CHAMPION
+    from encoder.tracking.registry import CHALLENGER, CHAMPION, registered_model
 
     client = client_of(tracking_uri)
-    try:
-        aliases = client.get_registered_model(model_name).aliases
-    except MlflowException as exc:
-        if exc.error_code == ErrorCode.Name(RESOURCE_DOES_NOT_EXIST):  # nothing registered yet
-            return None
-        raise
+    registered = registered_model(client, model_name)
+    if registered is None:
+        return None
+    aliases = registered.aliases
     for alias in (CHAMPION, CHALLENGER):
         if alias not in aliases:
             continue

@@ -8,6 +8,7 @@ input, not a passing fault, and is not retried.
 
 from __future__ import annotations
 
+import errno
 import time
 from pathlib import Path
 from typing import Any
@@ -19,22 +20,35 @@ from prefect.tasks import exponential_backoff
 from encoder.interrupt import Interrupted
 from encoder.selection.candidate import Candidate
 from encoder.tracking import runs
-from encoder.tracking.runs import SweepRun, set_tags
+from encoder.tracking.runs import SweepRun, log_folder, set_tags
 from expectations.audit.report import AuditReport
 from expectations.changes.report import ChangeReport
 
 NOT_PASSING = (ValueError, TypeError, KeyError, Interrupted)
+# A disk that is full, over quota or read-only stays so for the seconds between retries.
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
 
 def passing_fault(task: Any, task_run: Any, state: Any) -> bool:
-    """Whether a failed attempt is worth another: not for bad input, bugs or a stop request."""
+    """Whether a failed attempt is worth another: not for bad input, bugs, a stop request or a full disk."""
     try:
         state.result()
     except NOT_PASSING:
         return False
-    except Exception:
-        return True
+    except Exception as exc:
+        return full_disk(exc) is None
     return False
+
+
+def full_disk(exc: BaseException | None) -> BaseException | None:
+    """The error in `exc` or its causes that says a disk is full (an OSError, or SQLite's own words), or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if (isinstance(exc, OSError) and exc.errno in DISK_ERRNOS) or "database or disk is full" in str(exc):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 # Retries of tasks whose work is I/O against MLflow or the Prefect API: 2, 4, 8 s apart.
@@ -87,7 +101,7 @@ def log_audit(sweep: SweepRun, report: AuditReport, docs_dir: str) -> None:
     client = sweep.client
     client.log_dict(sweep.run_id, report.to_dict(), "audit/report.json")
     if Path(docs_dir).is_dir():
-        client.log_artifacts(sweep.run_id, docs_dir, "audit/data_docs")
+        log_folder(client, sweep.run_id, docs_dir, "audit/data_docs")
     dropped = float(sum(report.dropped.values()))
     client.log_batch(sweep.run_id, metrics=[Metric("audit.dropped_rows", dropped, int(time.time() * 1000), 0)])
     set_tags(client, sweep.run_id, {"depthfinder.audit": "passed" if report.success else "failed"})
@@ -109,7 +123,7 @@ def log_changes(sweep: SweepRun, report: ChangeReport) -> None:
     client.log_batch(sweep.run_id, metrics=metrics)
     client.log_dict(sweep.run_id, report.to_dict(), "changes/what_changed.json")
     if report.data_docs:
-        client.log_artifacts(sweep.run_id, str(Path(report.data_docs).parent), "changes/data_docs")
+        log_folder(client, sweep.run_id, str(Path(report.data_docs).parent), "changes/data_docs")
     set_tags(client, sweep.run_id, {"depthfinder.changes": report.policy.decision,
                                     "depthfinder.changes.reason": report.policy.reason,
                                     "depthfinder.champion_compared": report.champion_version})

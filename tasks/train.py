@@ -25,9 +25,9 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 from prefect.states import Cancelled, State
 
+from encoder.checkpoint import PretrainedCheckpoint
 from encoder.config import Family, ModelConfig, TrainConfig
 from encoder.interrupt import Interrupted
-from encoder.pretrained import PretrainedCheckpoint
 from encoder.selection.candidate import Candidate, Cost, arm_label
 from encoder.tracking.credentials import store_uri
 from encoder.tracking.runs import (
@@ -89,7 +89,7 @@ def fit_tokenizer(dataset: PreparedData, model: ModelConfig, workdir: Path) -> s
 @task(**RETRIES)
 def find_checkpoint(path_or_id: str) -> PretrainedCheckpoint:
     """The pretrained checkpoint at a folder, or fetched from the hub by id (network I/O: retried)."""
-    from encoder.pretrained import resolve_checkpoint
+    from encoder.checkpoint import resolve_checkpoint
 
     return resolve_checkpoint(path_or_id)
 

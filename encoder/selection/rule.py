@@ -53,7 +53,7 @@ class SelectionRule(BaseModel):
     promotion (which compares champion and challenger by its metric, tolerance and cost).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     rule: RuleName = Field(
         "tolerance", description="tolerance: cheapest within tolerance of the best; ratio: max metric/cost^alpha; "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import mlflow
 import pandas as pd
-from mlflow.entities.model_registry import ModelVersion
+from mlflow.entities.model_registry import ModelVersion, RegisteredModel
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, RESOURCE_DOES_NOT_EXIST, ErrorCode
 from mlflow.tracking import MlflowClient
@@ -33,6 +33,8 @@ _SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
 # ... and what a pretrained family's bundle needs besides: transformers builds its architecture.
 _PRETRAINED_PACKAGES = ("transformers",)
 
+# Version tag of a judgement: pending from registration until the aliases it moves have moved.
+JUDGED, PENDING, PROMOTED, NOT_PROMOTED = "judged", "pending", "promoted", "not promoted"
 # Logging a models-from-code pyfunc passes the model object through one process-wide slot
 # (mlflow.models.set_model), so two threads doing it at once could swap models. Our own calls
 # take turns. (depthfinder loads models from their data, encoder.tracking.loading: no slot.)
@@ -85,7 +87,9 @@ def register_version(
     """Register a logged model as a new version of `model_name` and tag it; it gets no alias yet.
 
     The `challenger` alias (mark_challenger) comes once the version has been judged against the
-    champion, so a challenger always means "judged", whatever stopped a run before that.
+    champion, so a challenger always means "judged", whatever stopped a run before that. Until
+    `record_judgement`, the version's tag `judged` says `pending`: a version a run registered and
+    never judged (it was killed) is found by that and settled by the next run (settle_unjudged).
 
     Args:
         client: Client of the tracking server that holds the registry.
@@ -114,10 +118,42 @@ def register_version(
         name=model_name,
         source=source,
         run_id=run_id,
-        tags={key: str(value) for key, value in tags.items()},
+        tags={key: str(value) for key, value in tags.items()} | {JUDGED: PENDING},
         model_id=model_id,
     )
     return client.get_model_version(model_name, created.version)
+
+
+def record_judgement(client: MlflowClient, model_name: str, version: str, promoted: bool) -> None:
+    """The version's judgement is complete: its aliases are where it put them."""
+    client.set_model_version_tag(model_name, str(version), JUDGED, PROMOTED if promoted else NOT_PROMOTED)
+
+
+def settle_unjudged(client: MlflowClient, model_name: str) -> list[str]:
+    """Finish or delete the versions a stopped or killed run registered and never judged (tag `judged`
+    pending); call under the model's retrain lock, so that no live run is judging one. A version that holds
+    `champion` got as far as its promotion: it is aliased challenger and recorded; one that holds
+    `challenger` is recorded; one that holds no alias is deleted. One phrase per version settled."""
+    registered = registered_model(client, model_name)
+    if registered is None:
+        return []
+    held: dict[str, set[str]] = {}
+    for alias, number in registered.aliases.items():
+        held.setdefault(str(number), set()).add(alias)
+    settled = []
+    for found in client.search_model_versions(f"name = '{model_name}'"):
+        number, aliases = str(found.version), held.get(str(found.version), set())
+        if found.tags.get(JUDGED) != PENDING:
+            continue
+        if not aliases:
+            client.delete_model_version(model_name, number)
+            settled.append(f"version {number} deleted: registered by a run that ended before judging it")
+            continue
+        if CHALLENGER not in aliases:
+            mark_challenger(client, model_name, found, "promoted by a run that ended before recording it")
+        record_judgement(client, model_name, number, CHAMPION in aliases)
+        settled.append(f"version {number} ({', '.join(sorted(aliases))}): the judgement a run began is recorded")
+    return settled
 
 
 def mark_challenger(client: MlflowClient, model_name: str, version: ModelVersion, verdict: str) -> None:
@@ -137,14 +173,19 @@ def current_champion(client: MlflowClient, model_name: str) -> ModelVersion | No
     """The version aliased `champion`, or None when there is none (or no such registered model)."""
     # A missing alias is INVALID_PARAMETER_VALUE on the SQL store, so read the alias map
     # instead of telling that apart from a genuinely bad request.
+    registered = registered_model(client, model_name)
+    version = None if registered is None else registered.aliases.get(CHAMPION)
+    return None if version is None else client.get_model_version(model_name, str(version))
+
+
+def registered_model(client: MlflowClient, model_name: str) -> RegisteredModel | None:
+    """The registered model `model_name`, or None when nothing is registered under that name yet."""
     try:
-        registered = client.get_registered_model(model_name)
+        return client.get_registered_model(model_name)
     except MlflowException as exc:
         if exc.error_code == ErrorCode.Name(RESOURCE_DOES_NOT_EXIST):
             return None
         raise
-    version = registered.aliases.get(CHAMPION)
-    return None if version is None else client.get_model_version(model_name, str(version))
 
 
 def evaluate_model(model_uri: str, texts: Sequence[str], labels: Sequence[str]) -> dict[str, float]:

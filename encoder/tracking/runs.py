@@ -178,7 +178,10 @@ def ending(client: MlflowClient, run_id: str) -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
-        client.set_terminated(run_id, end_status(exc))
+        try:
+            client.set_terminated(run_id, end_status(exc))
+        except Exception:  # the store failed too (a full disk): the next retrain closes the run; say what happened
+            logging.getLogger(__name__).warning("could not mark MLflow run %s %s", run_id, end_status(exc))
         raise
     client.set_terminated(run_id, "FINISHED")
 
@@ -204,6 +207,19 @@ def close_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) ->
             client.set_terminated(run.info.run_id, "KILLED")
             closed.append(run.info.run_id)
     return closed
+
+
+def log_folder(client: MlflowClient, run_id: str, local_dir: str, artifact_path: str) -> None:
+    """Log a folder as the run's artifacts at `artifact_path`, whole or not at all: an upload that fails part
+    way (a full disk) removes what it wrote, so the space comes back and the run can still be ended."""
+    try:
+        client.log_artifacts(run_id, local_dir, artifact_path)
+    except BaseException:
+        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+        with contextlib.suppress(Exception):
+            get_artifact_repository(client.get_run(run_id).info.artifact_uri).delete_artifacts(artifact_path)
+        raise
 
 
 def log_params(client: MlflowClient, run_id: str, params: dict[str, Any]) -> None:

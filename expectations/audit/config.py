@@ -15,7 +15,7 @@ DropKind = Literal["conflicts", "empty", "leaks"]
 class AuditConfig(BaseModel):
     """Thresholds of the data audit, what blocks training, and which rows to drop first."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     strict: bool = Field(False, description="Warnings block training too.")
     drop: list[DropKind] = Field(

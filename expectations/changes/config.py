@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class ChangesConfig(BaseModel):
     """Thresholds of the comparison with the champion's table, and the policy they feed."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     skip_minor: bool | None = Field(
         None,

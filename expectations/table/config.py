@@ -10,19 +10,21 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class DataConfig(BaseModel):
     """Where the labelled table comes from and how it is split."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     path: Path | None = Field(None, description="CSV, Parquet or JSONL file with one row per example.")
     dataset: str | None = Field(
         None, description="A built-in dataset (see `depthfinder datasets`), used when no path is given."
     )
-    dataset_rows: int = Field(3000, strict=True, ge=20, description="Rows generated for a built-in dataset.")
+    dataset_rows: int = Field(
+        3000, strict=True, ge=20, le=1_000_000, description="Rows generated for a built-in dataset."
+    )
     text_col: str = Field("text", description="Column holding the text.")
     label_col: str = Field("label", description="Column holding the label.")
     split_col: str | None = Field(None, description="Column holding train/val/test; made by depthfinder when absent.")
     val_fraction: float = Field(0.1, gt=0, lt=0.5, description="Share of groups assigned to validation.")
     test_fraction: float = Field(0.1, gt=0, lt=0.5, description="Share of groups assigned to test.")
-    seed: int = Field(1, strict=True, description="Seed of the split and of a built-in dataset.")
+    seed: int = Field(1, strict=True, ge=0, le=2**32 - 1, description="Seed of the split and of a built-in dataset.")
     group_near_duplicates: bool = Field(
         True,
         description="Key each row's split by a MinHash of its text, so near-duplicates usually share a split "

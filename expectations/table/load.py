@@ -86,7 +86,10 @@ def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
     """CSV/TSV with every value read as written ("0" stays "0"); only empty fields are missing."""
     text = _read_utf8(path)
     kind = "TSV" if sep == "\t" else "CSV"
-    header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
+    try:
+        header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
+    except csv.Error as error:  # e.g. an unclosed quote that swallows the file into one huge field
+        raise ValueError(f"{path}: not a readable {kind} file: its header: {error}") from None
     repeated = [name for position, name in enumerate(header) if name in header[:position]]
     if repeated:
         positions = [str(position + 1) for position, name in enumerate(header) if name == repeated[0]]
@@ -110,10 +113,13 @@ def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
 def _field_count_mismatch(text: str, sep: str) -> str:
     """Which record has a different number of fields than the header."""
     records = csv.reader(io.StringIO(text), delimiter=sep)
-    header = next(records)
-    for number, record in enumerate(records, start=1):
-        if record and len(record) != len(header):
-            return f"row {number - 1} has {len(record)} fields, the header has {len(header)}"
+    header, number = next(records), 0
+    try:
+        for number, record in enumerate(records, start=1):
+            if record and len(record) != len(header):
+                return f"row {number - 1} has {len(record)} fields, the header has {len(header)}"
+    except csv.Error as error:
+        return f"after row {number - 1}: {error}"
     return "rows and header have different numbers of fields"
 
 

@@ -9,11 +9,19 @@ import torch
 from safetensors.torch import load_file
 
 from encoder.bundle import load_bundle, read_bundle_config, save_bundle
-from encoder.pretrained import load_truncated, resolve_checkpoint
+from encoder.checkpoint import resolve_checkpoint
+from encoder.pretrained import load_truncated
 from encoder.tokenizer import encode_texts, load_tokenizer
 from encoder.training import train_candidate
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
-from tests.encoder.tiny_checkpoint import tiny_checkpoint, with_model_type, without
+from tests.encoder.tiny_checkpoint import (
+    cut,
+    tiny_checkpoint,
+    with_config,
+    with_huge_header,
+    with_model_type,
+    without,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 
@@ -68,6 +76,16 @@ def test_the_content_hash_names_the_checkpoint_not_its_path(checkpoint_dir, tmp_
         (lambda folder: without(folder, "tokenizer.json"), "no tokenizer.json"),
         (lambda folder: without(folder, "config.json"), "no config.json"),
         (lambda folder: with_model_type(folder, "gpt2"), "model_type 'gpt2' is not supported"),
+        (lambda folder: cut(folder, "model.safetensors"), "model.safetensors is not a readable safetensors file"),
+        (with_huge_header, "model.safetensors is not a readable safetensors file .*header too large"),
+        (lambda folder: with_config(folder, hidden_size=64),
+         r"tensor embeddings.word_embeddings.weight has shape \[\d+, 32\] .* implies \[\d+, 64\]"),
+        (lambda folder: with_config(folder, hidden_size=None), "config.json gives no hidden_size"),
+        (lambda folder: with_config(folder, num_hidden_layers=3), r"the weights lack encoder.layer.2.* \(3 layers\)"),
+        (lambda folder: with_config(folder, auto_map={"AutoModel": "modeling_evil.EvilModel"}),
+         "asks for code of its own"),
+        (lambda folder: cut(folder, "tokenizer.json"), "tokenizer.json is not a readable tokenizer"),
+        (lambda folder: cut(folder, "tokenizer.json", keep=0), "tokenizer.json is not a readable tokenizer"),
     ],
 )
 def test_an_unusable_checkpoint_is_refused_in_one_line(spoil, message, tmp_path) -> None:
@@ -75,6 +93,20 @@ def test_an_unusable_checkpoint_is_refused_in_one_line(spoil, message, tmp_path)
     with pytest.raises(ValueError, match=message) as error:
         resolve_checkpoint(str(folder))
     assert "\n" not in str(error.value)
+
+
+def test_a_run_on_a_damaged_checkpoint_stops_in_one_line_before_any_work(tmp_path, monkeypatch, capsys) -> None:
+    from flows.cli import main
+
+    folder = cut(tiny_checkpoint(tmp_path / "ckpt", ["a text"], layers=2), "model.safetensors")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()  # what building it printed
+
+    code = main(["run", "--dataset", "topics", "--pretrained", str(folder)])
+
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "model.safetensors is not a readable safetensors file" in err
+    assert not (tmp_path / ".depthfinder").exists() and not (tmp_path / "mlflow.db").exists()
 
 
 def test_a_hub_id_that_cannot_be_fetched_is_refused_in_one_line(monkeypatch) -> None:

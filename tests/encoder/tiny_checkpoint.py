@@ -50,3 +50,24 @@ def with_model_type(folder: Path, model_type: str) -> Path:
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps(config | {"model_type": model_type}))
     return folder
+
+
+def with_config(folder: Path, **changes: object) -> Path:
+    """The checkpoint folder with config.json changed (a value None removes the key)."""
+    config = json.loads((folder / "config.json").read_text()) | changes
+    (folder / "config.json").write_text(json.dumps({key: value for key, value in config.items() if value is not None}))
+    return folder
+
+
+def cut(folder: Path, name: str, keep: float = 0.5) -> Path:
+    """The checkpoint folder with file `name` cut to a share of its bytes."""
+    data = (folder / name).read_bytes()
+    (folder / name).write_bytes(data[: int(len(data) * keep)])
+    return folder
+
+
+def with_huge_header(folder: Path) -> Path:
+    """model.safetensors whose header claims 2^62 bytes."""
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes((2**62).to_bytes(8, "little") + data[8:])
+    return folder

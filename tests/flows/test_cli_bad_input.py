@@ -38,6 +38,28 @@ CASES = {
         "text,label\ngood film,1\nbad film,0\nfine film,1.0\n", ["run", "--data", "t.csv"], "labels '1' and '1.0'"
     ),
     "duplicate header": ("text,label,text\na,x,b\nc,y,d\n", ["run", "--data", "t.csv"], "'text' appears 2 times"),
+    "an unclosed quote in the header and a long row": (
+        'text,"label\n' + "a" * 200_000 + ",x\n", ["run", "--data", "t.csv"], "its header: field larger than"
+    ),
+    "a seed numpy refuses": (None, ["run", "--dataset", "topics", "--seeds", "1,-2"], "sweep.seeds.1"),
+    "a seed beyond 32 bits": ("data: {dataset: topics}\ntrain: {seed: 4294967296}\n", ["run", "--config", "c.yaml"],
+                              "train.seed"),
+    "an infinite learning rate": (
+        "data: {dataset: topics}\ntrain: {learning_rate: .inf}\n", ["run", "--config", "c.yaml"],
+        "train.learning_rate (in c.yaml): Input should be a finite number",
+    ),
+    "a Dask scheduler nobody answers": (
+        None, ["run", "--dataset", "topics", "--task-runner", "dask", "--dask-address", "tcp://127.0.0.1:9"],
+        "no Dask scheduler answers at tcp://127.0.0.1:9",
+    ),
+    "a database store without its driver": (
+        None, ["run", "--dataset", "topics", "--tracking-uri", "mysql://u:pw@127.0.0.1/mlflow"],
+        "MLflow store mysql://***@127.0.0.1/mlflow: its database driver MySQLdb is not installed",
+    ),
+    "a database store that does not answer": (
+        None, ["run", "--dataset", "topics", "--tracking-uri", "postgresql+psycopg2://u:pw@127.0.0.1:9/mlflow"],
+        "the MLflow store postgresql+psycopg2://***@127.0.0.1:9/mlflow does not answer",
+    ),
     "a text column of numbers": (
         "id,label\n1,x\n2,y\n3,x\n", ["run", "--data", "t.csv", "--text-col", "id"], "holds only numbers"
     ),
@@ -143,3 +165,19 @@ def test_sweep_flags_reach_the_config() -> None:
     assert (sweep.seeds, sweep.rule, sweep.cost) == ([1, 2], "pareto", "latency_ms_p50")
     assert (sweep.max_latency_ms, sweep.max_params) == (2.5, 1_000_000)
     assert (sweep.task_runner, sweep.workers, sweep.dask_address) == ("dask", 2, "tcp://127.0.0.1:8786")
+
+
+def test_a_run_into_a_deleted_experiment_exits_2_and_says_how_to_restore_it(tmp_path: Path, monkeypatch, capsys):
+    from mlflow import MlflowClient
+
+    monkeypatch.chdir(tmp_path)
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    client.delete_experiment(client.create_experiment("nightly"))
+    capsys.readouterr()
+
+    code = main(["run", "--dataset", "topics", "--experiment", "nightly"])
+
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "MLflow experiment 'nightly' is deleted" in err and "mlflow experiments restore --experiment-id" in err
+    assert not (tmp_path / ".depthfinder").exists()

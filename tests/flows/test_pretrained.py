@@ -13,7 +13,7 @@ import pytest
 from mlflow import MlflowClient
 
 from encoder.bundle import load_bundle
-from encoder.pretrained import resolve_checkpoint
+from encoder.checkpoint import resolve_checkpoint
 from encoder.selection.rule import choose_depth
 from expectations.table.datasets import DATASETS
 from flows.cli import main

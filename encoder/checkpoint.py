@@ -1,0 +1,186 @@
+"""A pretrained checkpoint on disk: found, opened and checked before any work, and named by its content.
+
+A checkpoint is a Hugging Face folder (config.json, weights in safetensors, tokenizer.json) or a hub
+id, which `resolve_checkpoint` fetches into the hub cache first (never pickled weights). Everything a
+run would otherwise find out after the audit is checked here, each failure one line: the config asks
+for no remote code and names a supported model_type; every safetensors header reads and the data it
+announces is there; every tensor the config implies is in the weights with the shape it implies
+(the model is built on the meta device: no memory, no weights read); the tokenizer loads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE = "config.json", "model.safetensors", "tokenizer.json"
+# What a hub snapshot needs: config, safetensors weights, the fast tokenizer.
+HUB_FILES = (CONFIG_FILE, "*.safetensors", TOKENIZER_FILE)
+SUPPORTED_TYPES = ("bert", "roberta")
+# Tensors a base model may lack in a checkpoint without harm: a pooler depthfinder does not use.
+OPTIONAL_TENSORS = ("pooler.",)
+
+
+@dataclass(frozen=True)
+class PretrainedCheckpoint:
+    """A pretrained encoder on disk: where it is, what it is, and a hash of its content."""
+
+    path: str  # a folder with config.json, model.safetensors, tokenizer.json
+    model_type: str
+    layers: int  # its number of layers L; candidate depths are 1..L
+    hidden_size: int
+    content_hash: str  # of config, weights and tokenizer: the same checkpoint under any path
+
+    @property
+    def tokenizer_path(self) -> str:
+        return str(Path(self.path) / TOKENIZER_FILE)
+
+
+def resolve_checkpoint(path_or_id: str) -> PretrainedCheckpoint:
+    """The checkpoint at a local folder, or fetched from the hub by id; ValueError in one line when unusable.
+
+    Raises:
+        ValueError: the folder or id does not exist, lacks safetensors weights or a tokenizer.json, holds
+            an architecture that is not supported or asks for remote code, or its files do not agree.
+    """
+    folder = Path(path_or_id).expanduser()
+    if not folder.exists():
+        if path_or_id.startswith((".", "/", "~")) or path_or_id.count("/") > 1:
+            raise ValueError(f"pretrained checkpoint {path_or_id}: no such folder")
+        folder = _from_hub(path_or_id)
+    return _checkpoint_at(folder)
+
+
+def _from_hub(repo_id: str) -> Path:
+    """Download the files a checkpoint needs (not its pickled weights) into the hub cache."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=list(HUB_FILES)))
+    except Exception as exc:  # offline, unknown id, no access: the hub raises many kinds
+        raise ValueError(
+            f"pretrained checkpoint {repo_id!r}: not a local folder, and the hub gave none ({_first_line(exc)})"
+        ) from None
+
+
+def _checkpoint_at(folder: Path) -> PretrainedCheckpoint:
+    if not folder.is_dir():
+        raise ValueError(
+            f"pretrained checkpoint {folder}: not a folder (expected {CONFIG_FILE}, {WEIGHTS_FILE}, {TOKENIZER_FILE})"
+        )
+    config = _read_config(folder)
+    weights = sorted(folder.glob("*.safetensors"))
+    if not weights:
+        pickled = [p.name for p in folder.glob("*.bin")] + [p.name for p in folder.glob("*.pt")]
+        found = f" (found {', '.join(pickled)}: a pickle, which is never loaded)" if pickled else ""
+        raise ValueError(f"pretrained checkpoint {folder}: no weights in safetensors format{found}")
+    if not (folder / TOKENIZER_FILE).is_file():
+        raise ValueError(f"pretrained checkpoint {folder}: no {TOKENIZER_FILE} (the fast tokenizer's file)")
+    layers = config.get("num_hidden_layers")
+    if not isinstance(layers, int) or layers < 1:
+        raise ValueError(f"pretrained checkpoint {folder}: {CONFIG_FILE} gives no num_hidden_layers")
+    _check_weights(folder, weights)
+    _check_tokenizer(folder)
+    return PretrainedCheckpoint(str(folder.resolve()), config["model_type"], layers, int(config["hidden_size"]),
+                                _content_hash([folder / CONFIG_FILE, *weights, folder / TOKENIZER_FILE]))
+
+
+def _read_config(folder: Path) -> dict:
+    """config.json, read and checked: no remote code, a supported model_type, a hidden size."""
+    try:
+        config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"pretrained checkpoint {folder}: no {CONFIG_FILE}") from None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"pretrained checkpoint {folder}: {CONFIG_FILE} is not readable JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"pretrained checkpoint {folder}: {CONFIG_FILE} is not a JSON object")
+    if "auto_map" in config or list(folder.glob("modeling_*.py")):
+        raise ValueError(f"pretrained checkpoint {folder}: it asks for code of its own (auto_map or modelling "
+                         "files); depthfinder never runs code that comes with a checkpoint")
+    model_type = config.get("model_type")
+    if model_type not in SUPPORTED_TYPES:
+        raise ValueError(
+            f"pretrained checkpoint {folder}: model_type {model_type!r} is not supported; depthfinder truncates "
+            f"encoders of model_type {' or '.join(SUPPORTED_TYPES)} (BERT, MiniLM, RoBERTa and their kin)"
+        )
+    if not isinstance(config.get("hidden_size"), int):
+        raise ValueError(f"pretrained checkpoint {folder}: {CONFIG_FILE} gives no hidden_size")
+    return config
+
+
+def _check_weights(folder: Path, weights: list[Path]) -> None:
+    """Every safetensors file reads, and holds each tensor the config implies with the shape it implies."""
+    found = _tensor_shapes(folder, weights)
+    model = _meta_model(folder)
+    prefix = f"{model.base_model_prefix}."
+    missing = []
+    for key, tensor in model.state_dict().items():
+        shape = found.get(key, found.get(prefix + key))
+        if shape is None:
+            if not key.startswith(OPTIONAL_TENSORS):
+                missing.append(key)
+        elif shape != tuple(tensor.shape):
+            raise ValueError(f"pretrained checkpoint {folder}: tensor {key} has shape {list(shape)} in the weights "
+                             f"but {CONFIG_FILE} implies {list(tensor.shape)}; the config does not match the weights")
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        raise ValueError(f"pretrained checkpoint {folder}: the weights lack {missing[0]}{more} that {CONFIG_FILE} "
+                         f"implies ({model.config.num_hidden_layers} layers); the config does not match the weights")
+
+
+def _tensor_shapes(folder: Path, weights: list[Path]) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor in the safetensors files, read from their headers (which are checked)."""
+    from safetensors import safe_open
+
+    shapes = {}
+    for path in weights:
+        try:
+            with safe_open(str(path), framework="pt") as handle:
+                for key in handle.keys():  # noqa: SIM118 (a safetensors handle is not a dict)
+                    shapes[key] = tuple(handle.get_slice(key).get_shape())
+        except Exception as exc:  # safetensors raises its own error type for every kind of damage
+            raise ValueError(f"pretrained checkpoint {folder}: {path.name} is not a readable safetensors file "
+                             f"({_first_line(exc)})") from None
+    return shapes
+
+
+def _meta_model(folder: Path):
+    """The base model config.json describes, on the meta device (shapes, no storage)."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    try:
+        config = AutoConfig.from_pretrained(folder)
+        with torch.device("meta"):
+            return AutoModel.from_config(config)
+    except Exception as exc:  # transformers raises many types for a config it cannot build
+        raise ValueError(f"pretrained checkpoint {folder}: {CONFIG_FILE} does not describe a model transformers can "
+                         f"build ({_first_line(exc)})") from None
+
+
+def _check_tokenizer(folder: Path) -> None:
+    from tokenizers import Tokenizer
+
+    try:
+        Tokenizer.from_file(str(folder / TOKENIZER_FILE))
+    except Exception as exc:  # the Rust library raises one exception type for every kind of damage
+        raise ValueError(f"pretrained checkpoint {folder}: {TOKENIZER_FILE} is not a readable tokenizer "
+                         f"({_first_line(exc)})") from None
+
+
+def _content_hash(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.name.encode() + b"\0")
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
