@@ -25,7 +25,7 @@ test: $(STAMP)
 # What `make test` leaves out as slow (a faster test there covers the same behaviour): every cell of the
 # signal matrix, a disk that really fills up.
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow
+	$(BIN)/python -m pytest -m slow -n 2
 
 # The team stack on this machine (docs/operations.md): PostgreSQL, MLflow and Prefect servers, a worker, Dask.
 stack-up: $(STAMP)

@@ -355,3 +355,39 @@ def sweep_runs(client: MlflowClient, experiment: str) -> tuple[list[Run], list[R
     runs = client.search_runs([found.experiment_id], order_by=["attributes.start_time ASC"]) if found else []
     parents = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
     return parents, [run for run in runs if "mlflow.parentRunId" in run.data.tags]
+
+
+def test_a_password_in_the_tracking_uri_is_never_printed_logged_or_stored(stack: Stack, tmp_path: Path) -> None:
+    """The MLflow password only in `--tracking-uri http://user:password@host/`: the run uses it, and no line, no
+    Prefect log, parameter or artifact, no MLflow parameter, tag or artifact, no summary holds it."""
+    name = unique("secret")
+    environment = {**os.environ, **stack.environment()}
+    password = environment.pop("MLFLOW_TRACKING_PASSWORD")
+    user = environment.pop("MLFLOW_TRACKING_USERNAME")
+    host = stack.mlflow_uri.split("://", 1)[1]
+    (tmp_path / "run.yaml").write_text(json.dumps({"data": {"dataset": "topics", "dataset_rows": 600}, **TINY,
+                                                   "sweep": {"depths": [1]}}))
+    done = subprocess.run(
+        [bin_path("depthfinder"), "run", "--config", "run.yaml", "--tracking-uri", f"http://{user}:{password}@{host}",
+         "--experiment", name, "--model-name", name, "--summary-json", "summary.json"],
+        env=environment, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = [done.stdout, done.stderr, (tmp_path / "summary.json").read_text()]
+    client = MlflowClient(tracking_uri=stack.mlflow_uri)
+    for run in [*sweep_runs(client, name)[0], *sweep_runs(client, name)[1]]:
+        seen += [json.dumps(run.data.params), json.dumps(run.data.tags)]
+        seen.append(Path(client.download_artifacts(run.info.run_id, "", str(tmp_path / run.info.run_id))).as_posix())
+        seen += [path.read_text(errors="replace") for path in (tmp_path / run.info.run_id).rglob("*.json")]
+    registered = client.get_registered_model(name)
+    seen += [json.dumps(registered.tags), registered.description or ""]
+    flow_runs = api(stack, "POST", "/flow_runs/filter", {"limit": 200, "sort": "START_TIME_DESC"})
+    ours = [run for run in flow_runs if run["parameters"].get("registry", {}).get("model_name") == name]
+    assert ours, "the run is on the Prefect server"
+    for run in ours:
+        seen.append(json.dumps(run["parameters"]))
+        seen.append(json.dumps(api(stack, "POST", "/logs/filter", {"logs": {"flow_run_id": {"any_": [run["id"]]}}})))
+        seen.append(json.dumps(api(stack, "POST", "/artifacts/filter",
+                                   {"artifacts": {"flow_run_id": {"any_": [run["id"]]}}})))
+    assert all(password not in text for text in seen)
+    assert any(f"http://{host}" in text for text in seen)  # the URI itself is there, without its password
