@@ -9,7 +9,8 @@ bundle/
 ```
 
 A pretrained candidate's bundle holds only the layers it uses (its config says how many), so
-it loads without the original checkpoint; `transformers` builds its architecture.
+it loads without the original checkpoint; `transformers` builds its architecture. Which network a
+bundle holds is its family's to say (encoder.families).
 """
 
 from __future__ import annotations
@@ -22,12 +23,8 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from encoder.model import EncoderClassifier, EncoderConfig
-from encoder.pretrained import PretrainedConfig, PretrainedEncoderClassifier
+from encoder.families import Network, NetworkConfig, family_named, family_of
 from encoder.tokenizer import encode_texts, pad_batch
-
-Network = EncoderClassifier | PretrainedEncoderClassifier
-NetworkConfig = EncoderConfig | PretrainedConfig
 
 WEIGHTS_FILE = "weights.pt"
 CONFIG_FILE = "encoder.json"
@@ -72,16 +69,6 @@ class TextClassifier:
         return [self.labels[k] for k in probs.argmax(axis=1)]
 
 
-def family_of(cfg: NetworkConfig) -> str:
-    """`pretrained` for a truncated pretrained encoder, `scratch` for depthfinder's own."""
-    return "pretrained" if isinstance(cfg, PretrainedConfig) else "scratch"
-
-
-def build_network(cfg: NetworkConfig) -> Network:
-    """An untrained network of the architecture `cfg` describes."""
-    return PretrainedEncoderClassifier(cfg) if isinstance(cfg, PretrainedConfig) else EncoderClassifier(cfg)
-
-
 def save_bundle(directory: Path, network: Network, tokenizer: Tokenizer, labels: list[str]) -> Path:
     """Write one trained candidate to `directory` (created if missing).
 
@@ -102,8 +89,8 @@ def save_bundle(directory: Path, network: Network, tokenizer: Tokenizer, labels:
     directory.mkdir(parents=True, exist_ok=True)
     state = {key: tensor.detach().cpu() for key, tensor in network.state_dict().items()}
     torch.save(state, directory / WEIGHTS_FILE)
-    config = {**network.cfg.to_dict(), "family": family_of(network.cfg), "labels": [str(label) for label in labels],
-              "format": BUNDLE_FORMAT}
+    config = {**network.cfg.to_dict(), "family": family_of(network.cfg).name,
+              "labels": [str(label) for label in labels], "format": BUNDLE_FORMAT}
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     tokenizer.save(str(directory / TOKENIZER_FILE))
     return directory
@@ -122,7 +109,7 @@ def read_bundle_config(directory: Path) -> tuple[NetworkConfig, list[str]]:
         )
     family = config.pop("family", "scratch")
     try:
-        cfg = PretrainedConfig(**config) if family == "pretrained" else EncoderConfig(**config)
+        cfg = family_named(family).config_type(**config)
     except TypeError as exc:
         raise ValueError(f"{path} does not hold a {family} network's config: {exc}") from None
     if not isinstance(labels, list) or len(labels) != cfg.n_classes:
@@ -144,7 +131,7 @@ def load_bundle(directory: Path) -> TextClassifier:
     for name in (WEIGHTS_FILE, TOKENIZER_FILE):
         if not (directory / name).is_file():
             raise ValueError(f"{directory} is not a complete model bundle: {name} is missing")
-    network = build_network(cfg)
+    network = family_of(cfg).rebuild(cfg)
     state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
     network.load_state_dict(state)
     tokenizer = Tokenizer.from_file(str(directory / TOKENIZER_FILE))

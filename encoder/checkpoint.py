@@ -1,24 +1,34 @@
 """A pretrained checkpoint on disk: found, opened and checked before any work, and named by its content.
 
-A checkpoint is a Hugging Face folder (config.json, weights in safetensors, tokenizer.json) or a hub
-id, which `resolve_checkpoint` fetches into the hub cache first (never pickled weights). Everything a
-run would otherwise find out after the audit is checked here, each failure one line: the config asks
-for no remote code and names a supported model_type; every safetensors header reads and the data it
-announces is there; every tensor the config implies is in the weights with the shape it implies
-(the model is built on the meta device: no memory, no weights read); the tokenizer loads.
+A checkpoint is a Hugging Face folder (config.json, weights in safetensors, and its tokenizer: a
+tokenizer.json, or the files `transformers` converts to one, such as vocab.txt or a SentencePiece
+model) or a hub id, which `resolve_checkpoint` fetches into the hub cache first (never pickled
+weights). Everything a run would otherwise find out after the audit is checked here, each failure
+one line: the config asks for no code of its own and describes a model `transformers` builds, whose
+layers depthfinder can tell (encoder.architectures); every safetensors header reads and the data it
+announces is there; every tensor the config implies is in the weights with the shape it implies (the
+model is built on the meta device: no memory, no weights read); the tokenizer loads. Opening the same
+unchanged folder again in a process costs nothing (the result is kept).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from encoder.architectures import Architecture, architecture_of, layer_count
+
 CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE = "config.json", "model.safetensors", "tokenizer.json"
-# What a hub snapshot needs: config, safetensors weights, the fast tokenizer.
-HUB_FILES = (CONFIG_FILE, "*.safetensors", TOKENIZER_FILE)
-SUPPORTED_TYPES = ("bert", "roberta")
+# A tokenizer as checkpoints ship it: the fast tokenizer's own file, or what transformers converts to one
+# (WordPiece vocab.txt, SentencePiece models, BPE vocab.json + merges.txt), with their settings.
+TOKENIZER_FILES = (TOKENIZER_FILE, "vocab.txt", "spm.model", "sentencepiece.bpe.model", "tokenizer.model",
+                   "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json",
+                   "added_tokens.json")
+# What a hub snapshot needs: config, safetensors weights, the tokenizer.
+HUB_FILES = (CONFIG_FILE, "*.safetensors", *TOKENIZER_FILES)
 # Tensors a base model may lack in a checkpoint without harm: a pooler depthfinder does not use.
 OPTIONAL_TENSORS = ("pooler.",)
 
@@ -27,15 +37,18 @@ OPTIONAL_TENSORS = ("pooler.",)
 class PretrainedCheckpoint:
     """A pretrained encoder on disk: where it is, what it is, and a hash of its content."""
 
-    path: str  # a folder with config.json, model.safetensors, tokenizer.json
+    path: str  # a folder with config.json, safetensors weights and a tokenizer
     model_type: str
     layers: int  # its number of layers L; candidate depths are 1..L
     hidden_size: int
-    content_hash: str  # of config, weights and tokenizer: the same checkpoint under any path
+    content_hash: str  # of config, weights and tokenizer files: the same checkpoint under any path
+    architecture: Architecture  # what its bottom k layers are
 
     @property
-    def tokenizer_path(self) -> str:
-        return str(Path(self.path) / TOKENIZER_FILE)
+    def tokenizer_path(self) -> str | None:
+        """Its tokenizer.json, or None when its tokenizer ships in another form (see open_tokenizer)."""
+        path = Path(self.path) / TOKENIZER_FILE
+        return str(path) if path.is_file() else None
 
 
 def resolve_checkpoint(path_or_id: str) -> PretrainedCheckpoint:
@@ -70,25 +83,38 @@ def _checkpoint_at(folder: Path) -> PretrainedCheckpoint:
         raise ValueError(
             f"pretrained checkpoint {folder}: not a folder (expected {CONFIG_FILE}, {WEIGHTS_FILE}, {TOKENIZER_FILE})"
         )
-    config = _read_config(folder)
+    files = tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file()))
+    return _opened(str(folder.resolve()), files)
+
+
+@functools.lru_cache(maxsize=8)
+def _opened(path: str, files: tuple[tuple[str, int, int], ...]) -> PretrainedCheckpoint:
+    """The checkpoint at `path`, checked; kept while its files (names, sizes, times) stay as they are."""
+    folder = Path(path)
+    _check_config(folder)
     weights = sorted(folder.glob("*.safetensors"))
     if not weights:
         pickled = [p.name for p in folder.glob("*.bin")] + [p.name for p in folder.glob("*.pt")]
         found = f" (found {', '.join(pickled)}: a pickle, which is never loaded)" if pickled else ""
         raise ValueError(f"pretrained checkpoint {folder}: no weights in safetensors format{found}")
-    if not (folder / TOKENIZER_FILE).is_file():
-        raise ValueError(f"pretrained checkpoint {folder}: no {TOKENIZER_FILE} (the fast tokenizer's file)")
-    layers = config.get("num_hidden_layers")
-    if not isinstance(layers, int) or layers < 1:
-        raise ValueError(f"pretrained checkpoint {folder}: {CONFIG_FILE} gives no num_hidden_layers")
-    _check_weights(folder, weights)
-    _check_tokenizer(folder)
-    return PretrainedCheckpoint(str(folder.resolve()), config["model_type"], layers, int(config["hidden_size"]),
-                                _content_hash([folder / CONFIG_FILE, *weights, folder / TOKENIZER_FILE]))
+    tokenizer_files = [folder / name for name in TOKENIZER_FILES if (folder / name).is_file()]
+    if not tokenizer_files:
+        raise ValueError(f"pretrained checkpoint {folder}: no tokenizer ({TOKENIZER_FILE}, vocab.txt or a "
+                         "SentencePiece model)")
+    model = _meta_model(folder)
+    try:
+        architecture = architecture_of(model.config, model)
+    except ValueError as exc:
+        raise ValueError(f"pretrained checkpoint {folder}: {exc}") from None
+    _check_weights(folder, weights, model)
+    open_tokenizer(folder)
+    return PretrainedCheckpoint(str(folder), model.config.model_type, layer_count(model.config),
+                                int(model.config.hidden_size), _content_hash([folder / CONFIG_FILE, *weights,
+                                                                              *tokenizer_files]), architecture)
 
 
-def _read_config(folder: Path) -> dict:
-    """config.json, read and checked: no remote code, a supported model_type, a hidden size."""
+def _check_config(folder: Path) -> None:
+    """config.json reads, asks for no code of the checkpoint's own, and names its model_type."""
     try:
         config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -100,21 +126,13 @@ def _read_config(folder: Path) -> dict:
     if "auto_map" in config or list(folder.glob("modeling_*.py")):
         raise ValueError(f"pretrained checkpoint {folder}: it asks for code of its own (auto_map or modelling "
                          "files); depthfinder never runs code that comes with a checkpoint")
-    model_type = config.get("model_type")
-    if model_type not in SUPPORTED_TYPES:
-        raise ValueError(
-            f"pretrained checkpoint {folder}: model_type {model_type!r} is not supported; depthfinder truncates "
-            f"encoders of model_type {' or '.join(SUPPORTED_TYPES)} (BERT, MiniLM, RoBERTa and their kin)"
-        )
-    if not isinstance(config.get("hidden_size"), int):
-        raise ValueError(f"pretrained checkpoint {folder}: {CONFIG_FILE} gives no hidden_size")
-    return config
+    if not isinstance(config.get("model_type"), str):
+        raise ValueError(f"pretrained checkpoint {folder}: {CONFIG_FILE} names no model_type")
 
 
-def _check_weights(folder: Path, weights: list[Path]) -> None:
-    """Every safetensors file reads, and holds each tensor the config implies with the shape it implies."""
+def _check_weights(folder: Path, weights: list[Path], model) -> None:
+    """Every safetensors file reads, and holds each tensor the config (its `model`) implies with that shape."""
     found = _tensor_shapes(folder, weights)
-    model = _meta_model(folder)
     prefix = f"{model.base_model_prefix}."
     missing = []
     for key, tensor in model.state_dict().items():
@@ -128,7 +146,7 @@ def _check_weights(folder: Path, weights: list[Path]) -> None:
     if missing:
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
         raise ValueError(f"pretrained checkpoint {folder}: the weights lack {missing[0]}{more} that {CONFIG_FILE} "
-                         f"implies ({model.config.num_hidden_layers} layers); the config does not match the weights")
+                         f"implies ({layer_count(model.config)} layers); the config does not match the weights")
 
 
 def _tensor_shapes(folder: Path, weights: list[Path]) -> dict[str, tuple[int, ...]]:
@@ -150,24 +168,37 @@ def _tensor_shapes(folder: Path, weights: list[Path]) -> dict[str, tuple[int, ..
 def _meta_model(folder: Path):
     """The base model config.json describes, on the meta device (shapes, no storage)."""
     import torch
-    from transformers import AutoConfig, AutoModel
+    from transformers import MODEL_MAPPING, AutoConfig, AutoModel
+
+    from encoder.architectures import base_model_kwargs
 
     try:
-        config = AutoConfig.from_pretrained(folder)
+        config = AutoConfig.from_pretrained(folder)  # code of the checkpoint's own is refused before this
         with torch.device("meta"):
-            return AutoModel.from_config(config)
+            return AutoModel.from_config(config, **base_model_kwargs(MODEL_MAPPING[type(config)]))
     except Exception as exc:  # transformers raises many types for a config it cannot build
         raise ValueError(f"pretrained checkpoint {folder}: {CONFIG_FILE} does not describe a model transformers can "
                          f"build ({_first_line(exc)})") from None
 
 
-def _check_tokenizer(folder: Path) -> None:
+def open_tokenizer(folder: Path):
+    """The checkpoint's tokenizer as a `tokenizers.Tokenizer`: its tokenizer.json, or the fast tokenizer
+    `transformers` converts its vocab.txt or SentencePiece model to (no code of the checkpoint's runs)."""
     from tokenizers import Tokenizer
 
+    folder = Path(folder)
     try:
-        Tokenizer.from_file(str(folder / TOKENIZER_FILE))
-    except Exception as exc:  # the Rust library raises one exception type for every kind of damage
-        raise ValueError(f"pretrained checkpoint {folder}: {TOKENIZER_FILE} is not a readable tokenizer "
+        if (folder / TOKENIZER_FILE).is_file():
+            return Tokenizer.from_file(str(folder / TOKENIZER_FILE))
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(folder, use_fast=True, trust_remote_code=False).backend_tokenizer
+    except ImportError as exc:
+        raise ValueError(f"pretrained checkpoint {folder}: converting its tokenizer needs {exc.name or exc} (pip "
+                         "install 'depthfinder[sentencepiece]')") from None
+    except Exception as exc:  # the Rust library and transformers raise many types for a damaged tokenizer
+        found = ", ".join(name for name in TOKENIZER_FILES if (folder / name).is_file())
+        raise ValueError(f"pretrained checkpoint {folder}: its tokenizer ({found}) is not readable "
                          f"({_first_line(exc)})") from None
 
 

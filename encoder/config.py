@@ -12,7 +12,8 @@ def yaml_switch(value: object) -> object:
     return {True: "on", False: "off"}[value] if isinstance(value, bool) else value
 
 
-Family = Literal["scratch", "pretrained"]
+Family = Literal["scratch", "pretrained"]  # the names of encoder.families
+SCRATCH_DEPTHS = [1, 2, 4, 6]  # the scratch family's default depths
 # What numpy, torch and Lightning accept as a seed: an unsigned 32-bit integer.
 SEED_MAX = 2**32 - 1
 
@@ -25,8 +26,9 @@ class ModelConfig(BaseModel):
     pretrained: str | None = Field(
         None,
         description="A pretrained encoder whose bottom layers are the pretrained family's candidates: a Hugging Face "
-        "folder (config.json, model.safetensors, tokenizer.json) or a hub id; BERT-family (model_type bert, e.g. "
-        "BERT, MiniLM) or RoBERTa (roberta).",
+        "folder (config.json, safetensors weights, a tokenizer.json, vocab.txt or SentencePiece model) or a hub id; "
+        "BERT, RoBERTa, XLM-R, DistilBERT, DeBERTa-v2/v3, ELECTRA, ModernBERT, or another type whose layers are one "
+        "list (docs/training.md).",
     )
 
     d_model: int = Field(128, strict=True, ge=8, description="Width of the residual stream (scratch).")
@@ -99,13 +101,3 @@ class TrainConfig(BaseModel):
     )
 
     _class_weights_switch = field_validator("class_weights", mode="before")(yaml_switch)
-
-    def recipe(self, family: Family) -> TrainConfig:
-        """The recipe a family trains with: this one from scratch; for pretrained candidates the fine-tuning
-        learning rate, epochs and patience in place of the scratch ones."""
-        if family == "scratch":
-            return self
-        return self.model_copy(update={
-            "learning_rate": self.finetune_learning_rate, "max_epochs": self.finetune_max_epochs,
-            "min_epochs": self.finetune_min_epochs, "patience": self.finetune_patience,
-        })

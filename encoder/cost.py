@@ -88,9 +88,10 @@ def _example_batch(network: EncoderClassifier, batch_size: int, length: int, dev
 
 
 def _forward_flops(network: EncoderClassifier, batch: Batch) -> int:
-    """FLOPs of one forward, attention through the math kernel so that it is counted."""
+    """FLOPs of one forward, attention through the math kernel so that it is counted (under no_grad: the
+    counter's module tracker fails on some architectures' outputs in inference mode, DeBERTa's among them)."""
     counter = FlopCounterMode(display=False)
-    with torch.inference_mode(), sdpa_kernel(SDPBackend.MATH), counter:
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), counter:
         network(*batch)
     return counter.get_total_flops()
 

@@ -18,13 +18,11 @@ import torch
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 
 from encoder.bundle import Network, TextClassifier
-from encoder.checkpoint import PretrainedCheckpoint
 from encoder.datamodule import TextDataModule
+from encoder.families import Family, Scratch
 from encoder.interrupt import STOP, StopRequest
 from encoder.metrics import classification_metrics
-from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.module import DepthClassifier
-from encoder.pretrained import load_truncated
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -82,7 +80,7 @@ def train_candidate(
     epochs: int | None = None,
     resume_from: Path | None = None,
     callbacks: Sequence[L.Callback] = (),
-    checkpoint: PretrainedCheckpoint | None = None,
+    family: Family = Scratch(),
 ) -> TrainedCandidate:
     """Train the encoder at one depth, early-stopped on validation macro-F1.
 
@@ -108,9 +106,9 @@ def train_candidate(
             and settings and the same `out_dir`, or the last checkpoint of such a call that was
             killed, to continue from.
         callbacks: more Lightning callbacks, e.g. to report progress elsewhere.
-        checkpoint: a pretrained encoder: the candidate is its embeddings and bottom `depth`
-            layers with a new head (`tokenizer` is then the checkpoint's own, and `model_cfg`
-            gives only max_len and pooling); None trains depthfinder's own encoder from scratch.
+        family: what the network is (encoder.families): depthfinder's own encoder, from scratch,
+            or the bottom `depth` layers of a pretrained checkpoint with a new head (`tokenizer`
+            is then the checkpoint's own, and `model_cfg` gives only max_len and pooling).
 
     Returns:
         The candidate with its best-validation weights restored, on CPU in eval mode, and
@@ -123,7 +121,7 @@ def train_candidate(
     if epochs < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
     L.seed_everything(train_cfg.seed, workers=True, verbose=False)
-    network = _network(model_cfg, depth, tokenizer, len(labels), checkpoint)
+    network = family.network(depth, len(labels), model_cfg, tokenizer)
     data = TextDataModule(frame, tokenizer, labels, network.cfg.max_len, train_cfg.batch_size, train_cfg.seed,
                           pad_id=network.cfg.pad_id)
     data.setup()
@@ -233,37 +231,12 @@ class EpochState(Checkpoint):
         self.history = [float(value) for value in state.get("history", [])]
 
 
-def _network(
-    model_cfg: ModelConfig, depth: int, tokenizer: Tokenizer, n_classes: int, checkpoint: PretrainedCheckpoint | None
-) -> Network:
-    """The candidate's untrained network: depthfinder's encoder at `depth`, or the bottom `depth` layers of
-    `checkpoint` with a new head."""
-    if checkpoint is None:
-        return EncoderClassifier(_encoder_config(model_cfg, depth, tokenizer.get_vocab_size(), n_classes))
-    return load_truncated(checkpoint, depth, n_classes, model_cfg.max_len, model_cfg.pooling)
-
-
 def restore_network_weights(network: Network, checkpoint_path: str | Path) -> None:
     """Load the `network.*` weights of a DepthClassifier checkpoint into `network`."""
     state = torch.load(checkpoint_path, map_location="cpu", weights_only=True)["state_dict"]
     prefix = "network."
     weights = {key.removeprefix(prefix): value for key, value in state.items() if key.startswith(prefix)}
     network.load_state_dict(weights)
-
-
-def _encoder_config(model_cfg: ModelConfig, depth: int, vocab_size: int, n_classes: int) -> EncoderConfig:
-    """The network's config: the swept depth plus the shared width settings."""
-    return EncoderConfig(
-        vocab_size=vocab_size,
-        n_classes=n_classes,
-        depth=depth,
-        d_model=model_cfg.d_model,
-        n_heads=model_cfg.n_heads,
-        d_ff=model_cfg.d_ff,
-        max_len=model_cfg.max_len,
-        dropout=model_cfg.dropout,
-        pooling=model_cfg.pooling,
-    )
 
 
 def _classifier(

@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_options(run)
     run.add_argument("--depths", type=_depths, help="candidate depths of every family, e.g. 1,2,4,6")
     run.add_argument(
-        "--pretrained", help="a pretrained encoder to truncate: a Hugging Face folder or hub id (BERT, MiniLM, RoBERTa)"
+        "--pretrained", help="a pretrained encoder to truncate: a Hugging Face folder or hub id (BERT, RoBERTa, XLM-R, "
+        "DistilBERT, DeBERTa-v3, ELECTRA, ModernBERT, ...)"
     )
     run.add_argument(
         "--families", type=_families,

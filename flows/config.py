@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
-from encoder.config import SEED_MAX, Family, ModelConfig, TrainConfig, yaml_switch
+from encoder.config import SCRATCH_DEPTHS, SEED_MAX, Family, ModelConfig, TrainConfig, yaml_switch
 from encoder.selection.halving import rung_budgets
 from encoder.selection.rule import SelectionRule
 from expectations.audit.config import AuditConfig
@@ -22,7 +22,6 @@ from expectations.table.config import DataConfig
 DATA_SOURCES = {"path", "dataset"}
 MAX_WORKERS = 256  # more candidates at once than any one machine or local cluster trains: a typo
 MAX_DEPTH = 64  # deeper than any encoder in use (BERT-large: 24 layers): a typo, not a candidate
-SCRATCH_DEPTHS = [1, 2, 4, 6]
 # A registered model name also names a lock file and a Prefect limit, and sits in models:/NAME/VERSION URIs.
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 
@@ -93,15 +92,6 @@ class SweepConfig(SelectionRule):
         if families is not None and len(set(families)) != len(families):
             raise ValueError(f"families must be distinct, got {families}")
         return families
-
-    def depths_of(self, family: Family, layers: int | None = None) -> list[int]:
-        """The depths a family sweeps: `depths` if given, else its default (pretrained: 1, 2, 4, ... and
-        `layers`, the checkpoint's layer count)."""
-        if self.depths is not None:
-            return self.depths
-        if family == "scratch":
-            return SCRATCH_DEPTHS
-        return sorted({2**k for k in range(layers.bit_length()) if 2**k < layers} | {layers})
 
     def halves(self, depths: int) -> bool:
         """Whether a family sweeping this many depths uses successive halving."""

@@ -27,7 +27,7 @@ def check_run(config: RunConfig, outputs: Iterable[Path | None] = ()) -> None:
             check_writable(path, "output file")
     check_writable(Path(config.registry.workdir), "work folder", folder=True)
     check_accelerator(config.train.accelerator)
-    check_pretrained(config)
+    check_families(config)
     check_prefect_api()
     check_dask_scheduler(config.sweep)
     registry = config.registry
@@ -68,20 +68,13 @@ def check_accelerator(accelerator: str) -> None:
             raise ValueError("setting train.accelerator: gpu, but torch sees no CUDA GPU here; use auto or cpu")
 
 
-def check_pretrained(config: RunConfig) -> None:
-    """The pretrained checkpoint is usable (a supported encoder with safetensors weights and a tokenizer.json)
-    and has as many layers as the deepest depth asked for."""
-    if "pretrained" not in config.families:
-        return
-    from encoder.checkpoint import resolve_checkpoint
+def check_families(config: RunConfig) -> None:
+    """Each family the run sweeps opens (a pretrained checkpoint is found and checked, encoder.checkpoint) and
+    can have every depth asked of it."""
+    from encoder.families import open_families
 
-    checkpoint = resolve_checkpoint(config.model.pretrained)
-    beyond = [depth for depth in config.sweep.depths_of("pretrained", checkpoint.layers) if depth > checkpoint.layers]
-    if beyond:
-        raise ValueError(
-            f"depth {beyond[0]} is beyond the {checkpoint.layers} layers of the pretrained checkpoint "
-            f"{config.model.pretrained} (--depths: 1 to {checkpoint.layers})"
-        )
+    for family in open_families(config.families, config.model):
+        family.check_depths(family.depths(config.sweep.depths))
 
 
 def check_prefect_api() -> None:

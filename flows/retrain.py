@@ -18,8 +18,8 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from encoder.checkpoint import PretrainedCheckpoint
-from encoder.config import Family, ModelConfig, TrainConfig
+from encoder.config import ModelConfig, TrainConfig
+from encoder.families import Family
 from encoder.selection.candidate import Candidate
 from encoder.selection.rule import Decision, choose_depth
 from encoder.tracking.credentials import hide_credentials, redact_log_records
@@ -42,7 +42,7 @@ from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 from tasks.registry import find_unchanged_model, register_model, settle_registrations
 from tasks.tracking import close_abandoned_runs, log_audit, log_changes, log_summary, start_sweep_run
-from tasks.train import Training, find_checkpoint, fit_tokenizer
+from tasks.train import Training, open_family, prepare_tokenizer
 
 
 @flow(name="retrain", task_runner=ThreadPoolTaskRunner(max_workers=1))
@@ -81,8 +81,8 @@ def retrain(
                 get_run_logger().warning("ended %d MLflow runs left RUNNING by a retrain that died", len(closed))
             for settled in settle_registrations(tracking_uri, registry.model_name):
                 get_run_logger().warning("%s %s", registry.model_name, settled)
-            checkpoint = find_checkpoint(model.pretrained) if "pretrained" in config.families else None
-            fingerprint = fingerprint_of(config, dataset, checkpoint)
+            families = [open_family(name, model) for name in config.families]
+            fingerprint = fingerprint_of(config, dataset, families)
             wanted = fingerprint | {"sweep": "complete"}
             unchanged = None if force else find_unchanged_model(tracking_uri, registry.model_name, wanted)
             report = what_changed(config, dataset, tracking_uri, fingerprint, unchanged, force)
@@ -93,14 +93,14 @@ def retrain(
                 return skipped(config, dataset, report.champion_version, report.policy.reason, report)
             try:
                 with sweep_run(config, dataset) as run:
-                    return train_and_register(config, dataset, checkpoint, fingerprint, run, report)
+                    return train_and_register(config, dataset, families, fingerprint, run, report)
             except Blocked as blocked:
                 return Failed(message=str(blocked), data=blocked.summary)
 
 
 def train_and_register(
-    config: RunConfig, dataset: PreparedData, checkpoint: PretrainedCheckpoint | None, fingerprint: dict[str, str],
-    run: SweepRun, changes: ChangeReport | None,
+    config: RunConfig, dataset: PreparedData, families: list[Family], fingerprint: dict[str, str], run: SweepRun,
+    changes: ChangeReport | None,
 ) -> RunSummary:
     """Stop if the changes say so; audit, get each family's tokenizer, sweep, decide and register, under the
     sweep's parent run."""
@@ -111,8 +111,8 @@ def train_and_register(
             log_summary(run, summary.to_dict(), {}, [])
             raise Blocked(f"the comparison with the champion stops the night: {changes.policy.reason}", summary)
     summary = audited(config, dataset, run, changes)
-    trainings = [training_of(family, config, dataset, checkpoint, summary.audit.informs.class_weights, run)
-                 for family in config.families]
+    trainings = [training_of(family, config, dataset, summary.audit.informs.class_weights, run)
+                 for family in families]
     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
     candidates, halving = sweep_depths(config.sweep, trainings)
     decision = choose_depth(candidates, config.sweep)
@@ -130,19 +130,13 @@ def train_and_register(
     return summary
 
 
-def training_of(
-    family: Family, config: RunConfig, dataset: PreparedData, checkpoint: PretrainedCheckpoint | None,
-    class_weights: bool, run: SweepRun,
-) -> Training:
-    """What a family's candidates train with: scratch on a tokenizer fitted to the train split, pretrained on
-    the checkpoint's own; each with its recipe."""
+def training_of(family: Family, config: RunConfig, dataset: PreparedData, class_weights: bool,
+                run: SweepRun) -> Training:
+    """What a family's candidates train with: its tokenizer and its recipe."""
     workdir = Path(config.registry.workdir)
-    if family == "scratch":
-        tokenizer, checkpoint = fit_tokenizer(dataset, config.model, workdir), None
-    else:
-        tokenizer = checkpoint.tokenizer_path
-    return Training(family, dataset, tokenizer, config.model, config.train.recipe(family), class_weights, run,
-                    workdir, checkpoint)
+    tokenizer = prepare_tokenizer(family, dataset, config.model, workdir)
+    return Training(family, dataset, tokenizer, config.model, family.recipe(config.train), class_weights, run,
+                    workdir)
 
 
 def audited(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: ChangeReport | None) -> RunSummary:
@@ -272,13 +266,14 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
     get_run_logger().info("%s", summary.rule.reason)
 
 
-def fingerprint_of(config: RunConfig, dataset: PreparedData, checkpoint: PretrainedCheckpoint | None) -> dict[str, str]:
+def fingerprint_of(config: RunConfig, dataset: PreparedData, families: list[Family]) -> dict[str, str]:
     """The version tags that decide a model: what it learned from (every column the audit judged, the
     pretrained checkpoint's content), with which settings and code."""
+    identities = [identity for family in families if (identity := family.identity()) is not None]
     return {
         "data_hash": dataset.data_hash,
         "table_hash": dataset.table_hash,
-        "pretrained": checkpoint.content_hash if checkpoint else "none",
+        "pretrained": "+".join(identities) or "none",
         "config_hash": config_hash(config),
         "code_version": code_version(),
     }

@@ -47,7 +47,7 @@ def _sweep_family(
         _train(sweep, training, grids, epochs, latest, runner)
         if epochs == recipe.max_epochs:
             break
-        rung = _halve(sweep, training.family, epochs, depths, latest, training.sweep, recipe.patience)
+        rung = _halve(sweep, training.family.name, epochs, depths, latest, training.sweep, recipe.patience)
         rungs.append(rung)
         depths = rung.kept
     if extra := sweep.extension(recipe):
@@ -72,7 +72,7 @@ def _train(
         for grid in grids
     }
     for grid, future in futures.items():
-        candidate = _collect(training.family, grid, future, latest.get(grid), training.sweep)
+        candidate = _collect(training.family.name, grid, future, latest.get(grid), training.sweep)
         if candidate.status == "failed" and epochs > training.train.max_epochs:  # an extension: keep what it had
             get_run_logger().warning("%s keeps its result at %d epochs", candidate.name, training.train.max_epochs)
             continue
@@ -98,17 +98,17 @@ def check_learning_rates(sweep: SweepConfig, trainings: list[Training]) -> list[
             }
             trials = []
             for (depth, rate), future in futures.items():
-                trial = _collect(training.family, (depth, seed), future, None, training.sweep)
+                trial = _collect(training.family.name, (depth, seed), future, None, training.sweep)
                 trials.append(RateTrial(depth=depth, learning_rate=rate,
                                         metric=trial.metrics.get("macro_f1") if trial.usable else None))
-            checks.append(judge_rates(training.family, epochs, recipe.learning_rate, trials))
+            checks.append(judge_rates(training.family.name, epochs, recipe.learning_rate, trials))
             get_run_logger().info(checks[-1].sentence)
     return checks
 
 
 def depths_of(sweep: SweepConfig, training: Training) -> list[int]:
     """The depths a family sweeps (a pretrained family's default depends on its checkpoint's layers)."""
-    return sweep.depths_of(training.family, training.checkpoint.layers if training.checkpoint else None)
+    return training.family.depths(sweep.depths)
 
 
 def task_runner(sweep: SweepConfig) -> TaskRunner:

@@ -25,8 +25,8 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 from prefect.states import Cancelled, State
 
-from encoder.checkpoint import PretrainedCheckpoint
-from encoder.config import Family, ModelConfig, TrainConfig
+from encoder.config import ModelConfig, TrainConfig
+from encoder.families import Family
 from encoder.interrupt import Interrupted
 from encoder.selection.candidate import Candidate, Cost, arm_label
 from encoder.tracking.credentials import store_uri
@@ -70,28 +70,18 @@ def _digest(value: Any) -> str:
 
 
 @task(cache_policy=NONE)
-def fit_tokenizer(dataset: PreparedData, model: ModelConfig, workdir: Path) -> str:
-    """Train WordPiece on the train split only; reuse the one already fitted to this data and vocabulary."""
-    from encoder.tokenizer import train_tokenizer
-
-    path = Path(workdir) / "tokenizers" / f"{dataset.data_hash}-{model.vocab_size}.json"
-    if path.exists():
-        return str(path)
-    frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
-    tokenizer = train_tokenizer(frame.loc[frame["split"] == "train", "text"], model.vocab_size)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    tokenizer.save(str(partial))
-    partial.replace(path)
-    return str(path)
+def prepare_tokenizer(family: Family, dataset: PreparedData, model: ModelConfig, workdir: Path) -> str:
+    """The tokenizer a family's candidates use (scratch: fitted to the train split once; pretrained: the
+    checkpoint's own), as the path of its tokenizer.json."""
+    return family.tokenizer(Path(dataset.path), dataset.data_hash, model, Path(workdir))
 
 
 @task(**RETRIES)
-def find_checkpoint(path_or_id: str) -> PretrainedCheckpoint:
-    """The pretrained checkpoint at a folder, or fetched from the hub by id (network I/O: retried)."""
-    from encoder.checkpoint import resolve_checkpoint
+def open_family(name: str, model: ModelConfig) -> Family:
+    """The family `name` as the model settings describe it (a hub checkpoint is fetched: network I/O, retried)."""
+    from encoder.families import family_named
 
-    return resolve_checkpoint(path_or_id)
+    return family_named(name).open(model)
 
 
 @dataclass(frozen=True)
@@ -102,19 +92,18 @@ class Training:
     dataset: PreparedData
     tokenizer_path: str
     model: ModelConfig
-    train: TrainConfig  # the family's recipe (TrainConfig.recipe)
+    train: TrainConfig  # the family's recipe (Family.recipe)
     class_weights: bool
     sweep: SweepRun
     workdir: Path
-    checkpoint: PretrainedCheckpoint | None = None  # the pretrained family's
 
 
 def candidate_key(training: Training, depth: int, seed: int) -> str:
     """What decides a trained candidate, as a short hash: the checkpoint by its content, not its path."""
     return _digest({
         "data": training.dataset.data_hash,
-        "family": training.family,
-        "checkpoint": training.checkpoint.content_hash if training.checkpoint else None,
+        "family": training.family.name,
+        "checkpoint": training.family.identity(),
         "model": training.model.model_dump(mode="json", exclude={"pretrained"}),
         "train": training.train.model_dump(mode="json", exclude={"seed"}),
         "class_weights": training.class_weights, "depth": depth, "seed": seed, "code": code_version(),
@@ -142,7 +131,7 @@ def _write_result(candidate_dir: Path, epochs: int, result: Candidate) -> None:
     partial.replace(path)
 
 
-@task(task_run_name="train-{training.family}-depth-{depth}-seed-{seed}", cache_policy=NONE)
+@task(task_run_name="train-{training.family.name}-depth-{depth}-seed-{seed}", cache_policy=NONE)
 def train_depth(
     training: Training, depth: int, seed: int, epochs: int | None = None, previous: Candidate | None = None
 ) -> Candidate | State:
@@ -153,18 +142,19 @@ def train_depth(
     training = replace(training, train=training.train.model_copy(update={"seed": seed}))
     epochs = epochs or training.train.max_epochs
     key = candidate_key(training, depth, seed)
-    folder = f"{training.family}-depth-{depth}-seed-{seed}-{key}"
+    folder = f"{training.family.name}-depth-{depth}-seed-{seed}-{key}"
     candidate_dir = Path(training.workdir).resolve() / "candidates" / folder  # absolute: results name their files
     if (found := read_result(candidate_dir, epochs)) is not None:
         return found.model_copy(update={"status": "cached"})
     sweep = training.sweep
-    label = arm_label(training.family, depth)
+    label = arm_label(training.family.name, depth)
     if previous is not None:
         run_id = previous.mlflow_run_id
     else:
-        tags = {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed), "depthfinder.family": training.family}
+        tags = {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed),
+                "depthfinder.family": training.family.name}
         run_id = start_child_run(sweep, f"{label.replace(' ', '-')}-seed-{seed}", tags)
-        log_params(sweep.client, run_id, {"depth": depth, "seed": seed, "family": training.family,
+        log_params(sweep.client, run_id, {"depth": depth, "seed": seed, "family": training.family.name,
                                           "class_weights": training.class_weights})
     try:
         with ending(sweep.client, run_id):
@@ -191,7 +181,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     from encoder.training import checkpoint_epochs, last_checkpoint, train_candidate
 
     train, dataset = training.train, training.dataset
-    name = f"{arm_label(training.family, depth)} seed {train.seed}"
+    name = f"{arm_label(training.family.name, depth)} seed {train.seed}"
     tokenizer = load_tokenizer(training.tokenizer_path)
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
     out_dir = candidate_dir / "checkpoints"
@@ -213,7 +203,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         epochs=epochs,
         resume_from=resume,
         callbacks=[EpochLog(name, max(epochs, train.max_epochs))],  # an extension runs past max_epochs
-        checkpoint=training.checkpoint,
+        family=training.family,
     )
     bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
     predictions = save_predictions(candidate_dir / f"predictions-epochs-{epochs}.npz", trained.val_true,
@@ -222,7 +212,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     cost = Cost(**measure_cost(trained.network, trained.median_length), train_seconds=trained.train_seconds,
                 bundle_mb=size)
     return Candidate(
-        depth=depth, family=training.family, seed=train.seed, status="trained", metrics=trained.metrics,
+        depth=depth, family=training.family.name, seed=train.seed, status="trained", metrics=trained.metrics,
         test_metrics=trained.test_metrics, cost=cost, epochs=trained.epochs, finished=trained.finished,
         mlflow_run_id=run_id, bundle=str(bundle), checkpoint=str(trained.checkpoint), predictions=str(predictions),
         history=trained.history, resumed_from=done if resume is not None else None,

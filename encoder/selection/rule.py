@@ -178,6 +178,8 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     clauses = [reason + _other_families(selected, scores, rule.metric)]
     if unfinished := _not_converged(selected, best, scores, label):
         clauses.append(unfinished)
+    if rule.cost == "params" and (embeddings := _embedding_share(selected, eligible, label)):
+        clauses.append(embeddings)
     if rule.rule == "pareto":
         clauses.append(f"Pareto front: {_arms_text(front, label)}")
     if excluded:
@@ -230,6 +232,24 @@ def _not_converged(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], labe
     return f"not converged: {named} {verb} still improving when {'their' if len(roles) > 1 else 'its'} budget ended"
 
 
+
+
+def _embedding_share(selected: Arm, eligible: list[Candidate], label) -> str:
+    """When size is the cost and embeddings are much of the chosen depth's parameters (DeBERTa-v3's vocabulary:
+    about half), that fewer layers save less size than the depth suggests; else ""."""
+    costs = [c.cost for c in eligible if _arm(c) == selected and c.cost and c.cost.params
+             and c.cost.params_without_embeddings is not None]
+    if not costs:
+        return ""
+    share = 1 - costs[0].params_without_embeddings / costs[0].params
+    if share < EMBEDDING_SHARE:
+        return ""
+    return (f"embeddings are {share:.0%} of {label(selected)}'s parameters, and every depth keeps them: fewer "
+            "layers save less size than the depth suggests")
+
+
+# A share of parameters in the embeddings above which the decision says that depth buys less size than it seems.
+EMBEDDING_SHARE = 0.25
 
 
 def _arm(candidate: Candidate) -> Arm:

@@ -19,19 +19,17 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, RESOURCE_DOES_NOT_EXIST, ErrorCode
 from mlflow.tracking import MlflowClient
 
-from encoder.bundle import family_of, read_bundle_config
+from encoder.bundle import read_bundle_config
+from encoder.families import SERVING_PACKAGES, family_of
 from encoder.metrics import classification_metrics
 from encoder.selection.rule import SelectionRule
 from encoder.tracking import pyfunc
 from encoder.tracking.history import CHALLENGER, CHAMPION, PREVIOUS_CHAMPION, move_alias
 from encoder.tracking.loading import open_classifier
 
-# What the logged model needs at serving time besides the depthfinder package itself,
-# pinned to the versions it was logged with. Given explicitly, MLflow skips its slow
-# requirement inference (a subprocess that loads the model).
-_SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
-# ... and what a pretrained family's bundle needs besides: transformers builds its architecture.
-_PRETRAINED_PACKAGES = ("transformers",)
+# The logged model's requirements are its family's serving packages (encoder.families), pinned to the
+# versions it was logged with. Given explicitly, MLflow skips its slow requirement inference (a
+# subprocess that loads the model).
 
 # Version tag of a judgement: pending from registration until the aliases it moves have moved.
 JUDGED, PENDING, PROMOTED, NOT_PROMOTED = "judged", "pending", "promoted", "not promoted"
@@ -64,16 +62,16 @@ def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example:
             artifacts={pyfunc.BUNDLE_ARTIFACT: str(bundle_dir)},
             signature=pyfunc.text_classifier_signature(labels),
             input_example=pd.DataFrame({pyfunc.TEXT_COLUMN: list(input_example)}),
-            pip_requirements=_pinned_requirements(family_of(cfg)),
-            metadata={"labels": labels, "depth": cfg.depth, "family": family_of(cfg)},
+            pip_requirements=_pinned_requirements(SERVING_PACKAGES + family_of(cfg).serving_packages),
+            metadata={"labels": labels, "depth": cfg.depth, "family": family_of(cfg).name},
         )
     return info.model_uri
 
 
-def _pinned_requirements(family: str) -> list[str]:
+def _pinned_requirements(packages: tuple[str, ...]) -> list[str]:
     """`package==version` for each serving package installed here (local tags like +cpu dropped)."""
     pins = []
-    for package in _SERVING_PACKAGES + (_PRETRAINED_PACKAGES if family == "pretrained" else ()):
+    for package in packages:
         try:
             pins.append(f"{package}=={version(package).split('+')[0]}")
         except PackageNotFoundError:

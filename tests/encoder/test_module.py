@@ -9,11 +9,11 @@ import torch
 import torch.nn.functional as F
 
 from encoder.datamodule import TextDataModule
+from encoder.families import Scratch
 from encoder.metrics import classification_metrics
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.module import RESTART_PEAK, DepthClassifier, warmup_cosine
 from encoder.tokenizer import encode_texts, pad_batch, train_tokenizer
-from flows.config import SweepConfig
 from tests.encoder.keyword_task import LABELS, keyword_frame
 
 
@@ -132,7 +132,7 @@ def keyword_losses(depth: int, learning_rate: float, depth_scaled_lr: bool, step
 def test_the_deepest_default_depth_trains_stably_only_with_the_depth_scaled_learning_rate() -> None:
     """At a peak rate that trains one block well, six blocks train as well with the block
     rate divided by sqrt(6), and clearly worse without it."""
-    deepest = max(SweepConfig().depths_of("scratch"))
+    deepest = max(Scratch().default_depths())
     one_block = keyword_losses(1, 0.03, depth_scaled_lr=True)
     scaled = keyword_losses(deepest, 0.03, depth_scaled_lr=True)
     unscaled = keyword_losses(deepest, 0.03, depth_scaled_lr=False)

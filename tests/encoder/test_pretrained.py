@@ -10,6 +10,7 @@ from safetensors.torch import load_file
 
 from encoder.bundle import load_bundle, read_bundle_config, save_bundle
 from encoder.checkpoint import resolve_checkpoint
+from encoder.families import Pretrained
 from encoder.pretrained import load_truncated
 from encoder.tokenizer import encode_texts, load_tokenizer
 from encoder.training import train_candidate
@@ -73,19 +74,22 @@ def test_the_content_hash_names_the_checkpoint_not_its_path(checkpoint_dir, tmp_
         (lambda folder: without(folder, "model.safetensors"), "no weights in safetensors format"),
         (lambda folder: (folder / "model.safetensors").rename(folder / "pytorch_model.bin") and folder,
          "found pytorch_model.bin: a pickle, which is never loaded"),
-        (lambda folder: without(folder, "tokenizer.json"), "no tokenizer.json"),
+        (lambda folder: without(folder, "tokenizer.json"), "no tokenizer \\(tokenizer.json, vocab.txt or a"),
         (lambda folder: without(folder, "config.json"), "no config.json"),
-        (lambda folder: with_model_type(folder, "gpt2"), "model_type 'gpt2' is not supported"),
+        (lambda folder: with_model_type(folder, "gpt2"), "the weights lack wte.weight and .* that config.json implies"),
+        (lambda folder: with_model_type(folder, "albert"), "holds no list of its 2 layers"),
+        (lambda folder: with_model_type(folder, "no-such-type"), "does not describe a model transformers can build"),
         (lambda folder: cut(folder, "model.safetensors"), "model.safetensors is not a readable safetensors file"),
         (with_huge_header, "model.safetensors is not a readable safetensors file .*header too large"),
         (lambda folder: with_config(folder, hidden_size=64),
          r"tensor embeddings.word_embeddings.weight has shape \[\d+, 32\] .* implies \[\d+, 64\]"),
-        (lambda folder: with_config(folder, hidden_size=None), "config.json gives no hidden_size"),
+        (lambda folder: with_config(folder, hidden_size=None),  # transformers' default: 768
+         r"embeddings.word_embeddings.weight has shape \[\d+, 32\] .* implies \[\d+, 768\]"),
         (lambda folder: with_config(folder, num_hidden_layers=3), r"the weights lack encoder.layer.2.* \(3 layers\)"),
         (lambda folder: with_config(folder, auto_map={"AutoModel": "modeling_evil.EvilModel"}),
          "asks for code of its own"),
-        (lambda folder: cut(folder, "tokenizer.json"), "tokenizer.json is not a readable tokenizer"),
-        (lambda folder: cut(folder, "tokenizer.json", keep=0), "tokenizer.json is not a readable tokenizer"),
+        (lambda folder: cut(folder, "tokenizer.json"), r"its tokenizer \(tokenizer.json\) is not readable"),
+        (lambda folder: cut(folder, "tokenizer.json", keep=0), r"its tokenizer \(tokenizer.json\) is not readable"),
     ],
 )
 def test_an_unusable_checkpoint_is_refused_in_one_line(spoil, message, tmp_path) -> None:
@@ -124,7 +128,7 @@ def test_a_pretrained_candidate_fine_tunes_saves_only_its_layers_and_loads_back(
     recipe = tiny_train_config(max_epochs=6, learning_rate=3e-3)
 
     trained = train_candidate(frame, LABELS, tokenizer, 2, tiny_model_config(), recipe, class_weights=False,
-                              out_dir=tmp_path / "checkpoints", progress=False, checkpoint=checkpoint)
+                              out_dir=tmp_path / "checkpoints", progress=False, family=Pretrained(checkpoint))
     bundle = save_bundle(tmp_path / "bundle", trained.network, tokenizer, LABELS)
     loaded = load_bundle(bundle)
 
@@ -150,7 +154,7 @@ def test_a_pretrained_candidate_resumed_from_its_checkpoint_ends_as_one_trained_
 
     def run(out_dir: Path, **budget: object):
         return train_candidate(frame, LABELS, tokenizer, 1, tiny_model_config(), recipe, class_weights=False,
-                               out_dir=out_dir, progress=False, checkpoint=checkpoint, **budget)
+                               out_dir=out_dir, progress=False, family=Pretrained(checkpoint), **budget)
 
     straight = run(tmp_path / "straight")
     rung = run(tmp_path / "halved", epochs=2)

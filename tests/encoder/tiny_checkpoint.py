@@ -1,5 +1,6 @@
-"""Tiny pretrained checkpoints built in the test, never downloaded: random BERT and RoBERTa encoders saved
-with `save_pretrained` (safetensors) beside a tokenizer.json made with `tokenizers`."""
+"""Tiny pretrained checkpoints built in the test, never downloaded: random encoders of each type depthfinder
+truncates, saved with `save_pretrained` (safetensors) beside a tokenizer made with `tokenizers` (a
+tokenizer.json, or only its vocab.txt) or with `sentencepiece` (an spm.model, as DeBERTa-v3 ships)."""
 
 from __future__ import annotations
 
@@ -16,26 +17,71 @@ WORDS = [
     "the", "a", "of", "and", "to", "in", "is", "was", "for", "on", "with", "it", "this", "that", "football", "pizza",
     "computer", "great", "awful", "film", "fun", "plot", "cast", "music", "acting", "mess", "truly",
 ]
+# The seven encoder types of encoder.architectures, each with what its tiny config needs besides the shared sizes.
+TYPES = {
+    "bert": {}, "roberta": {}, "xlm-roberta": {},
+    "distilbert": {},
+    "deberta-v2": {"relative_attention": True, "position_buckets": 8, "pos_att_type": ["p2c", "c2p"],
+                   "position_biased_input": False, "norm_rel_ebd": "layer_norm", "max_relative_positions": -1},
+    "electra": {"embedding_size": 16},  # smaller than hidden: the model projects its embeddings
+    "modernbert": {"global_attn_every_n_layers": 3, "local_attention": 8, "bos_token_id": 2, "eos_token_id": 3,
+                   "cls_token_id": 2, "sep_token_id": 3},
+}
+HIDDEN = 32
 
 
 def tiny_checkpoint(folder: Path, texts: Iterable[str] = (), layers: int = 4, model_type: str = "bert",
-                    seed: int = 0) -> Path:
-    """A `layers`-layer encoder (hidden 32) of `model_type` in `folder`, its tokenizer trained on `texts`."""
+                    seed: int = 0, tokenizer: str = "json") -> Path:
+    """A `layers`-layer encoder (hidden 32) of `model_type` in `folder`; its tokenizer, trained on `texts`, as a
+    tokenizer.json (`json`), only a vocab.txt (`vocab`), or a SentencePiece model (`spm`)."""
     from transformers import AutoConfig, AutoModel
 
-    tokenizer = train_tokenizer([*texts, " ".join(WORDS)], vocab_size=200)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    texts = [*texts, " ".join(WORDS)]
+    vocab_size = _spm_tokenizer(folder, texts) if tokenizer == "spm" else _wordpiece_tokenizer(folder, texts, tokenizer)
+    config = AutoConfig.for_model(
+        model_type, vocab_size=vocab_size, hidden_size=HIDDEN, num_hidden_layers=layers, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=66, pad_token_id=0, type_vocab_size=1, **TYPES[model_type],
+    )
+    if model_type == "distilbert":  # its own names for the sizes
+        config.update({"dim": HIDDEN, "hidden_dim": 64, "n_heads": 2})
+    torch.manual_seed(seed)
+    AutoModel.from_config(config).save_pretrained(folder, safe_serialization=True)
+    return folder
+
+
+def _wordpiece_tokenizer(folder: Path, texts: list[str], form: str) -> int:
+    """A WordPiece tokenizer ([CLS] text [SEP]) as tokenizer.json, or as vocab.txt alone; its vocabulary size."""
+    tokenizer = train_tokenizer(texts, vocab_size=200)
     tokenizer.add_special_tokens([SEP])
     tokenizer.post_processor = processors.TemplateProcessing(
         single=f"{CLS} $A {SEP}", special_tokens=[(CLS, tokenizer.token_to_id(CLS)), (SEP, tokenizer.token_to_id(SEP))]
     )
-    config = AutoConfig.for_model(
-        model_type, vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=layers,
-        num_attention_heads=2, intermediate_size=64, max_position_embeddings=66, pad_token_id=0, type_vocab_size=1,
+    if form == "json":
+        tokenizer.save(str(folder / "tokenizer.json"))
+    else:
+        vocab = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+        (folder / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in vocab), encoding="utf-8")
+    return tokenizer.get_vocab_size()
+
+
+def _spm_tokenizer(folder: Path, texts: list[str]) -> int:
+    """A SentencePiece unigram model spm.model (ids: [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4), as DeBERTa-v3
+    ships its tokenizer; its vocabulary size."""
+    import io
+
+    import sentencepiece
+
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts * 4), model_writer=model, vocab_size=120, model_type="unigram",
+        pad_id=0, unk_id=1, bos_id=2, eos_id=3, pad_piece="[PAD]", unk_piece="[UNK]", bos_piece="[CLS]",
+        eos_piece="[SEP]", user_defined_symbols=["[MASK]"], hard_vocab_limit=False, minloglevel=2,
     )
-    torch.manual_seed(seed)
-    AutoModel.from_config(config).save_pretrained(folder, safe_serialization=True)
-    tokenizer.save(str(folder / "tokenizer.json"))
-    return folder
+    (folder / "spm.model").write_bytes(model.getvalue())
+    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False, "vocab_type": "spm"}))
+    return sentencepiece.SentencePieceProcessor(model_proto=model.getvalue()).get_piece_size()
 
 
 def without(folder: Path, *names: str) -> Path:

@@ -4,6 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from encoder.architectures import ARCHITECTURES
+from encoder.checkpoint import PretrainedCheckpoint
+from encoder.families import Pretrained, Scratch
 from flows.config import RunConfig, SweepConfig, load_run_config
 
 
@@ -80,14 +83,19 @@ def test_the_first_halving_rung_defaults_to_the_recipes_min_epochs() -> None:
     assert sweep.rung_budgets(4, TrainConfig(min_epochs=10, max_epochs=8)) == []  # no rung before the end
     assert sweep.rung_budgets(3, TrainConfig()) == []  # auto: off below four depths
     # The fine-tuning recipe has budgets of its own: two epochs first, out of five.
-    assert sweep.rung_budgets(4, TrainConfig().recipe("pretrained")) == [2]
+    assert sweep.rung_budgets(4, Pretrained.recipe(TrainConfig())) == [2]
 
 
 def test_each_family_sweeps_its_default_depths_unless_depths_are_given() -> None:
-    assert SweepConfig().depths_of("scratch") == [1, 2, 4, 6]
-    assert [SweepConfig().depths_of("pretrained", layers) for layers in (1, 4, 6, 12)] == [
+    def pretrained(layers: int) -> Pretrained:
+        return Pretrained(PretrainedCheckpoint("/x", "bert", layers, 32, "0" * 16, ARCHITECTURES["bert"]))
+
+    assert Scratch().depths(SweepConfig().depths) == [1, 2, 4, 6]
+    assert [pretrained(layers).depths(SweepConfig().depths) for layers in (1, 4, 6, 12)] == [
         [1], [1, 2, 4], [1, 2, 4, 6], [1, 2, 4, 8, 12]]
-    assert SweepConfig(depths=[3, 1]).depths_of("pretrained", 6) == [1, 3]
+    assert pretrained(6).depths(SweepConfig(depths=[3, 1]).depths) == [1, 3]
+    with pytest.raises(ValueError, match="depth 8 is beyond the 6 layers of the pretrained checkpoint /x"):
+        pretrained(6).check_depths([2, 8])
 
 
 def test_a_pretrained_family_needs_a_checkpoint_and_is_the_default_with_one() -> None:

@@ -241,3 +241,22 @@ def test_a_pretrained_sweep_alone_names_its_family_and_a_scratch_sweep_does_not(
     assert choose_depth(pretrained, SelectionRule()).reason.startswith(
         "pretrained depth 2: macro_f1 0.941 vs best 0.946 at pretrained depth 6")
     assert choose_depth(SWEEP, SelectionRule()).reason.startswith("depth 2: macro_f1 0.941 vs best 0.946 at depth 6")
+
+
+def test_when_size_is_the_cost_a_large_embedding_share_is_said() -> None:
+    """DeBERTa-v3-like: a 128k vocabulary holds most of a shallow model's parameters."""
+    def heavy(depth: int, f1: float) -> Candidate:
+        layers = depth * 7_000_000
+        return Candidate(depth=depth, status="trained", metrics={"macro_f1": f1},
+                         cost=Cost(params=98_000_000 + layers, params_without_embeddings=layers,
+                                   flops_per_example=depth * 1e9))
+
+    sweep = [heavy(2, 0.88), heavy(6, 0.905), heavy(12, 0.91)]
+
+    by_size = choose_depth(sweep, SelectionRule(tolerance=0.01, cost="params"))
+    by_flops = choose_depth(sweep, SelectionRule(tolerance=0.01))
+
+    assert by_size.selected_depth == 6
+    assert "embeddings are 70% of depth 6's parameters" in by_size.reason
+    assert "embeddings are" not in by_flops.reason
+    assert "embeddings are" not in choose_depth(SWEEP, SelectionRule(tolerance=0.01, cost="params")).reason

@@ -30,6 +30,7 @@ from encoder.tracking.registry import (
     log_text_classifier,
     mark_challenger,
     promote_if_better,
+    record_judgement,
     register_version,
     should_promote,
 )
@@ -79,6 +80,7 @@ def nights(client: MlflowClient, tmp_path_factory: pytest.TempPathFactory) -> li
             client, MODEL_NAME, challenger, challenger_metrics, champion_metrics, SelectionRule(tolerance=0.0)
         )
         mark_challenger(client, MODEL_NAME, challenger, "promoted" if promoted else "kept out")
+        record_judgement(client, MODEL_NAME, challenger.version, promoted)
         results.append({
             "model_uri": model_uri, "version": str(challenger.version), "challenger": challenger,
             "challenger_metrics": challenger_metrics, "champion_metrics": champion_metrics, "promoted": promoted,
@@ -147,8 +149,9 @@ def test_logged_model_is_code_with_explicit_signature_not_a_pickle(nights: list[
 def test_versions_carry_their_tags(client: MlflowClient, nights: list[dict[str, Any]]) -> None:
     for night, result in enumerate(nights, start=1):
         tags = client.get_model_version(MODEL_NAME, result["version"]).tags
-        assert tags == {"depth": "1", "night": str(night)}
-    assert nights[0]["challenger"].tags == {"depth": "1", "night": "1"}
+        judged = "promoted" if result["promoted"] else "not promoted"
+        assert tags == {"depth": "1", "night": str(night), "judged": judged}
+    assert nights[0]["challenger"].tags == {"depth": "1", "night": "1", "judged": "pending"}  # until judged
 
 
 def test_current_champion_is_none_without_model_or_alias(client: MlflowClient, nights: list[dict[str, Any]]) -> None:

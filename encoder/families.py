@@ -1,0 +1,199 @@
+"""A family of candidates owns everything that differs between depthfinder's own encoder, trained from scratch,
+and the bottom k layers of a pretrained checkpoint, fine-tuned: its default depths and their limit, its training
+recipe, its tokenizer, its network, how a bundle rebuilds it, and what serving it needs. The flow, the sweep, the
+bundle and the registry hold a Family and never ask which one it is; adding a family is one class here.
+
+A family is a small frozen value (the pretrained one holds its checkpoint's record), so it travels to worker
+processes and Dask workers with the candidates that train on it, and names itself in cache keys by `identity`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pandas as pd
+from tokenizers import Tokenizer
+
+from encoder.checkpoint import PretrainedCheckpoint, open_tokenizer, resolve_checkpoint
+from encoder.config import SCRATCH_DEPTHS, ModelConfig, TrainConfig
+from encoder.model import EncoderClassifier, EncoderConfig
+from encoder.pretrained import PretrainedConfig, PretrainedEncoderClassifier, load_truncated
+
+Network = EncoderClassifier | PretrainedEncoderClassifier
+NetworkConfig = EncoderConfig | PretrainedConfig
+# What serving any family's model needs, besides the family's own `serving_packages`.
+SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
+
+
+class Family(ABC):
+    """What the candidates of one family train with and are rebuilt from."""
+
+    name: ClassVar[str]
+    config_type: ClassVar[type]  # the network's config, as a bundle keeps it
+    serving_packages: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    @abstractmethod
+    def open(cls, model: ModelConfig) -> Family:
+        """The family a run's model settings describe; ValueError when they describe an unusable one."""
+
+    @abstractmethod
+    def default_depths(self) -> list[int]:
+        """The depths it sweeps when none are given."""
+
+    def depths(self, given: list[int] | None) -> list[int]:
+        """The depths it sweeps: `given`, else its default."""
+        return list(given) if given is not None else self.default_depths()
+
+    def check_depths(self, depths: list[int]) -> None:  # noqa: B027 (most families have no limit)
+        """ValueError in one line for a depth it cannot have."""
+
+    @classmethod
+    @abstractmethod
+    def recipe(cls, train: TrainConfig) -> TrainConfig:
+        """The training recipe its candidates use."""
+
+    def identity(self) -> str | None:
+        """What decides its candidates besides the settings (a checkpoint's content hash), or None."""
+        return None
+
+    @abstractmethod
+    def tokenizer(self, table: Path, data_hash: str, model: ModelConfig, workdir: Path) -> str:
+        """The path of the tokenizer.json its candidates use, made (once) in `workdir` when needed."""
+
+    @abstractmethod
+    def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> Network:
+        """An untrained (scratch) or pretrained-initialised candidate network of `depth`."""
+
+    @classmethod
+    @abstractmethod
+    def rebuild(cls, cfg: NetworkConfig) -> Network:
+        """A network of the architecture `cfg` describes, its weights still to be loaded (a bundle's)."""
+
+
+@dataclass(frozen=True)
+class Scratch(Family):
+    """depthfinder's own encoder (encoder.model), trained from scratch with its depth-aware recipe on a WordPiece
+    tokenizer fitted to the train split."""
+
+    name: ClassVar[str] = "scratch"
+    config_type: ClassVar[type] = EncoderConfig
+
+    @classmethod
+    def open(cls, model: ModelConfig) -> Scratch:
+        return cls()
+
+    def default_depths(self) -> list[int]:
+        return list(SCRATCH_DEPTHS)
+
+    @classmethod
+    def recipe(cls, train: TrainConfig) -> TrainConfig:
+        return train
+
+    def tokenizer(self, table: Path, data_hash: str, model: ModelConfig, workdir: Path) -> str:
+        """WordPiece trained on the train split only; the one already fitted to this data and vocabulary."""
+        from encoder.tokenizer import train_tokenizer
+
+        path = Path(workdir) / "tokenizers" / f"{data_hash}-{model.vocab_size}.json"
+        if not path.exists():
+            frame = pd.read_parquet(table, columns=["text", "split"])
+            _save(train_tokenizer(frame.loc[frame["split"] == "train", "text"], model.vocab_size), path)
+        return str(path)
+
+    def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> EncoderClassifier:
+        return EncoderClassifier(EncoderConfig(
+            vocab_size=tokenizer.get_vocab_size(), n_classes=n_classes, depth=depth, d_model=model.d_model,
+            n_heads=model.n_heads, d_ff=model.d_ff, max_len=model.max_len, dropout=model.dropout,
+            pooling=model.pooling,
+        ))
+
+    @classmethod
+    def rebuild(cls, cfg: EncoderConfig) -> EncoderClassifier:
+        return EncoderClassifier(cfg)
+
+
+@dataclass(frozen=True)
+class Pretrained(Family):
+    """The bottom k layers of a pretrained checkpoint (encoder.architectures says what they are for its type),
+    fine-tuned with the fine-tuning recipe on the checkpoint's own tokenizer."""
+
+    checkpoint: PretrainedCheckpoint
+    name: ClassVar[str] = "pretrained"
+    config_type: ClassVar[type] = PretrainedConfig
+    serving_packages: ClassVar[tuple[str, ...]] = ("transformers",)  # builds the architecture
+
+    @classmethod
+    def open(cls, model: ModelConfig) -> Pretrained:
+        if model.pretrained is None:
+            raise ValueError("the pretrained family needs a checkpoint (--pretrained)")
+        return cls(resolve_checkpoint(model.pretrained))
+
+    def default_depths(self) -> list[int]:
+        """1, 2, 4, ... below its layer count L, and L."""
+        layers = self.checkpoint.layers
+        return sorted({2**k for k in range(layers.bit_length()) if 2**k < layers} | {layers})
+
+    def check_depths(self, depths: list[int]) -> None:
+        layers = self.checkpoint.layers
+        if beyond := [depth for depth in depths if depth > layers]:
+            raise ValueError(f"depth {beyond[0]} is beyond the {layers} layers of the pretrained checkpoint "
+                             f"{self.checkpoint.path} (--depths: 1 to {layers})")
+
+    @classmethod
+    def recipe(cls, train: TrainConfig) -> TrainConfig:
+        """The fine-tuning learning rate, epochs and patience in place of the scratch ones."""
+        return train.model_copy(update={
+            "learning_rate": train.finetune_learning_rate, "max_epochs": train.finetune_max_epochs,
+            "min_epochs": train.finetune_min_epochs, "patience": train.finetune_patience,
+        })
+
+    def identity(self) -> str:
+        return self.checkpoint.content_hash
+
+    def tokenizer(self, table: Path, data_hash: str, model: ModelConfig, workdir: Path) -> str:
+        """The checkpoint's tokenizer.json, or the one converted from its vocab.txt or SentencePiece model (kept
+        in `workdir`, named by the checkpoint's content)."""
+        if self.checkpoint.tokenizer_path is not None:
+            return self.checkpoint.tokenizer_path
+        path = Path(workdir) / "tokenizers" / f"pretrained-{self.checkpoint.content_hash}.json"
+        if not path.exists():
+            _save(open_tokenizer(Path(self.checkpoint.path)), path)
+        return str(path)
+
+    def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> Network:
+        return load_truncated(self.checkpoint, depth, n_classes, model.max_len, model.pooling)
+
+    @classmethod
+    def rebuild(cls, cfg: PretrainedConfig) -> PretrainedEncoderClassifier:
+        return PretrainedEncoderClassifier(cfg)
+
+
+FAMILIES: dict[str, type[Family]] = {family.name: family for family in (Scratch, Pretrained)}
+
+
+def family_named(name: str) -> type[Family]:
+    """The family class called `name`; ValueError naming the ones there are."""
+    if name not in FAMILIES:
+        raise ValueError(f"no family {name!r}; families: {', '.join(FAMILIES)}")
+    return FAMILIES[name]
+
+
+def family_of(cfg: NetworkConfig) -> type[Family]:
+    """The family whose networks `cfg` configures."""
+    return next(family for family in FAMILIES.values() if isinstance(cfg, family.config_type))
+
+
+def open_families(names: list[str], model: ModelConfig) -> list[Family]:
+    """The families a run sweeps, opened from its model settings (a checkpoint is found and checked once)."""
+    return [family_named(name).open(model) for name in names]
+
+
+def _save(tokenizer: Tokenizer, path: Path) -> None:
+    """Write a tokenizer.json whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    tokenizer.save(str(partial))
+    partial.replace(path)
