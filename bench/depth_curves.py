@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sweep_cost import run_depthfinder  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("DEPTHFINDER_DATA", ROOT.parent / "shared" / "data"))  # docs/benchmarks.md
+SHARED = Path(os.environ.get("DEPTHFINDER_DATA", ROOT / "data"))  # docs/benchmarks.md
 REAL = ("sms_spam.csv", "uci_sentiment_sentences.csv")  # columns text, label
 # The synthetic tasks' settings: the default model and recipe for every problem depth. The
 # labels are computed, so they are noise-free by construction, and the audit's noise

