@@ -54,7 +54,8 @@ def run_baseline(data: Path, depths: list[int], epochs: int) -> dict:
 
     from encoder.config import ModelConfig, TrainConfig
     from encoder.metrics import classification_metrics
-    from encoder.tokenizer import encode_texts, train_tokenizer
+    from encoder.serving import encode_texts
+    from encoder.tokenizer import train_tokenizer
     from expectations.table.config import DataConfig
     from tasks.data import prepare_table
 

@@ -16,7 +16,6 @@ list (ALBERT shares one layer across depth) is refused, naming what was missing.
 from __future__ import annotations
 
 import copy
-import inspect
 from dataclasses import dataclass
 
 from torch import nn
@@ -93,8 +92,3 @@ def architecture_of(config: object, model: nn.Module) -> Architecture:
                          f"{found}), so its bottom k layers cannot be told")
     return Architecture(config.model_type, matching[0], "embeddings and everything outside the layer list",
                         position_offset=ROBERTA_OFFSET, generic=True)
-
-
-def base_model_kwargs(model_class: type) -> dict[str, bool]:
-    """Arguments that leave out a pooler depthfinder does not use, where the model takes one."""
-    return {"add_pooling_layer": False} if "add_pooling_layer" in inspect.signature(model_class).parameters else {}

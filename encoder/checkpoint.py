@@ -170,7 +170,7 @@ def _meta_model(folder: Path):
     import torch
     from transformers import MODEL_MAPPING, AutoConfig, AutoModel
 
-    from encoder.architectures import base_model_kwargs
+    from encoder.serving import base_model_kwargs
 
     try:
         config = AutoConfig.from_pretrained(folder)  # code of the checkpoint's own is refused before this

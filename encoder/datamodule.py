@@ -15,7 +15,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from encoder.tokenizer import PAD_ID, encode_texts, pad_batch
+from encoder.serving import encode_texts, pad_batch
+from encoder.tokenizer import PAD_ID
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -20,10 +20,9 @@ from tokenizers import Tokenizer
 from encoder.checkpoint import PretrainedCheckpoint, open_tokenizer, resolve_checkpoint
 from encoder.config import SCRATCH_DEPTHS, ModelConfig, TrainConfig
 from encoder.model import EncoderClassifier, EncoderConfig
-from encoder.pretrained import PretrainedConfig, PretrainedEncoderClassifier, load_truncated
+from encoder.pretrained import load_truncated
+from encoder.serving import Network, NetworkConfig, family_name
 
-Network = EncoderClassifier | PretrainedEncoderClassifier
-NetworkConfig = EncoderConfig | PretrainedConfig
 # What serving any family's model needs, besides the family's own `serving_packages`.
 SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
 
@@ -31,8 +30,7 @@ SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
 class Family(ABC):
     """What the candidates of one family train with and are rebuilt from."""
 
-    name: ClassVar[str]
-    config_type: ClassVar[type]  # the network's config, as a bundle keeps it
+    name: ClassVar[str]  # its networks and their configs: encoder.serving.NETWORKS[name]
     serving_packages: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
@@ -68,10 +66,6 @@ class Family(ABC):
     def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> Network:
         """An untrained (scratch) or pretrained-initialised candidate network of `depth`."""
 
-    @classmethod
-    @abstractmethod
-    def rebuild(cls, cfg: NetworkConfig) -> Network:
-        """A network of the architecture `cfg` describes, its weights still to be loaded (a bundle's)."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +74,6 @@ class Scratch(Family):
     tokenizer fitted to the train split."""
 
     name: ClassVar[str] = "scratch"
-    config_type: ClassVar[type] = EncoderConfig
 
     @classmethod
     def open(cls, model: ModelConfig) -> Scratch:
@@ -110,9 +103,6 @@ class Scratch(Family):
             pooling=model.pooling,
         ))
 
-    @classmethod
-    def rebuild(cls, cfg: EncoderConfig) -> EncoderClassifier:
-        return EncoderClassifier(cfg)
 
 
 @dataclass(frozen=True)
@@ -122,7 +112,6 @@ class Pretrained(Family):
 
     checkpoint: PretrainedCheckpoint
     name: ClassVar[str] = "pretrained"
-    config_type: ClassVar[type] = PretrainedConfig
     serving_packages: ClassVar[tuple[str, ...]] = ("transformers",)  # builds the architecture
 
     @classmethod
@@ -166,9 +155,6 @@ class Pretrained(Family):
     def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> Network:
         return load_truncated(self.checkpoint, depth, n_classes, model.max_len, model.pooling)
 
-    @classmethod
-    def rebuild(cls, cfg: PretrainedConfig) -> PretrainedEncoderClassifier:
-        return PretrainedEncoderClassifier(cfg)
 
 
 FAMILIES: dict[str, type[Family]] = {family.name: family for family in (Scratch, Pretrained)}
@@ -183,7 +169,7 @@ def family_named(name: str) -> type[Family]:
 
 def family_of(cfg: NetworkConfig) -> type[Family]:
     """The family whose networks `cfg` configures."""
-    return next(family for family in FAMILIES.values() if isinstance(cfg, family.config_type))
+    return FAMILIES[family_name(cfg)]
 
 
 def open_families(names: list[str], model: ModelConfig) -> list[Family]:

@@ -1,11 +1,10 @@
-"""WordPiece tokenizer trained on the train split, and batching of token ids into tensors."""
+"""WordPiece tokenizer trained on the train split (batching token ids into tensors is encoder.serving's: it
+travels with every registered model)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable
 
-import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 PAD, UNK, CLS, SEP = "[PAD]", "[UNK]", "[CLS]", "[SEP]"
@@ -64,27 +63,3 @@ def _wordpiece(model: models.WordPiece) -> Tokenizer:
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece(prefix=SUBWORD_PREFIX)
     return tokenizer
-
-
-def load_tokenizer(path: str | Path) -> Tokenizer:
-    """A tokenizer saved by `tokenizers` (ours, or a pretrained checkpoint's tokenizer.json), with any padding
-    and truncation of its own turned off: batches pad themselves, and max_len truncates."""
-    tokenizer = Tokenizer.from_file(str(path))
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
-    return tokenizer
-
-
-def encode_texts(tokenizer: Tokenizer, texts: Sequence[str], max_len: int) -> list[list[int]]:
-    """Token ids per text, [CLS] first, truncated to max_len."""
-    return [enc.ids[:max_len] for enc in tokenizer.encode_batch(list(texts))]
-
-
-def pad_batch(ids: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pad to the longest sequence in the batch: (input_ids (B, T) int64, attention_mask (B, T) bool)."""
-    longest = max(len(seq) for seq in ids)
-    lengths = torch.tensor([len(seq) for seq in ids])
-    input_ids = torch.full((len(ids), longest), pad_id, dtype=torch.long)
-    for i, seq in enumerate(ids):
-        input_ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-    return input_ids, torch.arange(longest) < lengths[:, None]

@@ -17,12 +17,12 @@ import numpy as np
 import torch
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 
-from encoder.bundle import Network, TextClassifier
 from encoder.datamodule import TextDataModule
 from encoder.families import Family, Scratch
 from encoder.interrupt import STOP, StopRequest
 from encoder.metrics import classification_metrics
 from encoder.module import DepthClassifier
+from encoder.serving import Network, TextClassifier
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence

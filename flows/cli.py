@@ -357,8 +357,8 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
+    from encoder.serving import predictions_frame
     from encoder.tracking.loading import open_classifier
-    from encoder.tracking.pyfunc import predictions_frame
     from encoder.tracking.runs import use_store
     from flows.preflight import check_tracking_store
 

@@ -177,7 +177,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     from encoder.bundle import save_bundle
     from encoder.cost import measure_cost
     from encoder.selection.evidence import save_predictions
-    from encoder.tokenizer import load_tokenizer
+    from encoder.serving import load_tokenizer
     from encoder.training import checkpoint_epochs, last_checkpoint, train_candidate
 
     train, dataset = training.train, training.dataset

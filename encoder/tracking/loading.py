@@ -16,7 +16,7 @@ import mlflow
 from mlflow.exceptions import MlflowException
 from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 
-from encoder.bundle import TextClassifier, load_bundle
+from encoder.serving import TextClassifier, load_bundle
 
 PYFUNC = "python_function"
 # A models-from-code pyfunc: its loader module, and the key naming its code file.

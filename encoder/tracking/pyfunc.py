@@ -1,9 +1,11 @@
 """The MLflow pyfunc model that serves a bundle on raw text, logged as "models from code".
 
 MLflow copies this file into the logged model and executes it on load; the last line hands
-it the model object, so nothing is pickled. The bundle folder (see encoder.bundle) travels
-as the artifact "bundle" and is loaded in `load_context`. Loading needs the installed
-depthfinder package (for encoder.bundle and encoder.model), torch, tokenizers and mlflow.
+it the model object, so nothing is pickled. The bundle folder (see encoder.serving) travels
+as the artifact "bundle" and is loaded in `load_context`. Loading needs no depthfinder: this
+file imports only mlflow and encoder.serving, which travels with it as `depthfinder_serving`
+(MLflow's code_paths, with the scratch network as `depthfinder_network`), and the model's
+declared requirements.
 
 Input: a DataFrame with a string column `text` (a Series or a list of strings also works).
 Output: a DataFrame with `label` (the most probable class), `confidence` (its probability)
@@ -15,24 +17,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from mlflow.models import ModelSignature, set_model
 from mlflow.pyfunc import PythonModel, PythonModelContext
 from mlflow.types import ColSpec, Schema
 
-from encoder.bundle import TextClassifier, load_bundle
+try:  # served: the runtime travels beside this file
+    from depthfinder_serving import (
+        CONFIDENCE_COLUMN,
+        LABEL_COLUMN,
+        TEXT_COLUMN,
+        load_bundle,
+        predictions_frame,
+        proba_columns,
+        texts_from_input,
+    )
+except ImportError:  # inside depthfinder
+    from encoder.serving import (
+        CONFIDENCE_COLUMN,
+        LABEL_COLUMN,
+        TEXT_COLUMN,
+        load_bundle,
+        predictions_frame,
+        proba_columns,
+        texts_from_input,
+    )
 
 BUNDLE_ARTIFACT = "bundle"
-TEXT_COLUMN = "text"
-LABEL_COLUMN = "label"
-CONFIDENCE_COLUMN = "confidence"
-PROBA_PREFIX = "proba_"
-
-
-def proba_columns(labels: list[str]) -> list[str]:
-    """Output column of each class's probability, in class-id order."""
-    return [f"{PROBA_PREFIX}{label}" for label in labels]
 
 
 def text_classifier_signature(labels: list[str]) -> ModelSignature:
@@ -43,34 +54,6 @@ def text_classifier_signature(labels: list[str]) -> ModelSignature:
         + [ColSpec("double", column) for column in proba_columns(labels)]
     )
     return ModelSignature(inputs=inputs, outputs=outputs)
-
-
-def texts_from_input(model_input: object) -> list[str]:
-    """The texts of a DataFrame's `text` column, a Series or a list; rejects non-strings by row."""
-    if isinstance(model_input, pd.DataFrame):
-        if TEXT_COLUMN not in model_input.columns:
-            raise ValueError(f"input needs a '{TEXT_COLUMN}' column, got columns {list(model_input.columns)}")
-        values = model_input[TEXT_COLUMN].tolist()
-    elif isinstance(model_input, pd.Series | np.ndarray | list | tuple):
-        values = list(model_input)
-    elif isinstance(model_input, str):
-        values = [model_input]
-    else:
-        raise TypeError(f"input must be a DataFrame with a '{TEXT_COLUMN}' column or a list of strings, "
-                        f"got {type(model_input).__name__}")
-    for row, value in enumerate(values):
-        if not isinstance(value, str):
-            raise ValueError(f"text in row {row} is {value!r}, expected a string")
-    return [str(value) for value in values]  # plain str, also from numpy str_ values
-
-
-def predictions_frame(classifier: TextClassifier, texts: list[str]) -> pd.DataFrame:
-    """Label, confidence and per-class probabilities of each text, rows in input order."""
-    probs = classifier.predict_proba(texts).astype(np.float64)  # (N, K)
-    frame = pd.DataFrame(probs, columns=proba_columns(classifier.labels))
-    frame.insert(0, LABEL_COLUMN, pd.Series([classifier.labels[k] for k in probs.argmax(axis=1)], dtype=str))
-    frame.insert(1, CONFIDENCE_COLUMN, probs.max(axis=1))
-    return frame
 
 
 class TextClassifierModel(PythonModel):

@@ -7,6 +7,8 @@ function `should_promote`; `promote_if_better` only applies it to the registry.
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
 import threading
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -19,10 +21,12 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, RESOURCE_DOES_NOT_EXIST, ErrorCode
 from mlflow.tracking import MlflowClient
 
-from encoder.bundle import read_bundle_config
+from encoder import model as network
+from encoder import serving
 from encoder.families import SERVING_PACKAGES, family_of
 from encoder.metrics import classification_metrics
 from encoder.selection.rule import SelectionRule
+from encoder.serving import TEXT_COLUMN, read_bundle_config
 from encoder.tracking import pyfunc
 from encoder.tracking.history import CHALLENGER, CHAMPION, PREVIOUS_CHAMPION, move_alias
 from encoder.tracking.loading import open_classifier
@@ -55,17 +59,32 @@ def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example:
     if not input_example or not all(isinstance(text, str) for text in input_example):
         raise ValueError(f"input_example must be a non-empty list of strings, got {input_example!r}")
     cfg, labels = read_bundle_config(bundle_dir)
-    with _LOG_LOCK:  # logging executes the model's code file too
+    with _LOG_LOCK, tempfile.TemporaryDirectory(prefix="depthfinder-code-") as code:  # logging runs the code file
         info = mlflow.pyfunc.log_model(
             name=name,
             python_model=Path(pyfunc.__file__),
+            code_paths=_serving_code(Path(code)),
             artifacts={pyfunc.BUNDLE_ARTIFACT: str(bundle_dir)},
             signature=pyfunc.text_classifier_signature(labels),
-            input_example=pd.DataFrame({pyfunc.TEXT_COLUMN: list(input_example)}),
+            input_example=pd.DataFrame({TEXT_COLUMN: list(input_example)}),
             pip_requirements=_pinned_requirements(SERVING_PACKAGES + family_of(cfg).serving_packages),
             metadata={"labels": labels, "depth": cfg.depth, "family": family_of(cfg).name},
         )
     return info.model_uri
+
+
+# The code a logged model imports, under the names it imports it by where depthfinder is not installed.
+SERVING_CODE = {"depthfinder_serving.py": serving, "depthfinder_network.py": network}
+
+
+def _serving_code(folder: Path) -> list[str]:
+    """Copies of the modules the model's code file imports (encoder.serving and the scratch network), named as
+    it imports them where depthfinder is not installed: MLflow puts code_paths on the served model's path."""
+    paths = []
+    for name, module in SERVING_CODE.items():
+        shutil.copyfile(module.__file__, folder / name)
+        paths.append(str(folder / name))
+    return paths
 
 
 def _pinned_requirements(packages: tuple[str, ...]) -> list[str]:

@@ -16,7 +16,7 @@ from encoder.architectures import ARCHITECTURES, truncated_config
 from encoder.checkpoint import open_tokenizer, resolve_checkpoint
 from encoder.families import Pretrained
 from encoder.pretrained import load_truncated
-from encoder.tokenizer import load_tokenizer
+from encoder.serving import load_tokenizer
 from tests.encoder.tiny_checkpoint import TYPES, tiny_checkpoint
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")

@@ -7,7 +7,8 @@ import pytest
 from tokenizers import Tokenizer
 
 from encoder.datamodule import BucketBatchSampler, TextDataModule
-from encoder.tokenizer import PAD_ID, encode_texts, train_tokenizer
+from encoder.serving import encode_texts
+from encoder.tokenizer import PAD_ID, train_tokenizer
 from tests.encoder.keyword_task import LABELS, keyword_frame
 
 

@@ -13,7 +13,8 @@ from encoder.families import Scratch
 from encoder.metrics import classification_metrics
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.module import RESTART_PEAK, DepthClassifier, warmup_cosine
-from encoder.tokenizer import encode_texts, pad_batch, train_tokenizer
+from encoder.serving import encode_texts, pad_batch
+from encoder.tokenizer import train_tokenizer
 from tests.encoder.keyword_task import LABELS, keyword_frame
 
 

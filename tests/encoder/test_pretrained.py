@@ -8,11 +8,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from encoder.bundle import load_bundle, read_bundle_config, save_bundle
+from encoder.bundle import save_bundle
 from encoder.checkpoint import resolve_checkpoint
 from encoder.families import Pretrained
 from encoder.pretrained import load_truncated
-from encoder.tokenizer import encode_texts, load_tokenizer
+from encoder.serving import encode_texts, load_bundle, load_tokenizer, read_bundle_config
 from encoder.training import train_candidate
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
 from tests.encoder.tiny_checkpoint import (

@@ -10,10 +10,10 @@ from lightning.pytorch.callbacks import Callback
 from tokenizers import Tokenizer
 
 from encoder import training
-from encoder.bundle import TextClassifier
 from encoder.interrupt import STOP, Interrupted
 from encoder.metrics import METRICS, classification_metrics
-from encoder.tokenizer import encode_texts, train_tokenizer
+from encoder.serving import TextClassifier, encode_texts
+from encoder.tokenizer import train_tokenizer
 from encoder.training import TrainedCandidate, inverse_frequency_weights, resolve_precision, train_candidate
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
 

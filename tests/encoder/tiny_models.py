@@ -7,7 +7,8 @@ from tokenizers import Tokenizer
 from torch import nn
 
 from encoder.model import EncoderClassifier, EncoderConfig
-from encoder.tokenizer import encode_texts, pad_batch, train_tokenizer
+from encoder.serving import encode_texts, pad_batch
+from encoder.tokenizer import train_tokenizer
 
 LABELS = ["neg", "pos"]
 TRAIN_TEXTS = [

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from encoder.bundle import load_bundle
 from encoder.checkpoint import resolve_checkpoint
 from encoder.selection.rule import choose_depth
+from encoder.serving import load_bundle
 from expectations.table.datasets import DATASETS
 from flows.cli import main
 from flows.summary import RunSummary

@@ -19,8 +19,8 @@ from mlflow.tracking import MlflowClient
 
 from encoder.bundle import save_bundle
 from encoder.selection.rule import SelectionRule
+from encoder.serving import texts_from_input
 from encoder.tracking.history import alias_history, history_problems, holder_at
-from encoder.tracking.pyfunc import texts_from_input
 from encoder.tracking.registry import (
     CHALLENGER,
     CHAMPION,
