@@ -13,7 +13,7 @@ RUN_ARGS ?= --dataset reviews-negation --summary-json summary.json
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev,stack,sentencepiece]'
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev,stack,sentencepiece,onnx]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -49,7 +49,7 @@ docs: $(STAMP)
 lock:
 	rm -rf .lock-venv
 	$(PYTHON) -m venv .lock-venv
-	.lock-venv/bin/python -m pip install --quiet -e '.[dev,stack,sentencepiece]'
+	.lock-venv/bin/python -m pip install --quiet -e '.[dev,stack,sentencepiece,onnx]'
 	printf '%s\n' "# The versions the test suite passed with; make installs with them. Refresh: make lock." \
 		"# torch is left to pyproject's range, so a GPU machine installs its CUDA build." > $(CONSTRAINTS)
 	.lock-venv/bin/python -m pip freeze --exclude-editable \

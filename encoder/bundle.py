@@ -13,7 +13,15 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
-from encoder.serving import BUNDLE_FORMAT, CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE, Network, family_name
+from encoder.serving import (
+    BUNDLE_FORMAT,
+    CONFIG_FILE,
+    TOKENIZER_FILE,
+    WEIGHTS_FILE,
+    Network,
+    PretrainedEncoderClassifier,
+    family_name,
+)
 
 
 def save_bundle(directory: Path, network: Network, tokenizer: Tokenizer, labels: list[str]) -> Path:
@@ -40,4 +48,24 @@ def save_bundle(directory: Path, network: Network, tokenizer: Tokenizer, labels:
               "labels": [str(label) for label in labels], "format": BUNDLE_FORMAT}
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     tokenizer.save(str(directory / TOKENIZER_FILE))
+    return directory
+
+
+def save_hf_folder(directory: Path, network: Network, tokenizer: Tokenizer, labels: list[str]) -> Path | None:
+    """The network as a standard Hugging Face folder (the k layers, the config saying k, the type's classification
+    head with the label names, the tokenizer) that `AutoModelForSequenceClassification.from_pretrained` and
+    `pipeline("text-classification")` load; None for a network that is not one (scratch, or a pretrained network
+    with mean or first-token pooling and a linear head, which no transformers class computes)."""
+    if not isinstance(network, PretrainedEncoderClassifier) or network.cfg.pooling != "head":
+        return None
+    from transformers import PreTrainedTokenizerFast
+
+    model = network.encoder
+    model.config.id2label = dict(enumerate(labels))
+    model.config.label2id = {label: index for index, label in enumerate(labels)}
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory, safe_serialization=True)
+    pad = tokenizer.id_to_token(network.cfg.pad_id)
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, model_max_length=network.cfg.max_len,
+                            pad_token=pad).save_pretrained(directory)
     return directory

@@ -41,7 +41,15 @@ class ModelConfig(BaseModel):
     vocab_size: int = Field(
         8000, strict=True, ge=100, description="WordPiece vocabulary size trained on the train split (scratch)."
     )
-    pooling: Literal["mean", "cls"] = Field("mean", description="Mean over real tokens, or the first ([CLS]) token.")
+    pooling: Literal["mean", "cls"] = Field(
+        "mean", description="How a scratch candidate pools: mean over real tokens, or the first ([CLS]) token."
+    )
+    pretrained_pooling: Literal["mean", "cls", "head"] = Field(
+        "mean",
+        description="How a pretrained candidate classifies: mean over real tokens or the first token, then a linear "
+        "head; or head, the type's own sequence-classification head ([CLS] and its pooler for BERT), which makes the "
+        "model a standard AutoModelForSequenceClassification, registered also as a Hugging Face folder.",
+    )
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> ModelConfig:

@@ -153,7 +153,7 @@ class Pretrained(Family):
         return str(path)
 
     def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> Network:
-        return load_truncated(self.checkpoint, depth, n_classes, model.max_len, model.pooling)
+        return load_truncated(self.checkpoint, depth, n_classes, model.max_len, model.pretrained_pooling)
 
 
 

@@ -71,6 +71,8 @@ def format_summary(summary: RunSummary) -> str:
             else f"not promoted; champion stays version {summary.champion_version}"
         )
         lines.append(f"Registered {summary.model.uri} as challenger, {promotion} ({summary.promotion}).")
+        if summary.deployment is not None:
+            lines.append(f"Deployment, on the test split: {summary.deployment.sentence}.")
     lines.append(f"MLflow run: {summary.mlflow_run_id}  data hash: {summary.data_hash}")
     return "\n".join(lines)
 

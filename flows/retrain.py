@@ -40,7 +40,7 @@ from flows.sweep import check_learning_rates, sweep_depths
 from tasks.audit import audit_dataset
 from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
-from tasks.registry import find_unchanged_model, register_model, settle_registrations
+from tasks.registry import find_unchanged_model, prepare_deployment, register_model, settle_registrations
 from tasks.tracking import close_abandoned_runs, log_audit, log_changes, log_summary, start_sweep_run
 from tasks.train import Training, open_family, prepare_tokenizer
 
@@ -116,13 +116,15 @@ def train_and_register(
     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
     candidates, halving = sweep_depths(config.sweep, trainings)
     decision = choose_depth(candidates, config.sweep)
+    chosen = shipped(candidates, decision)
+    deployment = prepare_deployment(chosen, dataset, config.sweep, str(run_folder(config, run) / "deployment"))
     registration = register_model(
-        shipped(candidates, decision), dataset, run, config.registry.model_name, config.sweep,
-        fingerprint | version_tags(candidates, decision, summary.audit),
+        chosen, dataset, run, config.registry.model_name, config.sweep,
+        fingerprint | version_tags(candidates, decision, summary.audit), deployment,
     )
     summary = summary.model_copy(update={
         "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision, "halving": halving,
-        "lr_check": lr_check,
+        "lr_check": lr_check, "deployment": deployment,
         "model": registration.model, "promoted": registration.promoted, "promotion": registration.promotion,
         "champion_version": registration.champion_version,
     })

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from encoder.deployment import Deployment
 from encoder.selection.candidate import Candidate, Record
 from encoder.selection.halving import Halving
 from encoder.selection.learning_rate import RateCheck
@@ -53,6 +54,10 @@ class RunSummary(Record):
     rule: Decision | None = Field(None, description="How the depth was chosen, and why.")
     halving: Halving | None = Field(None, description="What successive halving did; none without halving.")
     lr_check: list[RateCheck] = Field([], description="The learning-rate check per family (sweep.check_lr).")
+    deployment: Deployment | None = Field(
+        None, description="The chosen model's forms (torch, ONNX, int8 ONNX): each one's test metric, latency at "
+        "batch 1 and 32 and size, and which ship with the version (within the rule's tolerance of torch)."
+    )
     model: ModelVersionRef | None = Field(None, description="The version registered (or, when skipped, reused).")
     promoted: bool | None = Field(None, description="Whether it became champion.")
     promotion: str | None = Field(None, description="Why it was promoted or not, in a phrase.")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 from prefect import task
+from prefect.cache_policies import NONE
 
+from encoder.deployment import Deployment
 from encoder.interrupt import STOP
 from encoder.selection.candidate import Candidate
 from encoder.selection.rule import SelectionRule
@@ -15,10 +19,27 @@ from tasks.data import TRAINING_COLUMNS, PreparedData
 from tasks.tracking import RETRIES
 
 
+@task(cache_policy=NONE)
+def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: SelectionRule, folder: str) -> Deployment:
+    """The chosen model's other forms in `folder`: its Hugging Face folder where it is one, and its ONNX variants,
+    each measured on the test split and shipped only within the rule's tolerance (encoder.deployment)."""
+    from encoder.bundle import save_hf_folder
+    from encoder.deployment import measure_deployment
+    from encoder.serving import load_bundle
+
+    model = load_bundle(Path(candidate.bundle))
+    frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
+    test = frame[frame["split"] == "test"]
+    deployment = measure_deployment(model.network, model.tokenizer, model.labels, test["text"].tolist(),
+                                    test["label"].tolist(), rule.metric, rule.tolerance, Path(folder) / "onnx")
+    hf = save_hf_folder(Path(folder) / "hf", model.network, model.tokenizer, model.labels)
+    return deployment.model_copy(update={"hf_folder": None if hf is None else str(hf)})
+
+
 @task(**RETRIES)
 def register_model(
     candidate: Candidate, dataset: PreparedData, sweep: SweepRun, model_name: str, rule: SelectionRule,
-    tags: dict[str, str],
+    tags: dict[str, str], deployment: Deployment | None = None,
 ) -> Registration:
     """Register `candidate` (its run keeps the table it was trained on); score it and the champion on the same
     test split; promote it if it earns it by `rule`; alias it challenger.
@@ -49,7 +70,7 @@ def register_model(
     settle_unjudged(client, model_name)  # what an earlier attempt of this task left (retries)
     with mlflow.start_run(run_id=sweep.run_id):
         mlflow.log_artifact(dataset.path, TABLE_ARTIFACTS)  # what the next night compares its table with
-        model_uri = log_text_classifier(candidate.bundle, input_example=texts[:3])
+        model_uri = log_text_classifier(candidate.bundle, input_example=texts[:3], deployment=deployment)
     champion = current_champion(client, model_name)
     cost_tag, cost = f"cost.{rule.cost}", candidate.cost.value(rule.cost)
     challenger = None

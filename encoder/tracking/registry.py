@@ -6,6 +6,7 @@ function `should_promote`; `promote_if_better` only applies it to the registry.
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import tempfile
@@ -23,6 +24,7 @@ from mlflow.tracking import MlflowClient
 
 from encoder import model as network
 from encoder import serving
+from encoder.deployment import Deployment
 from encoder.families import SERVING_PACKAGES, family_of
 from encoder.metrics import classification_metrics
 from encoder.selection.rule import SelectionRule
@@ -43,13 +45,16 @@ JUDGED, PENDING, PROMOTED, NOT_PROMOTED = "judged", "pending", "promoted", "not 
 _LOG_LOCK = threading.Lock()
 
 
-def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example: list[str]) -> str:
+def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example: list[str],
+                        deployment: Deployment | None = None) -> str:
     """Log a bundle as a raw-text pyfunc model under the active run.
 
     Args:
         bundle_dir: A folder written by encoder.bundle.save_bundle.
         name: The logged model's name within the run.
         input_example: A few representative texts, stored with the model.
+        deployment: The model's other forms (encoder.deployment): its Hugging Face folder travels with it as the
+            artifact `hf`, the ONNX variants that ship and their measurements as `onnx`.
 
     Returns:
         The logged model's URI (`models:/<model_id>`).
@@ -64,7 +69,7 @@ def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example:
             name=name,
             python_model=Path(pyfunc.__file__),
             code_paths=_serving_code(Path(code)),
-            artifacts={pyfunc.BUNDLE_ARTIFACT: str(bundle_dir)},
+            artifacts={pyfunc.BUNDLE_ARTIFACT: str(bundle_dir), **_deployment_artifacts(deployment, Path(code))},
             signature=pyfunc.text_classifier_signature(labels),
             input_example=pd.DataFrame({TEXT_COLUMN: list(input_example)}),
             pip_requirements=_pinned_requirements(SERVING_PACKAGES + family_of(cfg).serving_packages),
@@ -73,8 +78,21 @@ def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example:
     return info.model_uri
 
 
+HF_ARTIFACT, ONNX_ARTIFACT, DEPLOYMENT_FILE = "hf", "onnx", "deployment.json"
 # The code a logged model imports, under the names it imports it by where depthfinder is not installed.
 SERVING_CODE = {"depthfinder_serving.py": serving, "depthfinder_network.py": network}
+
+
+def _deployment_artifacts(deployment: Deployment | None, folder: Path) -> dict[str, str]:
+    """The artifacts `hf` (the Hugging Face folder) and `onnx` (the shipped variants and deployment.json)."""
+    if deployment is None:
+        return {}
+    onnx = folder / ONNX_ARTIFACT
+    onnx.mkdir()
+    for file in deployment.shipped_files():
+        shutil.copyfile(file, onnx / Path(file).name)
+    (onnx / DEPLOYMENT_FILE).write_text(json.dumps(deployment.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return {ONNX_ARTIFACT: str(onnx)} | ({HF_ARTIFACT: deployment.hf_folder} if deployment.hf_folder else {})
 
 
 def _serving_code(folder: Path) -> list[str]:
