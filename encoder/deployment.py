@@ -103,7 +103,7 @@ def quantize(fp32: Path, int8: Path) -> Path:
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     prepared = int8.with_suffix(".prepared.onnx")
-    quant_pre_process(str(fp32), str(prepared))
+    quant_pre_process(str(fp32), str(prepared), skip_symbolic_shape=True)  # symbolic inference fails on masks
     quantize_dynamic(str(prepared), str(int8), weight_type=QuantType.QInt8)
     prepared.unlink()
     return int8

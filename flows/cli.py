@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -171,6 +172,15 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--text-col", default="text", help="text column of --data (default: text)")
     predict.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow tracking URI")
     predict.set_defaults(handler=_predict)
+
+    export = commands.add_parser("export", help="write the files of a registered model to a folder")
+    export.add_argument("--model", required=True, help="model URI, e.g. models:/depthfinder@champion")
+    export.add_argument("--to", type=Path, required=True, help="folder to write the files into (new, or empty)")
+    export.add_argument("--format", choices=list(EXPORT_FORMATS), default="hf",
+                        help="hf: the Hugging Face folder (pretrained, head pooling); onnx: the ONNX variants that "
+                        "shipped and their measurements; bundle: depthfinder's own (default: hf)")
+    export.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow tracking URI")
+    export.set_defaults(handler=_export)
 
     deploy = commands.add_parser(
         "deploy", help="serve the nightly retrain (and the audit, on demand) from this machine; needs a Prefect server"
@@ -388,6 +398,54 @@ def _check_store_exists(tracking_uri: str) -> None:
     database = tracking_uri.removeprefix(SQLITE)
     if tracking_uri.startswith(SQLITE) and not Path(database).is_file():
         raise UsageError(f"no MLflow database at {database}; run `depthfinder run` first or pass --tracking-uri")
+
+
+# Each export format: the artifact of a depthfinder model that holds it, and what to say when it has none.
+EXPORT_FORMATS = {
+    "hf": ("hf", "no Hugging Face folder: only a pretrained model trained with model.pretrained_pooling head is one"),
+    "onnx": ("onnx", "no ONNX variants: it was registered without onnxruntime, or before depthfinder made them"),
+    "bundle": ("bundle", "no bundle"),
+}
+
+
+def _export(args: argparse.Namespace) -> int:
+    from mlflow.exceptions import MlflowException
+
+    from encoder.tracking.loading import vouch
+    from encoder.tracking.runs import use_store
+    from flows.preflight import check_tracking_store, check_writable
+
+    if args.to.exists() and (not args.to.is_dir() or any(args.to.iterdir())):
+        raise UsageError(f"--to {args.to} exists and is not an empty folder")
+    check_writable(args.to, "export folder", folder=True)
+    _check_store_exists(args.tracking_uri)
+    check_tracking_store(args.tracking_uri)
+    use_store(args.tracking_uri)
+    try:
+        artifacts = vouch(args.model)
+    except ValueError as exc:
+        raise UsageError(f"{exc} (tracking URI {args.tracking_uri})") from None
+    artifact, missing = EXPORT_FORMATS[args.format]
+    if artifact not in artifacts:
+        others = ", ".join(name for name in EXPORT_FORMATS if name != args.format)
+        raise UsageError(f"{args.model} has {missing} (--format {others})")
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+    created = not args.to.exists()
+    args.to.mkdir(parents=True, exist_ok=True)
+    partial = args.to / ".partial"
+    partial.mkdir(exist_ok=True)
+    try:
+        fetched = Path(get_artifact_repository(args.model).download_artifacts(artifacts[artifact], str(partial)))
+        for path in fetched.iterdir():
+            path.rename(args.to / path.name)
+    except (MlflowException, OSError) as exc:
+        shutil.rmtree(args.to if created else partial, ignore_errors=True)  # whole or not at all
+        raise UsageError(f"cannot fetch {artifact} of {args.model}: {exc}") from None
+    shutil.rmtree(partial, ignore_errors=True)
+    names = ", ".join(sorted(path.name for path in args.to.iterdir()))
+    print(f"Wrote the {args.format} files of {args.model} to {args.to}: {names}")
+    return 0
 
 
 def _read_texts(path: Path, text_col: str) -> list[str]:

@@ -50,18 +50,19 @@ def _description(model_uri: str):
         raise ValueError(f"cannot read model {model_uri}: {reason}") from None
 
 
-def vouch(model_uri: str) -> str:
-    """The path of the bundle within a depthfinder model; ValueError naming what the model is otherwise."""
+def vouch(model_uri: str) -> dict[str, str]:
+    """The path within a depthfinder model of each of its artifacts (the bundle, and the Hugging Face folder and
+    the ONNX variants where it has them), by name; ValueError naming what the model is otherwise."""
     info = _description(model_uri)
     if problem := foreign(info.flavors, info.metadata):
         raise ValueError(f"{model_uri} is not a depthfinder model: {problem}; depthfinder loads only its own "
                          "models, and never runs code that came with one")
-    return info.flavors[PYFUNC]["artifacts"][BUNDLE_ARTIFACT]["path"]
+    return {name: artifact["path"] for name, artifact in info.flavors[PYFUNC]["artifacts"].items()}
 
 
 def open_classifier(model_uri: str) -> TextClassifier:
     """The classifier of a depthfinder model (see vouch), loaded from its bundle's data."""
-    bundle = vouch(model_uri)
+    bundle = vouch(model_uri)[BUNDLE_ARTIFACT]
     with tempfile.TemporaryDirectory(prefix="depthfinder-model-") as scratch:
         try:
             local = get_artifact_repository(model_uri).download_artifacts(bundle, scratch)

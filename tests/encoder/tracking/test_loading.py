@@ -88,7 +88,7 @@ def test_depthfinders_own_model_predicts_from_its_bundle(store) -> None:
     classifier = open_classifier("models:/ours@champion")
 
     assert classifier.predict(["a great film", "an awful mess"]) == ["pos", "neg"]
-    assert vouch("models:/ours/1") == "artifacts/bundle"
+    assert vouch("models:/ours/1") == {"bundle": "artifacts/bundle"}
 
 
 @pytest.mark.parametrize(("name", "what"), [

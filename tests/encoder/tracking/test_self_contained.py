@@ -108,7 +108,8 @@ def test_a_registered_model_predicts_in_a_fresh_environment_built_from_its_requi
                              capture_output=True, text=True, timeout=1800)
     assert install.returncode == 0, install.stderr[-3000:]
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    assert subprocess.run([python, "-c", "import encoder"], capture_output=True, env=environment).returncode != 0
+    assert subprocess.run([python, "-c", "import encoder"], capture_output=True, env=environment,
+                          cwd=tmp_path).returncode != 0  # nothing of depthfinder's is there
 
     alone = served(python, uri, "pretrained-head", env=environment)
 

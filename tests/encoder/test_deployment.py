@@ -1,0 +1,144 @@
+"""The chosen model as it will run: ONNX and int8 ONNX variants computing what the torch model computes, an
+accuracy gate that keeps a damaged variant out, a Hugging Face folder that transformers alone loads with the same
+predictions, and `depthfinder export` writing each form to a folder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pytest
+from mlflow.tracking import MlflowClient
+
+import encoder.deployment
+from encoder.bundle import save_bundle, save_hf_folder
+from encoder.checkpoint import resolve_checkpoint
+from encoder.deployment import OnnxNetwork, export_onnx, measure_deployment
+from encoder.pretrained import load_truncated
+from encoder.serving import TextClassifier, load_tokenizer
+from encoder.tracking.registry import log_text_classifier, register_version
+from flows.cli import main
+from tests.encoder.keyword_task import LABELS, keyword_frame
+from tests.encoder.tiny_checkpoint import tiny_checkpoint
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """A pretrained network with its type's own head, its tokenizer, and 50 labelled texts."""
+    root = tmp_path_factory.mktemp("deploy")
+    frame = keyword_frame(120)
+    checkpoint = resolve_checkpoint(str(tiny_checkpoint(root / "bert", frame["text"], layers=3)))
+    network = load_truncated(checkpoint, 2, n_classes=len(LABELS), max_len=32, pooling="head")
+    return root, network, load_tokenizer(checkpoint.tokenizer_path), frame["text"].head(50).tolist(), \
+        frame["label"].head(50).tolist()
+
+
+def test_the_onnx_graph_computes_what_the_torch_network_computes(model, tmp_path: Path) -> None:
+    _, network, tokenizer, texts, _ = model
+
+    path = export_onnx(network, tmp_path / "model.onnx")
+
+    torch_model, onnx_model = TextClassifier(network, tokenizer, LABELS), TextClassifier(
+        OnnxNetwork(path, network.cfg), tokenizer, LABELS)
+    assert np.allclose(onnx_model.predict_proba(texts), torch_model.predict_proba(texts), atol=1e-4)
+
+
+def test_variants_within_the_tolerance_ship_and_a_damaged_one_does_not(model, tmp_path: Path, monkeypatch) -> None:
+    _, network, tokenizer, texts, labels = model
+    truths = TextClassifier(network, tokenizer, LABELS).predict(texts)  # the torch model scores 1.0 on these
+
+    sound = measure_deployment(network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, tmp_path / "sound")
+
+    def damaged(fp32: Path, int8: Path) -> Path:
+        """A quantisation that zeroes every weight: the graph runs, and says the same class for every text."""
+        import onnx
+        from onnx import numpy_helper
+
+        graph = onnx.load(str(fp32))
+        for tensor in graph.graph.initializer:
+            tensor.CopyFrom(numpy_helper.from_array(np.zeros_like(numpy_helper.to_array(tensor)), tensor.name))
+        onnx.save(graph, str(int8))
+        return int8
+
+    monkeypatch.setattr(encoder.deployment, "quantize", damaged)
+    broken = measure_deployment(network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, tmp_path / "broken")
+
+    assert [(v.name, v.shipped) for v in sound.variants] == [("torch", True), ("onnx-int8", True), ("onnx", True)]
+    assert sound.variant("onnx").metrics["macro_f1"] == 1.0
+    assert set(sound.variant("onnx-int8").latency_ms) == {"b1_p50", "b1_p95", "b32_p50", "b32_p95"}
+    assert sound.shipped_files() == [str(tmp_path / "sound" / name) for name in ("model-int8.onnx", "model.onnx")]
+    assert not broken.variant("onnx-int8").shipped and broken.variant("onnx").shipped
+    assert "int8 ONNX: macro_f1" in broken.sentence and "not shipped (it loses more than the tolerance 0.05)" in \
+        broken.sentence
+
+
+HF_ALONE = """
+import json, sys
+for name in ("encoder", "flows", "tasks", "expectations"):
+    sys.modules[name] = None
+from transformers import pipeline
+classify = pipeline("text-classification", model=sys.argv[1], top_k=None)
+print(json.dumps([{d["label"]: d["score"] for d in scores} for scores in classify(json.loads(sys.argv[2]))]))
+"""
+
+
+def test_the_hugging_face_folder_loads_with_transformers_alone_and_predicts_the_same(model, tmp_path: Path) -> None:
+    _, network, tokenizer, texts, _ = model
+    folder = save_hf_folder(tmp_path / "hf", network, tokenizer, LABELS)
+
+    done = subprocess.run([sys.executable, "-c", HF_ALONE, str(folder), json.dumps(texts)], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    scores = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = TextClassifier(network, tokenizer, LABELS).predict_proba(texts)
+    assert np.allclose([[row[label] for label in LABELS] for row in scores], expected, atol=1e-5)
+    assert json.loads((folder / "config.json").read_text())["num_hidden_layers"] == 2
+
+
+def test_a_scratch_or_mean_pooled_network_has_no_hugging_face_folder(model, tmp_path: Path) -> None:
+    root, _, tokenizer, _, _ = model
+    mean = load_truncated(resolve_checkpoint(str(root / "bert")), 1, n_classes=len(LABELS), max_len=32,
+                          pooling="mean")
+    assert save_hf_folder(tmp_path / "hf", mean, tokenizer, LABELS) is None and not (tmp_path / "hf").exists()
+
+
+def test_export_writes_each_form_of_a_registered_model_and_refuses_what_it_lacks(model, tmp_path, monkeypatch,
+                                                                                capsys) -> None:
+    root, network, tokenizer, texts, labels = model
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.chdir(tmp_path)
+    bundle = save_bundle(tmp_path / "bundle", network, tokenizer, LABELS)
+    deployment = measure_deployment(network, tokenizer, LABELS, texts, labels, "macro_f1", 0.05, tmp_path / "onnx")
+    deployment = deployment.model_copy(update={"hf_folder": str(save_hf_folder(tmp_path / "hf", network, tokenizer,
+                                                                                  LABELS))})
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        client = MlflowClient(tracking_uri=uri)
+        with mlflow.start_run():
+            register_version(client, log_text_classifier(bundle, input_example=texts[:2], deployment=deployment),
+                             "m", {})
+            register_version(client, log_text_classifier(bundle, input_example=texts[:2]), "bare", {})
+    finally:
+        mlflow.set_tracking_uri(previous)
+    capsys.readouterr()
+
+    assert main(["export", "--model", "models:/m/1", "--to", "out-hf", "--tracking-uri", uri]) == 0
+    assert main(["export", "--model", "models:/m/1", "--to", "out-onnx", "--format", "onnx", "--tracking-uri",
+                 uri]) == 0
+    refused = main(["export", "--model", "models:/bare/1", "--to", "out-bare", "--format", "onnx", "--tracking-uri",
+                    uri])
+
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in (tmp_path / "out-hf").iterdir()}
+    shipped = {Path(file).name for file in deployment.shipped_files()}
+    assert {p.name for p in (tmp_path / "out-onnx").iterdir()} == shipped | {"deployment.json"}
+    err = capsys.readouterr().err
+    assert refused == 2 and err.count("\n") == 1 and "models:/bare/1 has no ONNX variants" in err
+    assert not (tmp_path / "out-bare").exists()
