@@ -12,7 +12,9 @@ validation and test macro-F1, MFLOPs per example, p50 latency, train seconds; th
 depths and the wall times. Last line:
 `RESULT pretrained_chosen_depths=<per dataset> pretrained_best_f1=<...> scratch_best_f1=<...> time_ratio=<...>`
 (test macro-F1 of the pretrained depth depthfinder chose, of the best scratch depth by test
-macro-F1, and the pretrained sweep's wall time over the scratch sweep's, per dataset).
+macro-F1, and the pretrained sweep's wall time over the scratch sweep's, per dataset). With
+`--pooling mean,head` the pretrained family is swept once per pooling (`pretrained-mean_...`,
+`pretrained-head_...`): mean pooling and a linear head against the type's own head.
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the checkpoint is unpacked (reused)")
     parser.add_argument("--datasets", default=",".join(DATASETS), help="files under DEPTHFINDER_DATA")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--pooling", default="mean", help="pretrained pooling(s) to sweep, comma-separated: mean, cls, "
+                        "head (the type's own head)")
+    parser.add_argument("--skip-scratch", action="store_true", help="sweep the pretrained family only")
     args = parser.parse_args(argv)
     if args.threads:
         import torch
@@ -98,19 +103,29 @@ def main(argv: list[str] | None = None) -> int:
             if not (DATA / name).is_file():
                 raise SystemExit(f"no {DATA / name}: set DEPTHFINDER_DATA (docs/benchmarks.md)")
             results[name] = {}
-            for family, options in (("scratch", []), ("pretrained", ["--pretrained", str(checkpoint)])):
+            sweeps = [] if args.skip_scratch else [("scratch", [])]
+            sweeps += [(f"pretrained-{pooling}" if "," in args.pooling else "pretrained",
+                        ["--pretrained", str(checkpoint), "--pretrained-pooling", pooling])
+                       for pooling in args.pooling.split(",")]
+            for family, options in sweeps:
                 folder = Path(scratch_space) / name / family
                 folder.mkdir(parents=True)
                 results[name][family] = run_depthfinder(["--data", str(DATA / name)], "", folder, *options)
             print("\n".join(table(name, results[name])), flush=True)
-    chosen = [str(r["pretrained"]["depth"]) for r in results.values()]
-    pretrained_f1 = [f"{r['pretrained']['test_f1']:.3f}" for r in results.values()]
-    scratch_f1 = [f"{max(c['test_metrics'].get('macro_f1', 0) for c in r['scratch']['summary']['candidates']):.3f}"
-                  for r in results.values()]
-    ratio = [f"{r['pretrained']['seconds'] / r['scratch']['seconds']:.2f}" for r in results.values()]
+    pretrained = [family for family in next(iter(results.values())) if family.startswith("pretrained")]
+    fields = []
+    for family in pretrained:
+        suffix = family.removeprefix("pretrained")
+        fields.append(f"pretrained{suffix}_chosen_depths=" + ",".join(str(r[family]["depth"]) for r in results.values()))
+        fields.append(f"pretrained{suffix}_best_f1=" + ",".join(f"{r[family]['test_f1']:.3f}" for r in results.values()))
+    if not args.skip_scratch:
+        fields.append("scratch_best_f1=" + ",".join(
+            f"{max(c['test_metrics'].get('macro_f1', 0) for c in r['scratch']['summary']['candidates']):.3f}"
+            for r in results.values()))
+        fields.append("time_ratio=" + ",".join(f"{r[pretrained[0]]['seconds'] / r['scratch']['seconds']:.2f}"
+                                               for r in results.values()))
     print(f"\ndatasets: {', '.join(results)}")
-    print(f"RESULT pretrained_chosen_depths={','.join(chosen)} pretrained_best_f1={','.join(pretrained_f1)} "
-          f"scratch_best_f1={','.join(scratch_f1)} time_ratio={','.join(ratio)}")
+    print("RESULT " + " ".join(fields))
     return 0
 
 

@@ -18,7 +18,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from encoder.config import Family
+from encoder.config import Family, ModelConfig
 from encoder.tracking.credentials import hide_credentials, redact, redact_log_records
 from flows.config import RegistryConfig, RunConfig, SweepConfig, load_run_config
 from flows.deploy import NIGHTLY_CRON
@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--pretrained", help="a pretrained encoder to truncate: a Hugging Face folder or hub id (BERT, RoBERTa, XLM-R, "
         "DistilBERT, DeBERTa-v3, ELECTRA, ModernBERT, ...)"
     )
+    run.add_argument("--pretrained-pooling", choices=_choices(ModelConfig, "pretrained_pooling"),
+                     help="how a pretrained candidate classifies: mean, cls, or head (the type's own head: the model is "
+                     "also a Hugging Face folder); default: mean")
     run.add_argument(
         "--families", type=_families,
         help="families to sweep and choose among, e.g. scratch,pretrained (default: pretrained with --pretrained)",
@@ -239,7 +242,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         },
         "audit": {"strict": get("strict"), "drop": [kind for kind in DROP_FLAGS if get(f"drop_{kind}")] or None},
         "changes": {"skip_minor": get("skip_minor")},
-        "model": {"pretrained": get("pretrained")},
+        "model": {"pretrained": get("pretrained"), "pretrained_pooling": get("pretrained_pooling")},
         "train": {"max_epochs": get("max_epochs")},
         "sweep": {
             name: get(name)
