@@ -115,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     pretrained = [family for family in next(iter(results.values())) if family.startswith("pretrained")]
     fields = []
     for family in pretrained:
-        suffix = family.removeprefix("pretrained")
-        fields.append(f"pretrained{suffix}_chosen_depths=" + ",".join(str(r[family]["depth"]) for r in results.values()))
-        fields.append(f"pretrained{suffix}_best_f1=" + ",".join(f"{r[family]['test_f1']:.3f}" for r in results.values()))
+        runs = [r[family] for r in results.values()]
+        fields.append(f"{family}_chosen_depths=" + ",".join(str(run["depth"]) for run in runs))
+        fields.append(f"{family}_best_f1=" + ",".join(f"{run['test_f1']:.3f}" for run in runs))
     if not args.skip_scratch:
         fields.append("scratch_best_f1=" + ",".join(
             f"{max(c['test_metrics'].get('macro_f1', 0) for c in r['scratch']['summary']['candidates']):.3f}"

@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
         "DistilBERT, DeBERTa-v3, ELECTRA, ModernBERT, ...)"
     )
     run.add_argument("--pretrained-pooling", choices=_choices(ModelConfig, "pretrained_pooling"),
-                     help="how a pretrained candidate classifies: mean, cls, or head (the type's own head: the model is "
-                     "also a Hugging Face folder); default: mean")
+                     help="how a pretrained candidate classifies: mean, cls, or head (the type's own head: the model "
+                     "is also a Hugging Face folder); default: mean")
     run.add_argument(
         "--families", type=_families,
         help="families to sweep and choose among, e.g. scratch,pretrained (default: pretrained with --pretrained)",
