@@ -30,6 +30,7 @@ from expectations.changes.config import ChangesConfig
 from expectations.changes.report import ChangeReport, Policy, changes_lines, changes_markdown
 from expectations.table.config import DataConfig
 from flows.audit import audit_informs, publish_audit
+from flows.card import model_card
 from flows.config import RegistryConfig, RunConfig, SweepConfig
 from flows.lock import one_retrain_at_a_time
 from flows.preflight import check_run
@@ -41,7 +42,14 @@ from tasks.audit import audit_dataset
 from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 from tasks.registry import find_unchanged_model, prepare_deployment, register_model, settle_registrations
-from tasks.tracking import close_abandoned_runs, log_audit, log_changes, log_summary, start_sweep_run
+from tasks.tracking import (
+    close_abandoned_runs,
+    describe_model,
+    log_audit,
+    log_changes,
+    log_summary,
+    start_sweep_run,
+)
 from tasks.train import Training, open_family, prepare_tokenizer
 
 
@@ -129,6 +137,7 @@ def train_and_register(
         "champion_version": registration.champion_version,
     })
     record_decision(config, run, summary)
+    describe_model(run, registration.model.name, registration.model.version, model_card(summary, fingerprint))
     return summary
 
 

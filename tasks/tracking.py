@@ -138,3 +138,23 @@ def log_summary(sweep: SweepRun, summary: dict[str, Any], tags: dict[str, Any], 
         client.log_artifact(sweep.run_id, path, "plots")
     set_tags(client, sweep.run_id, tags)
 
+
+
+# MLflow keeps at most this many characters of a tag's value (the run note is a tag).
+NOTE_LIMIT = 8000
+
+
+@task(**RETRIES)
+def describe_model(sweep: SweepRun, model_name: str, version: str, card: str) -> None:
+    """The model card as the version's description, the sweep's run note, and, with the promotion history as a
+    table, the registered model's description (the champion's card: the new version's if it was promoted)."""
+    from encoder.tracking.history import alias_history, history_table
+    from encoder.tracking.registry import current_champion
+
+    client = sweep.client
+    client.update_model_version(model_name, version, description=card)
+    set_tags(client, sweep.run_id, {"mlflow.note.content": card[:NOTE_LIMIT]})
+    champion = current_champion(client, model_name)
+    head = card if champion is None or str(champion.version) == str(version) else (champion.description or "")
+    history = history_table(alias_history(client, model_name))
+    client.update_registered_model(model_name, description=f"{head}\n## Promotion history\n\n{history}\n")

@@ -95,3 +95,13 @@ def roll_back(client: MlflowClient, model_name: str, reason: str) -> list[AliasM
         move_alias(client, model_name, CHAMPION, previous, f"rollback from version {champion}: {reason}"),
         move_alias(client, model_name, PREVIOUS_CHAMPION, champion, f"rolled back: {reason}"),
     ]
+
+
+def history_table(moves: list[AliasMove]) -> str:
+    """The promotion history, newest first, as a Markdown table."""
+    rows = ["| # | time (UTC) | alias | version | was | reason |", "|---:|---|---|---:|---:|---|"]
+    for move in sorted(moves, key=lambda m: m.seq, reverse=True):
+        reason = move.reason.replace("|", "\\|")
+        rows.append(f"| {move.seq} | {move.time:%Y-%m-%d %H:%M} | {move.alias} | {move.version} | "
+                    f"{move.previous or '-'} | {reason} |")
+    return "\n".join(rows)

@@ -1,0 +1,67 @@
+"""A run registers what a team ships: its chosen model with its ONNX variants measured and gated, a Hugging Face
+folder for a pretrained model with its type's own head, and a model card a reviewer reads in the MLflow UI as
+the version's and the registered model's description and the run's note."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import mlflow
+import pytest
+from mlflow import MlflowClient
+
+from expectations.table.datasets import DATASETS
+from flows.cli import main
+from tests.encoder.tiny_checkpoint import tiny_checkpoint
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning")
+CONFIG = """
+data: {dataset: topics, dataset_rows: 400}
+model: {max_len: 32, pretrained_pooling: head}
+train: {batch_size: 32, finetune_learning_rate: 0.003, finetune_max_epochs: 2, finetune_min_epochs: 2}
+sweep: {depths: [1, 2], tolerance: 0.05}
+"""
+
+
+@pytest.fixture(scope="module")
+def registered(prefect_server, tmp_path_factory) -> tuple[Path, dict, MlflowClient]:
+    folder = tmp_path_factory.mktemp("deployable")
+    checkpoint = tiny_checkpoint(folder / "ckpt", DATASETS["topics"].generate(400, 1)["text"], layers=2)
+    (folder / "run.yaml").write_text(CONFIG)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        assert main(["run", "--config", "run.yaml", "--pretrained", str(checkpoint), "--summary-json", "s.json"]) == 0
+    return folder, json.loads((folder / "s.json").read_text()), MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+
+
+def test_the_version_carries_its_hugging_face_folder_and_the_onnx_variants_that_passed_the_gate(registered) -> None:
+    folder, summary, client = registered
+    deployment = summary["deployment"]
+
+    assert [v["name"] for v in deployment["variants"]] == ["torch", "onnx-int8", "onnx"]
+    torch_f1 = deployment["variants"][0]["metrics"]["macro_f1"]
+    for variant in deployment["variants"][1:]:
+        assert variant["shipped"] == (variant["metrics"]["macro_f1"] >= torch_f1 - 0.05)
+    model_dir = Path(mlflow.artifacts.download_artifacts(
+        artifact_uri=client.get_model_version("depthfinder", "1").source, tracking_uri=client.tracking_uri,
+        dst_path=str(folder / "fetched")))
+    shipped = {Path(v["file"]).name for v in deployment["variants"] if v["shipped"] and v["file"]}
+    assert {p.name for p in (model_dir / "artifacts" / "onnx").iterdir()} == shipped | {"deployment.json"}
+    assert (model_dir / "artifacts" / "hf" / "model.safetensors").is_file()
+    assert deployment["sentence"] in (folder / "s.json").read_text()
+
+
+def test_the_model_card_is_the_versions_and_the_models_description_and_the_runs_note(registered) -> None:
+    _, summary, client = registered
+
+    version = client.get_model_version("depthfinder", "1").description
+    model = client.get_registered_model("depthfinder").description
+    note = client.get_run(summary["mlflow_run_id"]).data.tags["mlflow.note.content"]
+
+    assert version.startswith(f"# depthfinder version 1: pretrained depth {summary['selected_depth']}")
+    assert summary["rule"]["reason"] in version and summary["deployment"]["sentence"] in version
+    assert "get-artifact?path=plots%2Fmetric_vs_depth.png" in version
+    assert "--format hf" in version and "--format onnx" in version
+    assert model.startswith(version) and "## Promotion history" in model and "| champion | 1 |" in model
+    assert note == version
