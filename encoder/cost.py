@@ -80,6 +80,21 @@ def measure_cost(
     }
 
 
+def onnx_latency_ms(network: EncoderClassifier, example_length: int, repeats: int = 50) -> float:
+    """Median latency of a batch-1 forward of the network as it ships to ONNX Runtime (int8, encoder.deployment),
+    on the same synthetic input as `measure_cost`'s torch latency."""
+    import tempfile
+    from pathlib import Path
+
+    from encoder.deployment import OnnxNetwork, export_onnx, quantize
+
+    with tempfile.TemporaryDirectory(prefix="depthfinder-onnx-") as folder:
+        int8 = quantize(export_onnx(network, Path(folder) / "model.onnx"), Path(folder) / "model-int8.onnx")
+        session = OnnxNetwork(int8, network.cfg)
+        p50, _ = _latency_ms(session, _example_batch(network, 1, example_length, torch.device("cpu")), repeats)
+    return p50
+
+
 def _example_batch(network: EncoderClassifier, batch_size: int, length: int, device: torch.device) -> Batch:
     """Random non-pad token ids (fixed seed) and an all-True mask, (B, T) each."""
     generator = torch.Generator().manual_seed(0)

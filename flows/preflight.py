@@ -27,6 +27,7 @@ def check_run(config: RunConfig, outputs: Iterable[Path | None] = ()) -> None:
             check_writable(path, "output file")
     check_writable(Path(config.registry.workdir), "work folder", folder=True)
     check_accelerator(config.train.accelerator)
+    check_cost(config.sweep.cost)
     check_families(config)
     check_prefect_api()
     check_dask_scheduler(config.sweep)
@@ -66,6 +67,16 @@ def check_accelerator(accelerator: str) -> None:
 
         if not torch.cuda.is_available():
             raise ValueError("setting train.accelerator: gpu, but torch sees no CUDA GPU here; use auto or cpu")
+
+
+def check_cost(cost: str) -> None:
+    """The rule's cost can be measured here: the int8 ONNX latency needs ONNX Runtime."""
+    if cost == "onnx_latency_ms_p50":
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            raise ValueError("setting sweep.cost: onnx_latency_ms_p50 needs ONNX Runtime: pip install "
+                             "'depthfinder[onnx]'") from None
 
 
 def check_families(config: RunConfig) -> None:

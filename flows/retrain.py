@@ -147,7 +147,7 @@ def training_of(family: Family, config: RunConfig, dataset: PreparedData, class_
     workdir = Path(config.registry.workdir)
     tokenizer = prepare_tokenizer(family, dataset, config.model, workdir)
     return Training(family, dataset, tokenizer, config.model, family.recipe(config.train), class_weights, run,
-                    workdir)
+                    workdir, onnx_cost=config.sweep.cost == "onnx_latency_ms_p50")
 
 
 def audited(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: ChangeReport | None) -> RunSummary:

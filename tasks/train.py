@@ -96,6 +96,7 @@ class Training:
     class_weights: bool
     sweep: SweepRun
     workdir: Path
+    onnx_cost: bool = False  # measure each candidate's int8 ONNX latency (the rule's cost is onnx_latency_ms_p50)
 
 
 def candidate_key(training: Training, depth: int, seed: int) -> str:
@@ -107,6 +108,7 @@ def candidate_key(training: Training, depth: int, seed: int) -> str:
         "model": training.model.model_dump(mode="json", exclude={"pretrained"}),
         "train": training.train.model_dump(mode="json", exclude={"seed"}),
         "class_weights": training.class_weights, "depth": depth, "seed": seed, "code": code_version(),
+        **({"onnx_cost": True} if training.onnx_cost else {}),
     })
 
 
@@ -175,7 +177,7 @@ def train_depth(
 def _train_and_measure(training: Training, depth: int, run_id: str, candidate_dir: Path, epochs: int) -> Candidate:
     """Train from the candidate's last saved epoch (if it has one within `epochs`), measure, save the bundle."""
     from encoder.bundle import save_bundle
-    from encoder.cost import measure_cost
+    from encoder.cost import measure_cost, onnx_latency_ms
     from encoder.selection.evidence import save_predictions
     from encoder.serving import load_tokenizer
     from encoder.training import checkpoint_epochs, last_checkpoint, train_candidate
@@ -209,8 +211,9 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     predictions = save_predictions(candidate_dir / f"predictions-epochs-{epochs}.npz", trained.val_true,
                                    trained.val_predicted)
     size = sum(path.stat().st_size for path in bundle.iterdir()) / 2**20
-    cost = Cost(**measure_cost(trained.network, trained.median_length), train_seconds=trained.train_seconds,
-                bundle_mb=size)
+    onnx = onnx_latency_ms(trained.network, trained.median_length) if training.onnx_cost else None
+    cost = Cost(**measure_cost(trained.network, trained.median_length), onnx_latency_ms_p50=onnx,
+                train_seconds=trained.train_seconds, bundle_mb=size)
     return Candidate(
         depth=depth, family=training.family.name, seed=train.seed, status="trained", metrics=trained.metrics,
         test_metrics=trained.test_metrics, cost=cost, epochs=trained.epochs, finished=trained.finished,

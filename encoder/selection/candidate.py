@@ -16,7 +16,7 @@ Status = Literal["trained", "cached", "pruned", "failed"]
 Family = Literal["scratch", "pretrained"]
 # Statuses of candidates the rule may choose among: they trained to the end of their budget.
 USABLE_STATUSES: tuple[Status, ...] = ("trained", "cached")
-CostName = Literal["flops_per_example", "latency_ms_p50", "params", "train_seconds"]
+CostName = Literal["flops_per_example", "latency_ms_p50", "onnx_latency_ms_p50", "params", "train_seconds"]
 
 
 class Record(BaseModel):
@@ -46,6 +46,10 @@ class Cost(Record):
     )
     latency_ms_p50: float | None = Field(None, description="Median CPU latency of a batch-1 forward, ms.")
     latency_ms_p95: float | None = Field(None, description="95th percentile of the same, ms.")
+    onnx_latency_ms_p50: float | None = Field(
+        None, description="Median CPU latency of a batch-1 forward of the int8 ONNX model (ONNX Runtime), ms; measured "
+        "when the rule's cost asks for it."
+    )
     throughput_per_s: float | None = Field(None, description="Examples per second in batches of 64.")
     peak_memory_mb: float | None = Field(
         None, description="Parameters, buffers, inputs and the peak of live tensors in one forward of 64, MiB."

@@ -38,6 +38,7 @@ Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
 COST_NAMES: dict[str, str] = {
     "flops_per_example": "FLOPs per example",
     "latency_ms_p50": "p50 latency",
+    "onnx_latency_ms_p50": "p50 latency of the int8 ONNX model",
     "params": "parameters",
     "train_seconds": "train time",
 }

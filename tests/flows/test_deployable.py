@@ -65,3 +65,20 @@ def test_the_model_card_is_the_versions_and_the_models_description_and_the_runs_
     assert "--format hf" in version and "--format onnx" in version
     assert model.startswith(version) and "## Promotion history" in model and "| champion | 1 |" in model
     assert note == version
+
+
+def test_the_rule_can_choose_by_the_latency_of_what_will_run(prefect_server, tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "run.yaml").write_text(
+        "data: {dataset: topics, dataset_rows: 400}\n"
+        "model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}\n"
+        "train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}\n"
+        "sweep: {depths: [1, 2], cost: onnx_latency_ms_p50}\n")
+    monkeypatch.chdir(tmp_path)
+
+    assert main(["run", "--config", "run.yaml", "--summary-json", "s.json"]) == 0
+
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["rule"]["cost"] == "onnx_latency_ms_p50"
+    latencies = [c["cost"]["onnx_latency_ms_p50"] for c in summary["candidates"]]
+    assert all(latency > 0 for latency in latencies)
+    assert [score["cost"] for score in summary["rule"]["scores"]] == pytest.approx(latencies)
