@@ -315,33 +315,42 @@ def _quality(score: DepthScore) -> str:
 def _tolerance_reason(
     selected: Arm, best: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, tolerance: float, label
 ) -> str:
-    """One sentence with the numbers behind a tolerance choice (and the intervals, when paired)."""
+    """One sentence, in plain words, with the numbers behind a tolerance choice (and the intervals, when paired):
+    what the best depth gains, whether the rows can show the cheaper one worse by more than the tolerance, and
+    which ships."""
     chosen, top, metric = scores[selected], scores[best], rule.metric
     paired = chosen.vs_best is not None
-    at_confidence = f" (not shown worse by more at {rule.confidence:.0%} confidence)" if paired else ""
     if selected != best:
         share = chosen.cost / top.cost if top.cost else math.nan
-        return (
-            f"{label(selected)}: {metric} {_quality(chosen)} vs best {_quality(top)} at {label(best)}"
-            f"{_interval(chosen)}, within tolerance {tolerance:.3g}{at_confidence}, at {share:.0%} of its "
-            f"{COST_NAMES[rule.cost]}"
-        )
+        cost = f"at {share:.0%} of its {COST_NAMES[rule.cost]}"
+        if paired:
+            return (
+                f"{label(best)} scores {top.mean - chosen.mean:.3f} higher ({metric} {_quality(top)} vs "
+                f"{_quality(chosen)}), but the validation rows cannot show {label(selected)} worse by more than the "
+                f"{tolerance:.3g} tolerance ({_interval_words(chosen, selected, best, rule, label)}), so the cheaper "
+                f"{label(selected)} ships, {cost}"
+            )
+        return (f"{label(selected)} ships: its {metric} {_quality(chosen)} is within the {tolerance:.3g} tolerance of "
+                f"the best, {_quality(top)} at {label(best)}, {cost}")
     cheaper = [a for a in scores if scores[a].cost < top.cost]
     if not cheaper:
         return (f"{label(best)} has the best {metric} {_quality(top)} and is also the cheapest by "
                 f"{COST_NAMES[rule.cost]}")
     closest = max(cheaper, key=lambda a: (scores[a].vs_best.high if paired else scores[a].mean))
-    beyond = (f"every cheaper depth is shown worse by more than {tolerance:.3g} at {rule.confidence:.0%} confidence"
-              if paired else f"no cheaper depth is within {tolerance:.3g}")
-    return (
-        f"{label(best)} has the best {metric} {_quality(top)} and {beyond} "
-        f"(closest: {label(closest)} at {scores[closest].mean:.3f}{_interval(scores[closest])})"
-    )
+    if paired:
+        return (
+            f"{label(best)} ships: it has the best {metric} {_quality(top)}, and the validation rows show every "
+            f"cheaper depth worse by more than the {tolerance:.3g} tolerance (closest: {label(closest)} at "
+            f"{scores[closest].mean:.3f}; {_interval_words(scores[closest], closest, best, rule, label)})"
+        )
+    return (f"{label(best)} ships: it has the best {metric} {_quality(top)}, and no cheaper depth is within the "
+            f"{tolerance:.3g} tolerance (closest: {label(closest)} at {scores[closest].mean:.3f})")
 
 
-def _interval(score: DepthScore) -> str:
-    """`: −0.004 [−0.011, +0.003]`, the difference to the best with its interval, or "" without one."""
-    return f": {score.vs_best.text()}" if score.vs_best is not None else ""
+def _interval_words(score: DepthScore, arm: Arm, best: Arm, rule: SelectionRule, label) -> str:
+    """`90% interval of depth 1 − depth 2: −0.072 to +0.037`."""
+    low, high = (f"{value:+.3f}".replace("-", "\u2212") for value in (score.vs_best.low, score.vs_best.high))
+    return f"{rule.confidence:.0%} interval of {label(arm)} \u2212 {label(best)}: {low} to {high}"
 
 
 def _ratio_reason(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, label) -> str:

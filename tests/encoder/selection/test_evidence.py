@@ -128,7 +128,7 @@ def test_the_rule_rejects_a_worse_cheap_depth_only_when_the_rows_show_it(tmp_pat
         decision = choose_depth(sweep, SelectionRule(tolerance=0.01))
         assert decision.selected_depth == expected, decision.reason
         assert decision.evidence.startswith(f"paired bootstrap: 2000 resamples of {rows:,} validation rows")
-        assert "at 90% confidence" in decision.reason and "[" in decision.reason
+        assert "90% interval of depth" in decision.reason
         assert choose_depth(sweep, decision.selection_rule()) == decision
     means_only = choose_depth(sweep, SelectionRule(tolerance=0.01, confidence=None))
     assert means_only.evidence == "means only (confidence: null)" and means_only.scores[0].vs_best is None
@@ -143,9 +143,12 @@ def test_the_sentence_gives_the_chosen_depths_interval(tmp_path: Path) -> None:
                              saved_candidate(tmp_path, 4, true, deep, 4e8)], SelectionRule(tolerance=0.01))
     low_bound = decision.scores[0].vs_best
     assert decision.selected_depth == 1
-    assert decision.reason.startswith(f"depth 1: macro_f1 {decision.scores[0].mean:.3f} vs best ")
-    assert (f"at depth 4: {low_bound.text()}, within tolerance 0.01 (not shown worse by more at 90% confidence)"
-            in decision.reason)
+    gap = decision.scores[1].mean - decision.scores[0].mean
+    low, high = (f"{value:+.3f}".replace("-", "\u2212") for value in (low_bound.low, low_bound.high))
+    assert decision.reason.startswith(f"depth 4 scores {gap:.3f} higher (macro_f1 {decision.scores[1].mean:.3f} vs "
+                                      f"{decision.scores[0].mean:.3f}), but the validation rows cannot show depth 1 "
+                                      "worse by more than the 0.01 tolerance")
+    assert f"(90% interval of depth 1 \u2212 depth 4: {low} to {high}), so the cheaper depth 1 ships" in decision.reason
     assert -0.01 < low_bound.low < low_bound.difference < low_bound.high
 
 

@@ -29,7 +29,7 @@ def test_picks_the_cheapest_depth_within_tolerance() -> None:
     decision = choose_depth(SWEEP, SelectionRule(tolerance=0.01))
     assert (decision.selected_depth, decision.best_depth) == (2, 6)
     assert decision.reason == (
-        "depth 2: macro_f1 0.941 vs best 0.946 at depth 6, within tolerance 0.01, "
+        "depth 2 ships: its macro_f1 0.941 is within the 0.01 tolerance of the best, 0.946 at depth 6, "
         "at 31% of its FLOPs per example"
     )
 
@@ -38,7 +38,8 @@ def test_picks_the_best_when_no_cheaper_depth_is_close() -> None:
     decision = choose_depth(SWEEP, SelectionRule(tolerance=0.001))
     assert (decision.selected_depth, decision.best_depth) == (6, 6)
     assert decision.reason == (
-        "depth 6 has the best macro_f1 0.946 and no cheaper depth is within 0.001 (closest: depth 4 at 0.944)"
+        "depth 6 ships: it has the best macro_f1 0.946, and no cheaper depth is within the 0.001 tolerance "
+        "(closest: depth 4 at 0.944)"
     )
 
 
@@ -70,7 +71,7 @@ def test_hard_limits_exclude_depths_and_the_reason_names_them() -> None:
     decision = choose_depth(
         SWEEP, SelectionRule(tolerance=0.001, max_latency_ms=3.0,))
     assert (decision.selected_depth, decision.best_depth) == (4, 4)
-    assert "depth 4 has the best macro_f1 0.944" in decision.reason
+    assert "depth 4 ships: it has the best macro_f1 0.944" in decision.reason
     assert "excluded by hard limits: depth 6 (latency_ms_p50 3.9 > max_latency_ms 3)" in decision.reason
 
 
@@ -110,7 +111,8 @@ def test_raises_naming_the_limits_when_every_candidate_exceeds_them() -> None:
     ("kwargs", "message"),
     [
         ({"cost": "dollars"},
-         "cost\n  Input should be 'flops_per_example', 'latency_ms_p50', 'params' or 'train_seconds'"),
+         "cost\n  Input should be 'flops_per_example', 'latency_ms_p50', 'onnx_latency_ms_p50', 'params' or "
+         "'train_seconds'"),
         ({"tolerance": -0.1}, "tolerance\n  Input should be greater than or equal to 0"),
         ({"metric": "roc_auc"}, "metric\n  Input should be 'macro_f1', 'balanced_accuracy' or 'accuracy'"),
     ],
@@ -226,8 +228,8 @@ def test_one_decision_across_families_names_them_and_the_other_familys_best() ->
     assert (decision.selected_family, decision.selected_depth) == ("pretrained", 2)
     assert (decision.best_family, decision.best_depth) == ("pretrained", 6)
     assert decision.reason == (
-        "pretrained depth 2: macro_f1 0.905 vs best 0.910 at pretrained depth 6, within tolerance 0.01, at 33% of "
-        "its FLOPs per example; scratch best macro_f1 0.820 at depth 4"
+        "pretrained depth 2 ships: its macro_f1 0.905 is within the 0.01 tolerance of the best, 0.910 at "
+        "pretrained depth 6, at 33% of its FLOPs per example; scratch best macro_f1 0.820 at depth 4"
     )
     assert decision.selected_label == "pretrained depth 2"
     assert [(s.family, s.depth) for s in decision.scores] == [
@@ -239,8 +241,10 @@ def test_a_pretrained_sweep_alone_names_its_family_and_a_scratch_sweep_does_not(
     pretrained = [c.model_copy(update={"family": "pretrained"}) for c in SWEEP]
 
     assert choose_depth(pretrained, SelectionRule()).reason.startswith(
-        "pretrained depth 2: macro_f1 0.941 vs best 0.946 at pretrained depth 6")
-    assert choose_depth(SWEEP, SelectionRule()).reason.startswith("depth 2: macro_f1 0.941 vs best 0.946 at depth 6")
+        "pretrained depth 2 ships: its macro_f1 0.941 is within the 0.01 tolerance of the best, 0.946 at pretrained "
+        "depth 6")
+    assert choose_depth(SWEEP, SelectionRule()).reason.startswith(
+        "depth 2 ships: its macro_f1 0.941 is within the 0.01 tolerance of the best, 0.946 at depth 6")
 
 
 def test_when_size_is_the_cost_a_large_embedding_share_is_said() -> None:
