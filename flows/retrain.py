@@ -267,7 +267,8 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
     from encoder.selection.plots import plot_metric_vs_cost, plot_metric_vs_depth
 
     folder = run_folder(config, run) / "plots"
-    plots = [plot_metric_vs_depth(summary.rule, folder / "metric_vs_depth.png"),
+    pruned = [c for c in summary.candidates if c.status == "pruned"]
+    plots = [plot_metric_vs_depth(summary.rule, folder / "metric_vs_depth.png", pruned),
              plot_metric_vs_cost(summary.rule, folder / "metric_vs_cost.png")]
     tags = {"depthfinder.selected_depth": summary.selected_depth, "depthfinder.decision": summary.rule.reason}
     log_summary(run, summary.to_dict(), tags, [str(path) for path in plots])

@@ -122,6 +122,10 @@ class Decision(Record):
         """`depth 2`, or `pretrained depth 2`."""
         return arm_label(self.selected_family, self.selected_depth)
 
+    @property
+    def best_label(self) -> str:
+        return arm_label(self.best_family, self.best_depth)
+
     def selection_rule(self) -> SelectionRule:
         """The settings this decision was made with, to replay it: `choose_depth(candidates, d.selection_rule())`."""
         return SelectionRule(rule=self.name, metric=self.metric, tolerance=self.tolerance, alpha=self.alpha,
