@@ -52,7 +52,10 @@ def audit_data(
 
 def publish_audit(report: AuditReport) -> None:
     """The audit as the Prefect artifact `audit-report`."""
-    create_markdown_artifact(key="audit-report", markdown=audit_markdown(report), description="depthfinder audit")
+    verdict = ("blocks training: " + ", ".join(report.blocking_failures) if report.blocking_failures
+               else "passed" + (f" with warnings: {', '.join(report.warnings)}" if report.warnings else ""))
+    create_markdown_artifact(key="audit-report", markdown=audit_markdown(report),
+                             description=f"depthfinder data audit: {verdict}")
 
 
 def uses_class_weights(train: TrainConfig, report: AuditReport) -> bool:

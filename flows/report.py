@@ -116,18 +116,42 @@ def halving_sentence(halving: Halving) -> str:
     return f"Successive halving: {rungs}{saved}."
 
 
+# Characters of an artifact's description the Prefect UI's artifact list shows in a line or two.
+DESCRIPTION_LIMIT = 300
+# The two tables of the decision artifact, each narrow enough for the Prefect UI's page: how each candidate
+# trained and scored, and what it costs.
+QUALITY = ("family", "depth", "seed", "status", "epochs", "converged", "val macro-F1", "test macro-F1")
+COSTS = ("family", "depth", "seed", "params", "MFLOPs/ex", "p50 ms", "p95 ms", "train s")
+
+
+def outcome(summary: RunSummary) -> str:
+    """`depth 1 registered as ui/2, promoted: better: ...`, the run's outcome in a line."""
+    if summary.skipped:
+        return f"skipped: {summary.reason}"
+    if summary.model is None:
+        return "stopped before training" if summary.audit is None else "the audit blocked training"
+    verdict = "promoted" if summary.promoted else f"not promoted, champion stays version {summary.champion_version}"
+    return (f"{summary.rule.selected_label} registered as {summary.model.name}/{summary.model.version}, {verdict}: "
+            f"{summary.promotion}")
+
+
 def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
-    """The sweep table, the decision and its plots (inlined as data URIs), for the Prefect UI."""
+    """The decision, the sweep in two tables (quality, cost) and its plots (inlined as data URIs), for the Prefect
+    UI."""
     header, rows = candidate_rows(summary.candidates)
+    tables = []
+    for columns in (QUALITY, COSTS):
+        keep = [i for i, title in enumerate(header) if title in columns]
+        tables.append(markdown_table([header[i] for i in keep], [[row[i] for i in keep] for row in rows]))
     images = "".join(
         f"\n\n![{path.stem}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})" for path in plots
     )
     notes = [summary.rule.reason, evidence_sentence(summary.rule), *([halving_sentence(summary.halving)]
              if summary.halving else []), *(check.sentence for check in summary.lr_check),
              *filter(None, [resumed_sentence(summary.candidates)])]
+    if summary.deployment is not None:
+        notes.append(f"Deployment, on the test split: {summary.deployment.sentence}.")
     return (
-        f"# Depth decision: {summary.selected_depth}\n\n" + "\n\n".join(notes) + "\n\n"
-        + markdown_table(header, rows)
-        + f"\n\nRegistered `{summary.model.uri}`; promoted to champion: {summary.promoted} ({summary.promotion})."
-        + images
+        f"# {outcome(summary)[0].upper()}{outcome(summary)[1:]}\n\n" + "\n\n".join(notes)
+        + "\n\n## Quality\n\n" + tables[0] + "\n\n## Cost\n\n" + tables[1] + images
     )

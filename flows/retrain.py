@@ -34,7 +34,8 @@ from flows.card import model_card
 from flows.config import RegistryConfig, RunConfig, SweepConfig
 from flows.lock import one_retrain_at_a_time
 from flows.preflight import check_run
-from flows.report import decision_markdown
+from flows.report import DESCRIPTION_LIMIT, decision_markdown, outcome
+from flows.review import flow_run_name, label_flow_run, night, outcome_tags, run_title
 from flows.signals import stop_on_signals
 from flows.summary import RunAudit, RunSummary
 from flows.sweep import check_learning_rates, sweep_depths
@@ -53,7 +54,7 @@ from tasks.tracking import (
 from tasks.train import Training, open_family, prepare_tokenizer
 
 
-@flow(name="retrain", task_runner=ThreadPoolTaskRunner(max_workers=1))
+@flow(name="retrain", flow_run_name=flow_run_name, task_runner=ThreadPoolTaskRunner(max_workers=1))
 def retrain(
     data: DataConfig,
     audit: AuditConfig = AuditConfig(),
@@ -83,6 +84,7 @@ def retrain(
     with stop_on_signals():
         check_run(config)
         dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
+        label_flow_run(name=run_title(registry.model_name, data, dataset.data_hash))
         with one_retrain_at_a_time(registry.model_name, workdir):
             tracking_uri = resolve_tracking_uri(registry.tracking_uri)
             if closed := close_abandoned_runs(tracking_uri, registry.experiment, registry.model_name):
@@ -101,9 +103,10 @@ def retrain(
                 return skipped(config, dataset, report.champion_version, report.policy.reason, report)
             try:
                 with sweep_run(config, dataset) as run:
-                    return train_and_register(config, dataset, families, fingerprint, run, report)
+                    summary = train_and_register(config, dataset, families, fingerprint, run, report)
             except Blocked as blocked:
-                return Failed(message=str(blocked), data=blocked.summary)
+                return concluded(config, blocked.summary, Failed(message=str(blocked), data=blocked.summary))
+            return concluded(config, summary, Completed(message=outcome(summary), data=summary))
 
 
 def train_and_register(
@@ -135,6 +138,8 @@ def train_and_register(
         "lr_check": lr_check, "deployment": deployment,
         "model": registration.model, "promoted": registration.promoted, "promotion": registration.promotion,
         "champion_version": registration.champion_version,
+        "challenger_test_metrics": registration.challenger_test_metrics,
+        "champion_test_metrics": registration.champion_test_metrics,
     })
     record_decision(config, run, summary)
     describe_model(run, registration.model.name, registration.model.version, model_card(summary, fingerprint))
@@ -201,7 +206,7 @@ def what_changed(
         report = report.model_copy(update={"policy": Policy(
             decision="skip", reason=unchanged_reason(config, fingerprint, unchanged))})
     create_markdown_artifact(key="what-changed", markdown=changes_markdown(report),
-                             description="depthfinder: what changed since the champion")
+                             description=f"depthfinder: since version {champion.version}, {report.policy.decision}")
     get_run_logger().info("What changed since version %s:\n%s", champion.version, "\n".join(changes_lines(report)))
     return report
 
@@ -211,8 +216,10 @@ def sweep_run(config: RunConfig, dataset: PreparedData) -> Iterator[SweepRun]:
     """The sweep's MLflow parent run, ended FINISHED, FAILED or KILLED by how the block ends."""
     registry = config.registry
     run = start_sweep_run(
-        registry.tracking_uri, registry.experiment, registry.model_name, f"sweep-{dataset.data_hash[:8]}",
+        registry.tracking_uri, registry.experiment, registry.model_name,
+        run_title(registry.model_name, config.data, dataset.data_hash),
         params=flatten("", config.model_dump(mode="json")), tags={"depthfinder.data_hash": dataset.data_hash},
+        night=night(dataset.data_hash),
     )
     with ending(run.client, run.run_id):
         yield run
@@ -237,12 +244,18 @@ def skipped(
 ) -> State:
     """The completed state of a run that keeps `version`, and its summary."""
     model = config.registry.model_name
-    get_run_logger().info("Skipped: %s", reason)
     summary = RunSummary(
         skipped=True, reason=reason, data_hash=dataset.data_hash, changes=changes,
         model=ModelVersionRef(name=model, version=version, uri=f"models:/{model}/{version}"),
     )
-    return Completed(name="Skipped", message=reason, data=summary)
+    return concluded(config, summary, Completed(name="Skipped", message=reason, data=summary))
+
+
+def concluded(config: RunConfig, summary: RunSummary, state: State) -> State:
+    """The run's final state, with its outcome as the last log line and as tags of the flow run."""
+    get_run_logger().info("Outcome: %s", outcome(summary))
+    label_flow_run(tags=outcome_tags(summary, config.registry.model_name))
+    return state
 
 
 def shipped(candidates: list[Candidate], decision: Decision) -> Candidate:
@@ -252,13 +265,15 @@ def shipped(candidates: list[Candidate], decision: Decision) -> Candidate:
 
 
 def version_tags(candidates: list[Candidate], decision: Decision, report: RunAudit) -> dict[str, str]:
-    """Tags of the registered version besides its fingerprint: sweep completeness, depth, audit, decision."""
-    failed = [c.name for c in candidates if c.status == "failed"]
+    """Tags of the registered version besides its fingerprint, each a short value (the model card says the rest):
+    sweep completeness, family and depth, audit."""
+    failed = [c for c in candidates if c.status == "failed"]
     return {
-        "sweep": f"incomplete: {', '.join(failed)} failed" if failed else "complete",
+        "sweep": f"incomplete: {len(failed)} failed" if failed else "complete",
+        "family": decision.selected_family,
         "depth": str(decision.selected_depth),
-        "audit": "passed" if report.success else "warnings: " + ", ".join(report.warnings),
-        "decision": decision.reason,
+        "audit": "passed" if report.success and not report.warnings else
+        f"passed, {len(report.warnings)} warnings" if report.success else "failed",
     }
 
 
@@ -270,12 +285,24 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
     pruned = [c for c in summary.candidates if c.status == "pruned"]
     plots = [plot_metric_vs_depth(summary.rule, folder / "metric_vs_depth.png", pruned),
              plot_metric_vs_cost(summary.rule, folder / "metric_vs_cost.png")]
-    tags = {"depthfinder.selected_depth": summary.selected_depth, "depthfinder.decision": summary.rule.reason}
-    log_summary(run, summary.to_dict(), tags, [str(path) for path in plots])
-    create_markdown_artifact(
-        key="depth-decision", markdown=decision_markdown(summary, plots), description="depthfinder decision"
-    )
+    tags = {"depthfinder.selected_depth": summary.selected_depth, "depthfinder.family": summary.rule.selected_family,
+            "depthfinder.promoted": "yes" if summary.promoted else "no"}
+    log_summary(run, summary.to_dict(), tags, [str(path) for path in plots], decision_metrics(summary))
+    create_markdown_artifact(key="depth-decision", markdown=decision_markdown(summary, plots),
+                             description=f"depthfinder: {outcome(summary)}"[:DESCRIPTION_LIMIT])
     get_run_logger().info("%s", summary.rule.reason)
+
+
+def decision_metrics(summary: RunSummary) -> dict[str, float]:
+    """The parent run's metrics: the chosen candidate's validation and test scores, its depth, and the champion
+    comparison on the test split (the challenger's scores, and the champion's when there was one)."""
+    chosen = next(c for c in summary.candidates if c.usable and c.depth == summary.selected_depth
+                  and c.family == summary.rule.selected_family)
+    figures = {"chosen.depth": summary.selected_depth, **{f"chosen.val.{k}": v for k, v in chosen.metrics.items()},
+               **{f"chosen.test.{k}": v for k, v in chosen.test_metrics.items()}}
+    for side, metrics in (("challenger", summary.challenger_test_metrics), ("champion", summary.champion_test_metrics)):
+        figures |= {f"{side}.test.{key}": value for key, value in (metrics or {}).items()}
+    return figures
 
 
 def fingerprint_of(config: RunConfig, dataset: PreparedData, families: list[Family]) -> dict[str, str]:

@@ -62,5 +62,11 @@ class RunSummary(Record):
     promoted: bool | None = Field(None, description="Whether it became champion.")
     promotion: str | None = Field(None, description="Why it was promoted or not, in a phrase.")
     champion_version: str | None = Field(None, description="The champion after the run.")
+    challenger_test_metrics: dict[str, float] | None = Field(
+        None, description="The registered version's metrics on the test split, as promotion compared them."
+    )
+    champion_test_metrics: dict[str, float] | None = Field(
+        None, description="The champion's metrics on the same test rows; none without a champion."
+    )
     mlflow_run_id: str | None = Field(None, description="The sweep's MLflow parent run.")
     data_hash: str = Field(description="Content hash of the texts, labels and splits trained on.")

@@ -66,10 +66,11 @@ def close_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) ->
 
 @task(**RETRIES)
 def start_sweep_run(
-    tracking_uri: str, experiment: str, model_name: str, run_name: str, params: dict[str, Any], tags: dict[str, str]
+    tracking_uri: str, experiment: str, model_name: str, run_name: str, params: dict[str, Any], tags: dict[str, str],
+    night: str = "",
 ) -> SweepRun:
     """Create the sweep's parent run, with the flattened config as params."""
-    return runs.start_sweep_run(tracking_uri, experiment, model_name, run_name, params, tags)
+    return runs.start_sweep_run(tracking_uri, experiment, model_name, run_name, params, tags, night)
 
 
 @task(**RETRIES)
@@ -125,18 +126,19 @@ def log_changes(sweep: SweepRun, report: ChangeReport) -> None:
     if report.data_docs:
         log_folder(client, sweep.run_id, str(Path(report.data_docs).parent), "changes/data_docs")
     set_tags(client, sweep.run_id, {"depthfinder.changes": report.policy.decision,
-                                    "depthfinder.changes.reason": report.policy.reason,
                                     "depthfinder.champion_compared": report.champion_version})
 
 
 @task(**RETRIES)
-def log_summary(sweep: SweepRun, summary: dict[str, Any], tags: dict[str, Any], plots: list[str]) -> None:
-    """The run summary (summary.json), the decision's tags and plots, on the parent run."""
+def log_summary(sweep: SweepRun, summary: dict[str, Any], tags: dict[str, Any], plots: list[str],
+                metrics: dict[str, float] | None = None) -> None:
+    """The run summary (summary.json), the decision's tags, metrics and plots, on the parent run."""
     client = sweep.client
     client.log_dict(sweep.run_id, summary, "summary.json")
     for path in plots:
         client.log_artifact(sweep.run_id, path, "plots")
     set_tags(client, sweep.run_id, tags)
+    runs.log_metrics(client, sweep.run_id, metrics or {})
 
 
 

@@ -155,7 +155,7 @@ def train_depth(
     else:
         tags = {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed),
                 "depthfinder.family": training.family.name}
-        run_id = start_child_run(sweep, f"{label.replace(' ', '-')}-seed-{seed}", tags)
+        run_id = start_child_run(sweep, sweep.child_name(label, seed), tags)
         log_params(sweep.client, run_id, {"depth": depth, "seed": seed, "family": training.family.name,
                                           "class_weights": training.class_weights})
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import socket
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -43,8 +44,18 @@ class ProcessIdentity:
             return False
 
     def describe(self) -> str:
-        since = datetime.fromtimestamp(self.started, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-        return f"pid {self.pid} on {self.host}, started {since}"
+        """`pid 1234 on host, started 2026-12-01 02:00:01.25 UTC`: for a reader, and `parse` reads it back."""
+        since = datetime.fromtimestamp(self.started, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-4]
+        return f"pid {self.pid} on {self.host}, started {since} UTC"
+
+    @classmethod
+    def parse(cls, text: str) -> ProcessIdentity | None:
+        """The process `describe` wrote (or None for text that is not one)."""
+        found = re.fullmatch(r"pid (\d+) on (.+), started (\S+ \S+) UTC", text)
+        if found is None:
+            return None
+        started = datetime.strptime(found[3], "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc)
+        return cls(found[2], int(found[1]), started.timestamp())
 
 
 @functools.cache

@@ -23,14 +23,14 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
 from encoder.interrupt import Interrupted
-from encoder.selection.candidate import Candidate
+from encoder.selection.candidate import Candidate, arm_label
 from encoder.tracking.credentials import store_uri
 from encoder.tracking.liveness import ProcessIdentity, this_process
 
 PARENT_TAG = "mlflow.parentRunId"
 RUN_NAME_TAG = "mlflow.runName"
 MODEL_TAG = "depthfinder.model_name"
-PROCESS_TAG = "depthfinder.process"  # host/pid/start of the process that runs it, to tell an abandoned run
+PROCESS_TAG = "depthfinder.process"  # the process that runs it (pid, host, start), to tell an abandoned run
 SQLITE = "sqlite:///"
 # The packages whose source decides what a run computes.
 SOURCE_PACKAGES = ("encoder", "expectations", "flows", "tasks")
@@ -44,6 +44,11 @@ class SweepRun:
     experiment_id: str
     run_id: str
     model_name: str = ""
+    night: str = ""  # which night its child runs belong to, in their names: `2026-12-01 · 7f3a`
+
+    def child_name(self, label: str, seed: int) -> str:
+        """`depth-2-seed-1 · 2026-12-01 · 7f3a`: a candidate's child run, and the night it belongs to."""
+        return f"{label.replace(' ', '-')}-seed-{seed}" + (f" · {self.night}" if self.night else "")
 
     @property
     def client(self) -> MlflowClient:
@@ -127,7 +132,8 @@ def experiment_id_of(client: MlflowClient, experiment: str) -> str:
 
 
 def start_sweep_run(
-    tracking_uri: str, experiment: str, model_name: str, run_name: str, params: dict[str, Any], tags: dict[str, str]
+    tracking_uri: str, experiment: str, model_name: str, run_name: str, params: dict[str, Any], tags: dict[str, str],
+    night: str = "",
 ) -> SweepRun:
     """Create the parent run of a sweep of `model_name`, with the flattened config as params.
 
@@ -139,7 +145,8 @@ def start_sweep_run(
     client = client_of(tracking_uri)
     experiment_id = experiment_id_of(client, experiment)
     tags = {RUN_NAME_TAG: run_name, MODEL_TAG: model_name, **_process_tag(), **tags}
-    sweep = SweepRun(tracking_uri, experiment_id, client.create_run(experiment_id, tags=tags).info.run_id, model_name)
+    sweep = SweepRun(tracking_uri, experiment_id, client.create_run(experiment_id, tags=tags).info.run_id, model_name,
+                     night)
     log_params(sweep.client, sweep.run_id, params)
     return sweep
 
@@ -151,15 +158,18 @@ def start_child_run(sweep: SweepRun, run_name: str, tags: dict[str, str]) -> str
 
 
 def _process_tag() -> dict[str, str]:
-    identity = this_process()
-    return {PROCESS_TAG: f"{identity.host}/{identity.pid}/{identity.started!r}"}
+    return {PROCESS_TAG: this_process().describe()}
 
 
 def _process_of(tags: dict[str, str]) -> ProcessIdentity | None:
+    """The process a run's tag names: as `describe` writes it, or as `host/pid/start` (older runs)."""
+    text = tags.get(PROCESS_TAG, "")
+    if (identity := ProcessIdentity.parse(text)) is not None:
+        return identity
     try:
-        host, pid, started = tags[PROCESS_TAG].rsplit("/", 2)
+        host, pid, started = text.rsplit("/", 2)
         return ProcessIdentity(host, int(pid), float(started))
-    except (KeyError, ValueError):
+    except ValueError:
         return None
 
 
@@ -203,7 +213,7 @@ def close_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) ->
     for run in running:
         process = _process_of(run.data.tags)
         if process is not None and process.is_alive() is False:
-            set_tags(client, run.info.run_id, {"depthfinder.abandoned": f"its process ({process.describe()}) died"})
+            set_tags(client, run.info.run_id, {"depthfinder.abandoned": "its process died"})
             client.set_terminated(run.info.run_id, "KILLED")
             closed.append(run.info.run_id)
     return closed
@@ -289,7 +299,8 @@ def record_cached_candidate(sweep: SweepRun, candidate: Candidate, run_id: str |
     a new one); return the candidate, marked cached, with that run."""
     if run_id is None:
         tags = {"depthfinder.depth": str(candidate.depth), "depthfinder.seed": str(candidate.seed)}
-        run_id = start_child_run(sweep, f"depth-{candidate.depth}-seed-{candidate.seed}", tags)
+        run_id = start_child_run(sweep, sweep.child_name(arm_label(candidate.family, candidate.depth),
+                                                         candidate.seed), tags)
     cached = candidate.model_copy(
         update={"status": "cached", "mlflow_run_id": run_id, "source_run_id": candidate.mlflow_run_id}
     )

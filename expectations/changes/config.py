@@ -56,3 +56,16 @@ class ChangesConfig(BaseModel):
         description="Rows per side the drift classifier and the champion's scoring use at most (a random sample).",
     )
     examples: int = Field(5, strict=True, ge=0, le=100, description="Example rows kept as evidence per measure.")
+
+    def thresholds(self) -> dict[str, str]:
+        """Each measure's thresholds as the policy reads them, by measure name (for the what-changed table)."""
+        return {
+            "rows_added": f"retrain above {self.retrain_added_fraction:.0%} of the champion's table",
+            "relabelled_rows": f"retrain on any; stop above {self.stop_relabelled_fraction:.0%}",
+            "champion_test_rows": "reported",
+            "label_shift": f"retrain: PSI above {self.retrain_label_psi:g} and p below {self.label_shift_p:g}",
+            "new_or_vanished_classes": "retrain on any",
+            "text_drift": f"report AUC {self.warn_drift_auc:g}; stop {self.stop_drift_auc:g}",
+            "length_shift": f"report KS {self.warn_length_shift:g}",
+            "champion_decay": f"retrain: a drop above {self.retrain_decay:g} (at least {self.decay_min_rows} rows)",
+        }

@@ -30,7 +30,7 @@ def judge_changes(table: pd.DataFrame, comparison: Comparison, docs_dir: Path | 
     validated = validate_checks(table, CHANGE_CHECKS, comparison, comparison.config.examples, docs_dir)
     report = ChangeReport.from_checks(
         validated.results, table, comparison.champion_version, list(comparison.settings_changed),
-        decide(validated.results, comparison),
+        decide(validated.results, comparison), comparison.config.thresholds(),
     )
     return report.model_copy(update={"data_docs": validated.data_docs})
 

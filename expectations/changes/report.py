@@ -70,12 +70,13 @@ class ChangeReport(_Record):
     settings_changed: list[str] = Field([], description="Settings that decide the model and differ from the "
                                         "champion's (config_hash, code_version, pretrained).")
     checks: list[CheckResult] = Field(description="Each measure as a GX validation, with its severity and evidence.")
+    thresholds: dict[str, str] = Field({}, description="Each measure's thresholds as the policy reads them.")
     policy: Policy = Field(description="What the night does about it.")
     data_docs: str | None = Field(None, exclude=True)
 
     @classmethod
     def from_checks(cls, checks: list[CheckResult], table: pd.DataFrame, champion_version: str,
-                    settings_changed: list[str], policy: Policy) -> ChangeReport:
+                    settings_changed: list[str], policy: Policy, thresholds: dict[str, str]) -> ChangeReport:
         """The figures read back from the checks' observed values, with the comparison table's row counts."""
         counts = table.groupby([SIDE_COLUMN, CHANGE_COLUMN]).size()
         observed = {check.name: check.observed for check in checks}
@@ -96,7 +97,7 @@ class ChangeReport(_Record):
             champion_on_new=ChampionOnNew(metric=decay["metric"], on_new=decay["on_new"], on_test=decay["on_test"],
                                           rows=decay["new_rows"]) if "on_new" in decay else None,
             champion_test_rows_gone=int(observed["champion_test_rows"].get("rows", 0)),
-            settings_changed=settings_changed, checks=checks, policy=policy,
+            settings_changed=settings_changed, checks=checks, policy=policy, thresholds=thresholds,
         )
 
     def check(self, name: str) -> CheckResult:
@@ -137,14 +138,14 @@ def changes_lines(report: ChangeReport) -> list[str]:
 
 def changes_markdown(report: ChangeReport) -> str:
     """The what-changed report for the Prefect UI: the decision, a table of measures, then the top examples."""
-    rows = [[check.name, check.category, word, cell(check.headline)]
+    rows = [[check.name, word, cell(check.headline, 60), cell(report.thresholds.get(check.name, "-"), 50)]
             for check, word in zip(report.checks, _verdicts(report), strict=True)]
     parts = [
         f"# What changed since version {report.champion_version}: {report.policy.decision}",
         f"**{report.policy.decision}**: {report.policy.reason}",
         f"{report.rows_before} rows then, {report.rows_now} now: {report.rows_added} added, "
         f"{report.rows_removed} removed, {report.relabelled} relabelled.",
-        markdown_table(["measure", "category", "verdict", "figure"], rows),
+        markdown_table(["measure", "verdict", "figure", "threshold"], rows),
     ]
     for check in report.checks:
         if check.success or not check.examples:

@@ -95,7 +95,8 @@ def test_registry_aliases_and_predict(sweep, capsys) -> None:
     assert str(version.version) == "1"
     assert version.tags["data_hash"] == _summary(folder, "tiny")["data_hash"]
     assert version.tags["depth"] == str(_summary(folder, "tiny")["selected_depth"])
-    assert len(version.tags["config_hash"]) == 16 and version.tags["decision"].startswith("depth ")
+    assert len(version.tags["config_hash"]) == 16 and version.tags["family"] == "scratch"
+    assert _summary(folder, "tiny")["rule"]["reason"] in version.description  # the model card, not a tag
     capsys.readouterr()
     code = main(
         [

@@ -1,0 +1,71 @@
+"""How a run reads in the Prefect and MLflow UIs: a name a reviewer tells nights apart by, and tags that say the
+outcome.
+
+A run is named for what it is, `model · data file or dataset · short data hash` (`ui · n2.csv · 7f3a`), in the
+Prefect runs list and as the MLflow parent run; its child runs carry the night (`depth-2-seed-1 · 2026-12-01 ·
+7f3a`). When it ends, the Prefect flow run is tagged with the model, the chosen family and depth, the audit's
+verdict and the promotion's outcome, and its state's message says the outcome in a line.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from expectations.table.config import DataConfig
+from flows.summary import RunSummary
+
+
+def run_title(model_name: str, data: DataConfig | dict, data_hash: str | None = None) -> str:
+    """`ui · n2.csv · 7f3a` (without the hash before the data is read)."""
+    path, dataset = (data.path, data.dataset) if isinstance(data, DataConfig) else (data.get("path"),
+                                                                                    data.get("dataset"))
+    source = Path(path).name if path else str(dataset)
+    return " · ".join([model_name, source, *([data_hash[:4]] if data_hash else [])])
+
+
+def night(data_hash: str) -> str:
+    """`2026-12-01 · 7f3a`: the night a child run belongs to."""
+    return f"{datetime.now(timezone.utc):%Y-%m-%d} · {data_hash[:4]}"
+
+
+def flow_run_name() -> str:
+    """The name a retrain flow run starts with (the Prefect flow's `flow_run_name`), from its parameters."""
+    from prefect.runtime import flow_run
+
+    parameters = flow_run.parameters
+    registry, data = parameters.get("registry"), parameters.get("data", {})
+    model = getattr(registry, "model_name", None) or (registry or {}).get("model_name", "depthfinder")
+    return run_title(model, data)
+
+
+def outcome_tags(summary: RunSummary, model_name: str) -> list[str]:
+    """`model:ui`, `depth-1` (or `pretrained-depth-2`), `audit-passed`, `promoted`: what the runs list shows."""
+    tags = [f"model:{model_name}"]
+    if summary.skipped:
+        return [*tags, "skipped"]
+    if summary.audit is None:
+        return [*tags, "stopped"]
+    audit = summary.audit
+    tags.append("audit-blocked" if audit.blocking_failures else "audit-warnings" if audit.warnings else "audit-passed")
+    if summary.rule is not None:
+        tags.append(summary.rule.selected_label.replace(" ", "-"))
+        tags.append("promoted" if summary.promoted else "not-promoted")
+    return tags
+
+
+def label_flow_run(name: str | None = None, tags: list[str] = ()) -> None:
+    """Rename and tag the running flow run (outside a flow run, nothing)."""
+    from prefect import get_client
+    from prefect.runtime import flow_run
+
+    if flow_run.id is None:
+        return
+    try:
+        with get_client(sync_client=True) as client:
+            current = client.read_flow_run(flow_run.id)
+            client.update_flow_run(flow_run.id, name=name, tags=sorted(set(current.tags) | set(tags)))
+    except Exception as exc:  # a label is not worth failing a run over
+        from prefect import get_run_logger
+
+        get_run_logger().warning("could not name or tag the flow run: %s", exc)
