@@ -21,7 +21,7 @@ from encoder.interrupt import Interrupted
 from encoder.selection.candidate import Candidate
 from encoder.tracking import runs
 from encoder.tracking.runs import SweepRun, log_folder, set_tags
-from expectations.audit.report import AuditReport
+from expectations.audit.report import FLAGGED_ROWS, AuditReport
 from expectations.changes.report import ChangeReport
 
 NOT_PASSING = (ValueError, TypeError, KeyError, Interrupted)
@@ -101,6 +101,8 @@ def log_audit(sweep: SweepRun, report: AuditReport, docs_dir: str) -> None:
 
     client = sweep.client
     client.log_dict(sweep.run_id, report.to_dict(), "audit/report.json")
+    flagged = "".join(f"{check.name},{row}\n" for check in report.checks for row in check.failing_rows)
+    client.log_text(sweep.run_id, "check,row\n" + flagged, FLAGGED_ROWS)
     if Path(docs_dir).is_dir():
         log_folder(client, sweep.run_id, docs_dir, "audit/data_docs")
     dropped = float(sum(report.dropped.values()))

@@ -16,6 +16,7 @@ from typing_extensions import Self
 Category = Literal["schema", "leakage", "noise", "imbalance", "text", "rows", "labels", "drift", "decay"]
 Severity = Literal["error", "warning"]
 EXAMPLES_SHOWN = 3
+FLAGGED_ROWS = "audit/flagged_rows.csv"  # the parent run's artifact with every row a check flagged
 # Keys that say where an example is; the rest of an example is its evidence.
 LOCATION_KEYS = ("row", "text", "split", "label")
 
@@ -132,6 +133,11 @@ def audit_markdown(report: AuditReport) -> str:
         if check.success or not check.examples:
             continue
         parts += [f"## {check.name} ({_verdict(check)})", examples_table(check)]
+        flagged = len(check.failing_rows) or check.observed.get("rows", 0)
+        shown = min(len(check.examples), EXAMPLES_SHOWN)
+        if flagged > shown:
+            parts.append(f"{shown} of {flagged} flagged rows shown; every one is in `{FLAGGED_ROWS}` on the MLflow "
+                         "parent run (check, row: the row's position in the input file).")
     return "\n\n".join(parts)
 
 

@@ -37,6 +37,8 @@ FOLLOWS_ROW_ORDER = 0.99  # |Spearman correlation| with the row order of an id-l
 MAX_LABEL_SHIFT = 0.2  # total variation distance between train's and an evaluation split's label mix
 OWN_COLUMNS = {"text", "label", "split", "row", "group"}
 ROW_ORDER = "(row order)"
+# How each reading of a column reads in a sentence.
+READINGS = {"value": "its values", "digits_masked": "its values with digits masked", "rank_bins": "its ranks, binned"}
 
 
 def out_of_fold_accuracy(values: np.ndarray, labels: np.ndarray, n_classes: int) -> float:
@@ -196,7 +198,10 @@ class LabelGiveawayColumnsCheck(Check):
         if not observed.get("columns"):
             return super().headline(observed)
         best = max(observed["columns"], key=lambda column: column["lift"])
-        return f"strongest: {best['column']} ({best['reading']}), lift {best['lift']:.2f}"
+        column = "the row order" if best["column"] == ROW_ORDER else f"column {best['column']!r}"
+        reading = READINGS.get(best["reading"], best["reading"])
+        return (f"{column} ({reading}) predicts the label best, closing {max(best['lift'], 0):.0%} of the gap "
+                "from the majority class to perfect")
     requires = ("label", "row")
     counts_rows = False
 

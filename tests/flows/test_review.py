@@ -1,0 +1,78 @@
+"""What a reviewer sees of last night's retrain, read back through the Prefect API and the MLflow client: a flow run
+named for its model and data and tagged with the outcome, its state's message the outcome; a parent run named the
+same with the chosen depth's scores as metrics and the model card as its note; child runs that name their night;
+short tags everywhere (no value above TAG_LIMIT characters)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from flows.cli import main
+
+CONFIG = """
+data: {dataset: topics, dataset_rows: 400}
+model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
+train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}
+sweep: {depths: [1, 2]}
+"""
+# The longest tag value the MLflow UI shows whole: its runs table's tag columns and the version page's tag table
+# cut longer values at about this many characters at their default widths. Longer text goes to descriptions.
+TAG_LIMIT = 60
+# Tags that hold data, not words for a reader: the promotion history's records (the registered model's
+# description shows them as a table) and MLflow's own.
+DATA_TAGS = ("depthfinder.move.", "mlflow.")
+
+
+@pytest.fixture(scope="module")
+def night(prefect_server, tmp_path_factory) -> tuple[Path, dict]:
+    folder = tmp_path_factory.mktemp("review")
+    (folder / "run.yaml").write_text(CONFIG)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        assert main(["run", "--config", "run.yaml", "--model-name", "ui", "--summary-json", "s.json"]) == 0
+    return folder, json.loads((folder / "s.json").read_text())
+
+
+def test_the_flow_run_is_named_for_its_model_and_data_and_tagged_with_the_outcome(night) -> None:
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterTags
+
+    _, summary = night
+    with get_client(sync_client=True) as client:
+        (run,) = client.read_flow_runs(flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=["model:ui"])))
+
+    assert run.name == f"ui · topics · {summary['data_hash'][:4]}"
+    chosen = f"depth-{summary['selected_depth']}"
+    assert {"model:ui", chosen, "promoted"} <= set(run.tags)
+    assert len({"audit-passed", "audit-warnings"} & set(run.tags)) == 1
+    assert run.state.message == (f"depth {summary['selected_depth']} registered as ui/1, promoted: "
+                                 f"{summary['promotion']}")
+
+
+def test_mlflow_shows_the_night_the_scores_and_the_card_and_only_short_tags(night) -> None:
+    folder, summary = night
+    client = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("depthfinder")
+    runs = client.search_runs([experiment.experiment_id])
+    (parent,) = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
+    children = [run for run in runs if "mlflow.parentRunId" in run.data.tags]
+
+    assert parent.info.run_name == f"ui · topics · {summary['data_hash'][:4]}"
+    assert all(run.info.run_name.endswith(f" · {summary['data_hash'][:4]}") for run in children)
+    chosen = next(c for c in summary["candidates"] if c["depth"] == summary["selected_depth"])
+    assert parent.data.metrics["chosen.val.macro_f1"] == pytest.approx(chosen["metrics"]["macro_f1"])
+    assert parent.data.metrics["chosen.test.macro_f1"] == pytest.approx(chosen["test_metrics"]["macro_f1"])
+    assert parent.data.metrics["challenger.test.macro_f1"] == pytest.approx(summary["challenger_test_metrics"][
+        "macro_f1"])
+    assert summary["rule"]["reason"] in parent.data.tags["mlflow.note.content"]
+    version = client.get_model_version("ui", "1")
+    registered = client.get_registered_model("ui")
+    tags = [*[(run.info.run_name, run.data.tags) for run in runs], ("version 1", version.tags),
+            ("registered model", registered.tags)]
+    long = [(where, key, value) for where, found in tags for key, value in found.items()
+            if not key.startswith(DATA_TAGS) and len(value) > TAG_LIMIT]
+    assert long == []
