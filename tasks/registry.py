@@ -51,11 +51,12 @@ def register_model(
     """
     import mlflow
 
+    from encoder.metrics import classification_metrics
     from encoder.tracking.registry import (
         current_champion,
-        evaluate_model,
         log_text_classifier,
         mark_challenger,
+        predict_labels,
         promote_if_better,
         record_judgement,
         register_version,
@@ -78,23 +79,23 @@ def register_model(
         with STOP.deferred():
             challenger = register_version(client, model_uri, model_name, tags | {cost_tag: cost})
         version_uri = f"models:/{model_name}/{challenger.version}"
-        challenger_metrics = evaluate_model(version_uri, texts, labels)
-        champion_metrics = champion_cost = None
+        challenger_labels = predict_labels(version_uri, texts)
+        champion_labels = None
         if champion is not None:
-            champion_metrics = evaluate_model(f"models:/{model_name}/{champion.version}", texts, labels)
-            champion_cost = float(champion.tags[cost_tag]) if cost_tag in champion.tags else None
+            champion_labels = predict_labels(f"models:/{model_name}/{champion.version}", texts)
     except BaseException:
         if challenger is not None:
             with STOP.deferred():
                 client.delete_model_version(model_name, challenger.version)  # never judged: nothing to keep
         raise
     with STOP.deferred():  # the judgement moves champion, then challenger, then says it is complete
-        promoted, why = promote_if_better(
-            client, model_name, challenger, challenger_metrics, champion_metrics, rule,
-            challenger_cost=float(cost), champion_cost=champion_cost,
-        )
-        mark_challenger(client, model_name, challenger, why)
-        record_judgement(client, model_name, challenger.version, promoted)
+        judgement = promote_if_better(client, model_name, challenger, labels, challenger_labels, champion_labels,
+                                      rule)
+        mark_challenger(client, model_name, challenger, judgement.reason)
+        record_judgement(client, model_name, challenger.version, judgement.promoted)
+    promoted, why = judgement.promoted, judgement.reason
+    challenger_metrics = classification_metrics(labels, challenger_labels)
+    champion_metrics = None if champion_labels is None else classification_metrics(labels, champion_labels)
     return Registration(
         model=ModelVersionRef(name=model_name, version=str(challenger.version), uri=version_uri,
                               family=candidate.family, depth=candidate.depth, size_mb=candidate.cost.bundle_mb),
@@ -103,6 +104,7 @@ def register_model(
         champion_version=str(challenger.version if promoted else champion.version),
         challenger_test_metrics=challenger_metrics,
         champion_test_metrics=champion_metrics,
+        comparison=judgement.comparison,
     )
 
 

@@ -124,6 +124,33 @@ def compare_to_best(
     return intervals
 
 
+def paired_interval(
+    true: Sequence[str], predicted: Sequence[str], reference: Sequence[str], metric: str, confidence: float,
+    resamples: int = RESAMPLES,
+) -> Interval:
+    """`predicted`'s metric minus `reference`'s on the same labelled rows, with a paired bootstrap interval at
+    `confidence` (the rows are resampled together): how a challenger is compared with the champion."""
+    classes = {label: index for index, label in enumerate(sorted({*true, *predicted, *reference}))}
+
+    def ids(labels: Sequence[str]) -> np.ndarray:
+        return np.array([classes[label] for label in labels], dtype=np.int32)
+
+    pair = Predictions(ids(true), {("a", 0, 0): ids(predicted), ("b", 0, 0): ids(reference)})
+    return compare_to_best(pair, {("a", 0): [0], ("b", 0): [0]}, ("b", 0), metric, confidence, resamples)[("a", 0)]
+
+
+def metric_interval(true: Sequence[str], predicted: Sequence[str], metric: str, confidence: float,
+                    resamples: int = RESAMPLES) -> tuple[float, float, float]:
+    """The metric of `predicted` on labelled rows and its bootstrap interval at `confidence`: (value, low, high)."""
+    classes = {label: index for index, label in enumerate(sorted({*true, *predicted}))}
+    truth = np.array([classes[label] for label in true], dtype=np.int32)
+    guess = np.array([classes[label] for label in predicted], dtype=np.int32)
+    values = _resampled_metrics(truth, [guess], metric, resamples, np.random.default_rng(SEED))[0]
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return _metric_of(truth, guess, metric), float(low), float(high)
+
+
 def _seed_resampled_mean(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """(seeds, resamples) -> (resamples,): per resample, the mean over seeds drawn with replacement."""
     seeds, resamples = values.shape

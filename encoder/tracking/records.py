@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from encoder.selection.candidate import Record
+from encoder.selection.evidence import Interval
 
 
 class ModelVersionRef(Record):
@@ -26,6 +27,18 @@ class KnownVersion(Record):
     depth: str | None = None
 
 
+class Judgement(Record):
+    """How a challenger fared against the champion on the same test rows."""
+
+    promoted: bool
+    reason: str = Field(description="Why, in a sentence with the interval.")
+    rows: int = Field(description="Test rows both were scored on.")
+    comparison: Interval | None = Field(
+        None, description="The challenger's metric minus the champion's, with its paired bootstrap interval; none "
+        "without a champion (or without a confidence)."
+    )
+
+
 class Registration(Record):
     """What registering a chosen candidate decided."""
 
@@ -35,3 +48,4 @@ class Registration(Record):
     champion_version: str
     challenger_test_metrics: dict[str, float]
     champion_test_metrics: dict[str, float] | None = None
+    comparison: Interval | None = Field(None, description="Challenger minus champion, with its interval.")

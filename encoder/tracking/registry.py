@@ -7,7 +7,6 @@ function `should_promote`; `promote_if_better` only applies it to the registry.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import tempfile
 import threading
@@ -27,11 +26,13 @@ from encoder import serving
 from encoder.deployment import Deployment
 from encoder.families import SERVING_PACKAGES, family_of
 from encoder.metrics import classification_metrics
+from encoder.selection.evidence import paired_interval
 from encoder.selection.rule import SelectionRule
 from encoder.serving import TEXT_COLUMN, read_bundle_config
 from encoder.tracking import pyfunc
 from encoder.tracking.history import CHALLENGER, CHAMPION, PREVIOUS_CHAMPION, move_alias
 from encoder.tracking.loading import open_classifier
+from encoder.tracking.records import Judgement
 
 # The logged model's requirements are its family's serving packages (encoder.families), pinned to the
 # versions it was logged with. Given explicitly, MLflow skips its slow requirement inference (a
@@ -234,50 +235,49 @@ def predict_labels(model_uri: str, texts: Sequence[str]) -> list[str]:
 
 
 def should_promote(
-    challenger_metrics: dict[str, float],
-    champion_metrics: dict[str, float] | None,
-    rule: SelectionRule,
-    *,
-    challenger_cost: float | None = None,
-    champion_cost: float | None = None,
-) -> tuple[bool, str]:
-    """Whether the challenger earns `champion`, and why, in a phrase.
+    truths: Sequence[str], challenger: Sequence[str], champion: Sequence[str] | None, rule: SelectionRule,
+) -> Judgement:
+    """Whether the challenger earns `champion`, by the same evidence the depth was chosen by.
 
-    It does when there is no champion, or when it is not worse than champion - `rule.tolerance`
-    on `rule.metric` (both measured on the same test split) and is either better or cheaper by
-    `rule.cost`. A NaN challenger never wins; an unknown cost is never cheaper.
+    Both models' labels for the same test rows are compared by the paired bootstrap at the rule's
+    confidence: the challenger is promoted unless the rows show it worse than the champion by more
+    than `rule.tolerance` on `rule.metric` (the upper end of the interval of challenger − champion
+    below −tolerance). A challenger as good as the champion is promoted: it learned from the newer
+    data. Without a confidence (`rule.confidence` null) the means are compared with the tolerance.
     """
-    metric, tolerance = rule.metric, rule.tolerance
-    if metric not in challenger_metrics:
-        raise ValueError(f"challenger metrics lack '{metric}', have {sorted(challenger_metrics)}")
-    if champion_metrics is None:
-        return True, "no champion yet"
-    if metric not in champion_metrics:
-        raise ValueError(f"champion metrics lack '{metric}', have {sorted(champion_metrics)}")
-    challenger, champion = float(challenger_metrics[metric]), float(champion_metrics[metric])
-    versus = f"test {metric} {challenger:.3f} vs champion {champion:.3f}"
-    if math.isnan(challenger):
-        return False, f"challenger's test {metric} is NaN"
-    if math.isnan(champion) or challenger > champion:
-        return True, f"better: {versus}"
-    if challenger < champion - tolerance:
-        return False, f"worse: {versus}, beyond tolerance {tolerance:g}"
-    if challenger_cost is not None and champion_cost is not None and challenger_cost < champion_cost:
-        cheaper = f"{challenger_cost:.3g} vs {champion_cost:.3g}"
-        return True, f"as good within {tolerance:g} and cheaper ({cheaper}): {versus}"
-    return False, f"neither better nor cheaper: {versus}"
+    if champion is None:
+        return Judgement(promoted=True, reason="no champion yet", rows=len(truths))
+    if not len(truths) == len(challenger) == len(champion) > 0:
+        raise ValueError(f"the challenger and the champion must label the same non-empty test rows, got "
+                         f"{len(truths)} rows, {len(challenger)} and {len(champion)} labels")
+    metric, tolerance, confidence = rule.metric, rule.tolerance, rule.confidence
+    rows = f"on {len(truths):,} test rows"
+    if confidence is None:
+        mine, theirs = (classification_metrics(list(truths), list(labels))[metric] for labels in (challenger, champion))
+        worse = mine < theirs - tolerance
+        reason = (f"test {metric} {mine:.3f} vs champion {theirs:.3f} {rows}: "
+                  + (f"worse by more than the tolerance {tolerance:g}; not promoted" if worse else
+                     f"within the tolerance {tolerance:g}; promoted"))
+        return Judgement(promoted=not worse, reason=reason, rows=len(truths))
+    interval = paired_interval(truths, challenger, champion, metric, confidence)
+    worse = interval.high < -tolerance - 1e-9
+    verdict = (f"shown worse by more than the tolerance {tolerance:g}; not promoted" if worse
+               else "not shown worse; promoted")
+    reason = f"challenger {interval.text()} vs champion {rows} ({metric}, {confidence:.0%} interval): {verdict}"
+    return Judgement(promoted=not worse, reason=reason, rows=len(truths), comparison=interval)
 
 
 def promote_if_better(
     client: MlflowClient,
     model_name: str,
     challenger: ModelVersion,
-    challenger_metrics: dict[str, float],
-    champion_metrics: dict[str, float] | None,
+    truths: Sequence[str],
+    challenger_labels: Sequence[str],
+    champion_labels: Sequence[str] | None,
     rule: SelectionRule,
-    **costs: float | None,
-) -> tuple[bool, str]:
+) -> Judgement:
     """Move `champion` to the challenger when should_promote says so; the old one becomes `previous-champion`.
+    The move records the judgement's sentence, interval included.
 
     Moving the alias is the last step, so a failure before it leaves `champion` where it was.
 
@@ -285,20 +285,20 @@ def promote_if_better(
         client: Client of the registry.
         model_name: Registered model name.
         challenger: The version register_version returned.
-        challenger_metrics: The challenger's metrics on the test split.
-        champion_metrics: The champion's metrics on the same split, or None when there is no champion.
-        rule: The selection rule: its metric, tolerance and cost decide.
-        **costs: challenger_cost, champion_cost for should_promote.
+        truths: The test split's labels.
+        challenger_labels: The challenger's labels for the same rows.
+        champion_labels: The champion's, or None when there is no champion.
+        rule: The selection rule: its metric, tolerance and confidence decide.
 
     Returns:
-        Whether the challenger was promoted, and why.
+        The judgement: whether the challenger was promoted, why, and the interval it was decided by.
     """
-    promote, why = should_promote(challenger_metrics, champion_metrics, rule, **costs)
-    if not promote:
-        return False, why
+    judgement = should_promote(truths, challenger_labels, champion_labels, rule)
+    if not judgement.promoted:
+        return judgement
     champion = current_champion(client, model_name)
     if champion is not None and str(champion.version) != str(challenger.version):
         move_alias(client, model_name, PREVIOUS_CHAMPION, champion.version,
                    f"replaced by version {challenger.version}", challenger.run_id)
-    move_alias(client, model_name, CHAMPION, challenger.version, why, challenger.run_id)
-    return True, why
+    move_alias(client, model_name, CHAMPION, challenger.version, judgement.reason, challenger.run_id)
+    return judgement

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import mlflow
+import numpy as np
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
@@ -29,6 +30,7 @@ from encoder.tracking.registry import (
     evaluate_model,
     log_text_classifier,
     mark_challenger,
+    predict_labels,
     promote_if_better,
     record_judgement,
     register_version,
@@ -37,9 +39,10 @@ from encoder.tracking.registry import (
 from tests.encoder.tiny_models import LABELS, constant_network, tiny_tokenizer, trained_network
 
 MODEL_NAME = "depthfinder-test"
-# Imbalanced on purpose: always-"pos" scores macro-F1 0.43 here, always-"neg" only 0.2.
-TEST_TEXTS = ["great fun", "a great cast", "great music and acting", "an awful mess"]
-TEST_LABELS = ["pos", "pos", "pos", "neg"]
+# Imbalanced on purpose: always-"pos" scores macro-F1 0.43 here, always-"neg" only 0.2; ten copies, so that the
+# paired bootstrap that judges a challenger has rows enough to show one worse.
+TEST_TEXTS = ["great fun", "a great cast", "great music and acting", "an awful mess"] * 10
+TEST_LABELS = ["pos", "pos", "pos", "neg"] * 10
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +76,14 @@ def nights(client: MlflowClient, tmp_path_factory: pytest.TempPathFactory) -> li
         champion_before = current_champion(client, MODEL_NAME)
         challenger = register_version(client, model_uri, MODEL_NAME, {"depth": "1", "night": str(night)})
         challenger_metrics = evaluate_model(model_uri, TEST_TEXTS, TEST_LABELS)
-        champion_metrics = None
+        champion_metrics = champion_labels = None
         if champion_before is not None:
             champion_metrics = evaluate_model(f"models:/{MODEL_NAME}@{CHAMPION}", TEST_TEXTS, TEST_LABELS)
-        promoted, _ = promote_if_better(
-            client, MODEL_NAME, challenger, challenger_metrics, champion_metrics, SelectionRule(tolerance=0.0)
-        )
+            champion_labels = predict_labels(f"models:/{MODEL_NAME}@{CHAMPION}", TEST_TEXTS)
+        promoted = promote_if_better(
+            client, MODEL_NAME, challenger, TEST_LABELS, predict_labels(model_uri, TEST_TEXTS), champion_labels,
+            SelectionRule(tolerance=0.0),
+        ).promoted
         mark_challenger(client, MODEL_NAME, challenger, "promoted" if promoted else "kept out")
         record_judgement(client, MODEL_NAME, challenger.version, promoted)
         results.append({
@@ -182,34 +187,46 @@ def test_logging_needs_an_active_run(client: MlflowClient, tmp_path: Path) -> No
         log_text_classifier(tmp_path, input_example=["great"])
 
 
-@pytest.mark.parametrize(
-    ("challenger", "champion", "rule", "expected", "why"),
-    [
-        ({"macro_f1": 0.5}, None, {}, True, "no champion yet"),
-        ({"macro_f1": 0.91}, {"macro_f1": 0.9}, {}, True, "better"),
-        ({"macro_f1": 0.9}, {"macro_f1": 0.9}, {}, False, "neither better nor cheaper"),
-        ({"macro_f1": 0.89}, {"macro_f1": 0.9}, {}, False, "worse"),
-        ({"macro_f1": 0.895}, {"macro_f1": 0.9}, {"tolerance": 0.01, "challenger_cost": 1.0, "champion_cost": 2.0},
-         True, "cheaper"),
-        ({"macro_f1": 0.895}, {"macro_f1": 0.9}, {"tolerance": 0.01, "challenger_cost": 3.0, "champion_cost": 2.0},
-         False, "neither better nor cheaper"),
-        ({"macro_f1": 0.88}, {"macro_f1": 0.9}, {"tolerance": 0.01, "challenger_cost": 1.0, "champion_cost": 2.0},
-         False, "beyond tolerance"),
-        ({"macro_f1": 0.9}, {"macro_f1": 0.9}, {"tolerance": 0.01, "challenger_cost": 1.0, "champion_cost": None},
-         False, "neither"),
-        ({"macro_f1": float("nan")}, {"macro_f1": 0.9}, {}, False, "NaN"),
-    ],
-)
-def test_should_promote(challenger: dict, champion: dict | None, rule: dict, expected: bool, why: str) -> None:
-    costs = {key: rule[key] for key in ("challenger_cost", "champion_cost") if key in rule}
-    promote, reason = should_promote(challenger, champion, SelectionRule(tolerance=rule.get("tolerance", 0.0)), **costs)
-    assert promote is expected
-    assert why in reason
+def labels_of(rng: np.random.Generator, truths: np.ndarray, accuracy: float) -> list[str]:
+    """A model's labels for `truths` (two classes) that are right on about `accuracy` of the rows."""
+    right = rng.random(len(truths)) < accuracy
+    return np.where(right, truths, np.where(truths == "pos", "neg", "pos")).tolist()
 
 
-def test_should_promote_names_a_missing_metric() -> None:
-    with pytest.raises(ValueError, match="champion metrics lack 'macro_f1', have .'accuracy'."):
-        should_promote({"macro_f1": 0.9}, {"accuracy": 0.9}, SelectionRule())
+def test_a_challenger_is_promoted_unless_the_rows_show_it_worse_by_more_than_the_tolerance() -> None:
+    truths = ["pos", "neg"] * 500
+    rule = SelectionRule(tolerance=0.01)
+
+    first = should_promote(truths, truths, None, rule)
+    equal = should_promote(truths, truths, truths, rule)
+    worse = should_promote(truths, ["pos"] * 1000, truths, rule)
+    means = should_promote(truths, ["pos"] * 1000, truths, SelectionRule(tolerance=0.01, confidence=None))
+
+    assert (first.promoted, first.reason) == (True, "no champion yet")
+    assert equal.promoted and equal.reason == ("challenger +0.000 [+0.000, +0.000] vs champion on 1,000 test rows "
+                                               "(macro_f1, 90% interval): not shown worse; promoted")
+    assert not worse.promoted and "shown worse by more than the tolerance 0.01; not promoted" in worse.reason
+    assert worse.comparison.high < -0.01 and worse.rows == 1000
+    assert not means.promoted and means.comparison is None and "worse by more than the tolerance" in means.reason
+
+
+def test_a_challenger_as_good_as_the_champion_is_promoted_in_most_nights_and_one_worse_by_005_is_refused() -> None:
+    """Two models of the same quality, each right on 90 % of 2,000 test rows (their errors independent): the
+    challenger is refused only when its 90 % interval lies wholly below -0.01, which for equal models happens in
+    at most 5 % of nights (one tail); expected: promoted in at least 93 % of 100 nights. A challenger right on
+    85 % is worse by 0.05, about five standard errors of the paired difference (0.010): it is refused when the
+    observed difference falls below about -0.027, expected in about 98 % of nights; asserted: at least 95 %."""
+    rng = np.random.default_rng(7)
+    rule = SelectionRule(tolerance=0.01, metric="accuracy")
+    equal, worse = [], []
+    for _ in range(100):
+        truths = rng.choice(np.array(["pos", "neg"]), size=2000)
+        champion = labels_of(rng, truths, 0.90)
+        equal.append(should_promote(truths.tolist(), labels_of(rng, truths, 0.90), champion, rule).promoted)
+        worse.append(should_promote(truths.tolist(), labels_of(rng, truths, 0.85), champion, rule).promoted)
+
+    assert sum(equal) >= 93
+    assert sum(worse) <= 5
 
 
 # Promotion history. These run last: the rollbacks move the aliases (and move them back).
@@ -228,7 +245,8 @@ def test_every_alias_move_is_recorded_in_order_with_its_reason_and_run(
     ]
     assert [m.seq for m in moves] == list(range(1, 7))
     assert [m.time for m in moves] == sorted(m.time for m in moves)
-    assert moves[0].reason == "no champion yet" and moves[4].reason.startswith("better: test macro_f1 1.000")
+    assert moves[0].reason == "no champion yet"
+    assert moves[4].reason.startswith("challenger +0.571 [+0.537, +0.614] vs champion on 40 test rows")  # the evidence
     assert moves[2].reason == "judged against the champion: kept out"
     assert history_problems(client, MODEL_NAME, moves) == []
 
