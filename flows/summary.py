@@ -12,6 +12,7 @@ from pydantic import Field
 
 from encoder.deployment import Deployment
 from encoder.selection.candidate import Candidate, Record
+from encoder.selection.evidence import Interval
 from encoder.selection.halving import Halving
 from encoder.selection.learning_rate import RateCheck
 from encoder.selection.rule import Decision
@@ -67,6 +68,10 @@ class RunSummary(Record):
     )
     champion_test_metrics: dict[str, float] | None = Field(
         None, description="The champion's metrics on the same test rows; none without a champion."
+    )
+    comparison: Interval | None = Field(
+        None, description="The challenger's test metric minus the champion's on the same rows, with the paired "
+        "bootstrap interval promotion was decided by; none without a champion."
     )
     mlflow_run_id: str | None = Field(None, description="The sweep's MLflow parent run.")
     data_hash: str = Field(description="Content hash of the texts, labels and splits trained on.")
