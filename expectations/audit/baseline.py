@@ -22,6 +22,14 @@ def out_of_fold_probabilities(texts: Sequence[str], labels: np.ndarray, seed: in
     Returns:
         A (len(texts), K) array of probabilities.
     """
+    return out_of_fold_and_beyond(texts, labels, (), seed)[0]
+
+
+def out_of_fold_and_beyond(
+    texts: Sequence[str], labels: np.ndarray, others: Sequence[str], seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold probabilities of the labelled `texts` (as out_of_fold_probabilities), and of `others`, texts no
+    fold was trained on, the mean of every fold's model: (len(texts), K) and (len(others), K)."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
     from sklearn.linear_model import LogisticRegression
@@ -32,9 +40,10 @@ def out_of_fold_probabilities(texts: Sequence[str], labels: np.ndarray, seed: in
         binary=True,
     )
     # IDF needs no label, so fitting it on all texts leaks nothing into the held-out folds.
-    features = TfidfTransformer(sublinear_tf=True).fit_transform(vectorizer.transform(texts))
+    everything = TfidfTransformer(sublinear_tf=True).fit_transform(vectorizer.transform([*texts, *others]))
+    features, beyond = everything[: len(texts)], everything[len(texts):]
     n_classes = int(labels.max()) + 1
-    probabilities = np.zeros((len(texts), n_classes))
+    probabilities, others_probabilities = np.zeros((len(texts), n_classes)), np.zeros((len(others), n_classes))
     folds = StratifiedKFold(n_splits=FOLDS, shuffle=True, random_state=seed)
     for train, held_out in folds.split(features, labels):
         model = LogisticRegression(C=4.0, solver="saga", max_iter=50, tol=1e-3, random_state=seed)
@@ -42,4 +51,6 @@ def out_of_fold_probabilities(texts: Sequence[str], labels: np.ndarray, seed: in
             warnings.simplefilter("ignore", ConvergenceWarning)  # 50 saga epochs are plenty for a ranking
             model.fit(features[train], labels[train])
         probabilities[np.ix_(held_out, model.classes_)] = model.predict_proba(features[held_out])
-    return probabilities
+        if len(others):
+            others_probabilities[:, model.classes_] += model.predict_proba(beyond) / FOLDS
+    return probabilities, others_probabilities

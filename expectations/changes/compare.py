@@ -24,6 +24,9 @@ SIDE_COLUMN = "_side"  # "champion" (the table it was trained on) or "tonight"
 CHANGE_COLUMN = "_change"  # kept, added, removed or relabelled
 WAS_COLUMN = "was"  # a relabelled row's label(s) in the champion's table
 CHAMPION_LABEL_COLUMN = "champion_said"  # the champion's prediction, on the rows it was scored on
+# The drift classifier's out-of-fold probability that a row is one added since the champion (rows it scored), and
+# whether an added row is confidently unlike the champion's table (scored above nearly all of the champion's rows).
+DRIFT_COLUMN, FOREIGN_COLUMN = "drift_score", "foreign"
 COMPARED_COLUMNS = ["text", "label", "split", "row"]
 SAMPLE_SEED = 0
 
@@ -96,6 +99,50 @@ def side(table: pd.DataFrame, name: str, change: str | Sequence[str] | None = No
 def sample(rows: pd.DataFrame, limit: int) -> pd.DataFrame:
     """At most `limit` rows, drawn at random with a fixed seed (all of them when fewer)."""
     return rows if len(rows) <= limit else rows.sample(n=limit, random_state=SAMPLE_SEED)
+
+
+def with_drift_scores(table: pd.DataFrame, config: ChangesConfig) -> pd.DataFrame:
+    """The table with each sampled row's out-of-fold probability of being added (DRIFT_COLUMN), from hashed word
+    n-grams and a logistic classifier telling (samples of) the champion's rows from the rows added, and each
+    scored added row's FOREIGN_COLUMN: whether it scores above all but `config.foreign_rate` of the champion's own
+    rows. An added row of the same task is scored like a champion's row (neither was seen by the fold that scored
+    it), so it passes that bar with probability `foreign_rate`; a row of another task passes it however many rows
+    of the same task dilute the block (a pooled AUC only says whether the rows added differ on average)."""
+    from expectations.audit.baseline import FOLDS, out_of_fold_probabilities
+    from expectations.audit.checks.base import NORMALIZED_COLUMN
+
+    champion, added = side(table, "champion"), side(table, "tonight", "added")
+    scored = table.assign(**{DRIFT_COLUMN: np.nan, FOREIGN_COLUMN: pd.NA})
+    if min(len(champion), len(added)) < FOLDS:
+        return scored
+    champion, added = sample(champion, config.max_rows), sample(added, config.max_rows)
+    is_added = np.r_[np.zeros(len(champion), dtype=np.int64), np.ones(len(added), dtype=np.int64)]
+    texts = pd.concat([champion[NORMALIZED_COLUMN], added[NORMALIZED_COLUMN]]).tolist()
+    probability = out_of_fold_probabilities(texts, is_added)[:, 1]
+    scored.loc[champion.index.append(added.index), DRIFT_COLUMN] = probability
+    scored.loc[added.index, FOREIGN_COLUMN] = _foreign(champion[NORMALIZED_COLUMN].tolist(),
+                                                       added[NORMALIZED_COLUMN].tolist(), probability, config)
+    return scored
+
+
+def _foreign(champion: list[str], added: list[str], probability: np.ndarray, config: ChangesConfig) -> np.ndarray:
+    """Which rows added score above all but `foreign_rate` of the champion's rows, after a second, focused pass:
+    the first pass (every row added against the champion's) learns a small block of another task weakly when
+    many rows of the same task are beside it; the second trains on the champion's rows against only the rows
+    added that the first scored above nine in ten of the champion's, and scores every row added again."""
+    from expectations.audit.baseline import FOLDS, out_of_fold_and_beyond
+
+    first = probability[len(champion):]
+    suspects = first > np.quantile(probability[: len(champion)], 0.9)
+    if suspects.sum() < FOLDS:
+        return first > np.quantile(probability[: len(champion)], 1 - config.foreign_rate)
+    focused = [text for text, suspect in zip(added, suspects, strict=True) if suspect]
+    rest = [text for text, suspect in zip(added, suspects, strict=True) if not suspect]
+    labels = np.r_[np.zeros(len(champion), dtype=np.int64), np.ones(len(focused), dtype=np.int64)]
+    within, beyond = out_of_fold_and_beyond([*champion, *focused], labels, rest)
+    second = np.empty(len(added))
+    second[suspects], second[~suspects] = within[len(champion):, 1], beyond[:, 1]
+    return second > np.quantile(within[: len(champion), 1], 1 - config.foreign_rate)
 
 
 def rows_to_score(table: pd.DataFrame, config: ChangesConfig) -> tuple[pd.Index, pd.Index]:

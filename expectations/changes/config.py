@@ -41,6 +41,17 @@ class ChangesConfig(BaseModel):
         0.95, ge=0.5, le=1,
         description="Drift AUC at which tonight's rows look like another task: the night stops (exit 1).",
     )
+    foreign_rate: float = Field(
+        0.01, gt=0, lt=0.5,
+        description="A row added counts as foreign, unlike anything the champion learned, when the drift classifier "
+        "scores it above all but this share of the champion's own rows: the share of rows of the same task it "
+        "flags by chance (subtracted from the count).",
+    )
+    stop_foreign_fraction: float = Field(
+        0.05, ge=0, le=1,
+        description="Foreign rows added, as a share of the champion's table, that stop the night: a block of "
+        "another task, found row by row even when in-domain rows dilute it.",
+    )
     stop_relabelled_fraction: float = Field(
         0.05, ge=0, le=1,
         description="Rows relabelled (same text, new label), as a share of the champion's table, that stop the "
@@ -66,6 +77,7 @@ class ChangesConfig(BaseModel):
             "label_shift": f"retrain: PSI above {self.retrain_label_psi:g} and p below {self.label_shift_p:g}",
             "new_or_vanished_classes": "retrain on any",
             "text_drift": f"report AUC {self.warn_drift_auc:g}; stop {self.stop_drift_auc:g}",
+            "foreign_rows": f"stop above {self.stop_foreign_fraction:.0%} of the champion's table",
             "length_shift": f"report KS {self.warn_length_shift:g}",
             "champion_decay": f"retrain: a drop above {self.retrain_decay:g} (at least {self.decay_min_rows} rows)",
         }

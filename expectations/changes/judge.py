@@ -9,7 +9,7 @@ import pandas as pd
 from expectations.audit.report import CheckResult
 from expectations.audit.run import validate_checks
 from expectations.changes.checks import CHANGE_CHECKS
-from expectations.changes.compare import CHAMPION_LABEL_COLUMN, Comparison
+from expectations.changes.compare import CHAMPION_LABEL_COLUMN, Comparison, with_drift_scores
 from expectations.changes.report import ChangeReport, Policy
 
 
@@ -24,6 +24,7 @@ def judge_changes(table: pd.DataFrame, comparison: Comparison, docs_dir: Path | 
     Returns:
         The report: each measure's check, the figures and the policy's decision with its reason.
     """
+    table = with_drift_scores(table, comparison.config)
     if comparison.champion is not None:
         predicted = pd.Series(comparison.champion.predicted, dtype="object")
         table = table.assign(**{CHAMPION_LABEL_COLUMN: predicted.reindex(table.index)})

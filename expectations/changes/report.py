@@ -45,8 +45,18 @@ class ChampionOnNew(_Record):
 
     metric: str = Field(description="The selection metric.")
     on_new: float = Field(description="On (a sample of) the rows added since it was trained.")
+    on_new_low: float | None = Field(None, description="The lower end of its 90 % bootstrap interval.")
+    on_new_high: float | None = Field(None, description="Its upper end.")
     on_test: float = Field(description="On the test rows of the table it was trained on.")
     rows: int = Field(description="Rows added it was scored on.")
+    on_foreign: float | None = Field(None, description="On the rows added that look foreign (foreign_rows); none "
+                                     "without such a block.")
+    on_foreign_low: float | None = Field(None, description="The lower end of its interval.")
+    on_foreign_high: float | None = Field(None, description="Its upper end.")
+    on_rest: float | None = Field(None, description="On the other rows added: the decay the policy judges when a "
+                                  "foreign block is there.")
+    on_rest_low: float | None = Field(None, description="The lower end of its interval.")
+    on_rest_high: float | None = Field(None, description="Its upper end.")
 
 
 class ChangeReport(_Record):
@@ -64,6 +74,9 @@ class ChangeReport(_Record):
     vanished_classes: list[str] = Field([], description="Classes of the champion's table that are gone.")
     drift_auc: float | None = Field(None, description="Out-of-fold AUC telling the rows added from the champion's "
                                     "(0.5: the same world); none when too few rows were added.")
+    foreign_rows: int | None = Field(None, description="Rows added the drift classifier tells from the champion's "
+                                     "rows with confidence, one by one: a block of another task, even when diluted.")
+    foreign_share: float | None = Field(None, description="Those rows as a share of the champion's table.")
     length_shift: float | None = Field(None, description="Kolmogorov-Smirnov distance of the word counts.")
     champion_on_new: ChampionOnNew | None = Field(None, description="Decay; none when it could not be measured.")
     champion_test_rows_gone: int = Field(0, description="Test rows of the champion's table no longer in tonight's.")
@@ -93,9 +106,11 @@ class ChangeReport(_Record):
             new_classes=observed["new_or_vanished_classes"].get("new_classes", []),
             vanished_classes=observed["new_or_vanished_classes"].get("vanished_classes", []),
             drift_auc=drift.get("auc"),
+            foreign_rows=observed["foreign_rows"].get("rows"), foreign_share=observed["foreign_rows"].get("fraction"),
             length_shift=observed["length_shift"].get("ks"),
-            champion_on_new=ChampionOnNew(metric=decay["metric"], on_new=decay["on_new"], on_test=decay["on_test"],
-                                          rows=decay["new_rows"]) if "on_new" in decay else None,
+            champion_on_new=ChampionOnNew(
+                rows=decay["new_rows"], **{key: decay.get(key) for key in ChampionOnNew.model_fields if key != "rows"}
+            ) if "on_new" in decay else None,
             champion_test_rows_gone=int(observed["champion_test_rows"].get("rows", 0)),
             settings_changed=settings_changed, checks=checks, policy=policy, thresholds=thresholds,
         )

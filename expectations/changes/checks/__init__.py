@@ -6,7 +6,7 @@ from expectations.audit.registry import CheckRegistry
 from expectations.changes.checks.champion import ChampionDecayCheck
 from expectations.changes.checks.labels import ClassesCheck, LabelShiftCheck
 from expectations.changes.checks.rows import ChampionTestRowsCheck, RelabelledRowsCheck, RowsAddedCheck
-from expectations.changes.checks.text import LengthShiftCheck, TextDriftCheck
+from expectations.changes.checks.text import ForeignRowsCheck, LengthShiftCheck, TextDriftCheck
 
 CHANGE_CHECKS = CheckRegistry([
     RowsAddedCheck,
@@ -14,6 +14,7 @@ CHANGE_CHECKS = CheckRegistry([
     LabelShiftCheck,
     ClassesCheck,
     TextDriftCheck,
+    ForeignRowsCheck,
     LengthShiftCheck,
     ChampionDecayCheck,
     ChampionTestRowsCheck,

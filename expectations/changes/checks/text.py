@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from expectations.audit.baseline import FOLDS
-from expectations.audit.checks.base import NORMALIZED_COLUMN, CheckPlan
+from expectations.audit.checks.base import NORMALIZED_COLUMN, CheckPlan, to_jsonable
 from expectations.changes.checks.base import ChangeCheck, frame_examples
-from expectations.changes.compare import Comparison, sample, side
+from expectations.changes.compare import DRIFT_COLUMN, FOREIGN_COLUMN, SIDE_COLUMN, Comparison, sample, side
 
 TOKENS_SHOWN = 10
 MIN_TOKEN_SHARE = 0.02  # a separating token is in at least this share of its side's rows (and 3 rows)
@@ -67,15 +67,12 @@ class TextDriftCheck(ChangeCheck):
         import great_expectations.expectations as gxe
         from sklearn.metrics import roc_auc_score
 
-        from expectations.audit.baseline import out_of_fold_probabilities
-
         sides = drift_sides(table, comparison)
         if isinstance(sides, str):
             return self.not_judged(sides)
         champion, added = sides
-        is_added = np.r_[np.zeros(len(champion), dtype=np.int64), np.ones(len(added), dtype=np.int64)]
-        probabilities = out_of_fold_probabilities(pd.concat([champion, added]).tolist(), is_added)
-        auc = float(roc_auc_score(is_added, probabilities[:, 1]))
+        scored = table[table[DRIFT_COLUMN].notna()]  # the drift classifier's out-of-fold scores (compare.py)
+        auc = float(roc_auc_score(scored[SIDE_COLUMN] == "tonight", scored[DRIFT_COLUMN]))
         tokens = separating_tokens(champion, added)
         config = comparison.config
         frame = self.figures({"auc": auc})
@@ -95,6 +92,62 @@ class TextDriftCheck(ChangeCheck):
     def examples(self, table: pd.DataFrame, plan: CheckPlan, failing: list[Any], limit: int) -> list[dict[str, Any]]:
         """The tokens that separate the sides most."""
         return plan.observed["tokens"][:limit]
+
+
+class ForeignRowsCheck(ChangeCheck):
+    """Rows added that the drift classifier confidently tells from the champion's table, one by one: a block of
+    another task, which rows of the same task around it dilute in a pooled AUC."""
+
+    name = "foreign_rows"
+    category = "drift"
+    severity = "error"
+    counts_rows = False  # it counts rows added itself (its derived frame is one row of figures)
+    retrains = False
+    description = ("rows added that the drift classifier scores above all but foreign_rate of the champion's own "
+                   "rows: unlike anything the champion learned from")
+    evidence_columns = ("row", "text", "label", DRIFT_COLUMN)
+    evidence = (DRIFT_COLUMN,)
+
+    @classmethod
+    def headline(cls, observed: dict[str, Any]) -> str:
+        if "rows" not in observed:
+            return super().headline(observed)
+        shown = ", ".join(repr(token) for token in observed.get("top_tokens", [])[:3])
+        return (f"{observed['rows']} of {observed['added_rows']} rows added look foreign "
+                f"({observed['fraction']:.1%} of the champion's table)" + (f", e.g. {shown}" if shown else ""))
+
+    def plan(self, table: pd.DataFrame, comparison: Comparison) -> CheckPlan:
+        import great_expectations.expectations as gxe
+
+        added = side(table, "tonight", "added")
+        scored = added[added[FOREIGN_COLUMN].notna()]
+        if scored.empty:
+            return self.not_judged(f"{len(added)} rows added; drift needs more on each side")
+        foreign = scored[scored[FOREIGN_COLUMN].astype(bool)]
+        config = comparison.config
+        chance = config.foreign_rate * (len(scored) - len(foreign))  # rows of the same task flagged by chance
+        count = round(max(0.0, len(foreign) - chance) * len(added) / len(scored))  # scored: a sample of the added
+        champion_rows = len(side(table, "champion"))
+        fraction = count / champion_rows if champion_rows else 0.0
+        tokens = (separating_tokens(sample(side(table, "champion"), config.max_rows)[NORMALIZED_COLUMN],
+                                    foreign[NORMALIZED_COLUMN]) if len(foreign) >= 3 else pd.DataFrame())
+        top = tokens.loc[tokens["more_in"] == "added", "token"].tolist() if len(tokens) else []
+        expectation = gxe.ExpectColumnValuesToBeBetween(
+            column="fraction", max_value=config.stop_foreign_fraction,
+            **self.gx("error", "a block of the rows added reads like another task: training on it would teach the "
+                      "model something else under these labels", rows=count, fraction=round(fraction, 4)),
+        )
+        observed = {"rows": count, "fraction": round(fraction, 6), "added_rows": len(added),
+                    "share_of_added": round(count / len(added), 4), "top_tokens": top}
+        return CheckPlan(self.figures({"fraction": fraction}), [expectation], observed)
+
+    def examples(self, table: pd.DataFrame, plan: CheckPlan, failing: list[Any], limit: int) -> list[dict[str, Any]]:
+        """The rows added that look most foreign."""
+        added = side(table, "tonight", "added")
+        foreign = added[added[FOREIGN_COLUMN].notna() & added[FOREIGN_COLUMN].astype(bool)]
+        columns = [column for column in self.evidence_columns if column in foreign.columns]
+        rows = foreign.sort_values(DRIFT_COLUMN, ascending=False)[columns].head(limit)
+        return [to_jsonable(record) for record in rows.round({DRIFT_COLUMN: 4}).to_dict(orient="records")]
 
 
 class LengthShiftCheck(ChangeCheck):

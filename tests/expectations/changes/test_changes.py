@@ -160,3 +160,50 @@ def test_the_report_round_trips_through_json(champion, reviews) -> None:
 
     assert ChangeReport.from_dict(report.to_dict()).to_dict() == report.to_dict()
     assert report.to_dict()["policy"] == {"decision": "retrain", "reason": report.policy.reason}
+
+
+@pytest.mark.parametrize("share", [0.05, 0.20, 0.45])
+def test_a_block_of_another_task_is_found_row_by_row_even_when_in_domain_rows_dilute_it(
+    champion, reviews, share: float
+) -> None:
+    """1,000 rows added, of which `share` are news sentences labelled as reviews and the rest new reviews: the
+    pooled AUC falls with the block's share, but the block is counted row by row, within a few percent, and
+    stops the night once it is more than 5 % of the champion's table (2,000 rows: 100 rows)."""
+    foreign = round(1000 * share)
+    news = DATASETS["topics"].generate(foreign, seed=3).assign(label="positive")
+    tonight = pd.concat([reviews.iloc[:2000], reviews.iloc[2000:3000 - foreign], news])
+
+    report = judge(champion, tonight)
+
+    assert report.rows_added == 1000
+    assert abs(report.foreign_rows - foreign) <= 0.05 * foreign + 10
+    assert report.foreign_share == pytest.approx(report.foreign_rows / 2000, abs=1e-6)
+    stops = foreign > 100
+    assert (failed(report).get("foreign_rows") == "error") == stops
+    assert (report.policy.decision == "stop") == (stops or report.drift_auc >= 0.95)
+    if stops:
+        assert "foreign_rows" in report.policy.reason
+        examples = report.check("foreign_rows").examples
+        assert examples and set(e["row"] for e in examples) <= set(range(3000 - foreign, 3000))
+
+
+def test_the_champions_decay_is_judged_on_the_rows_that_are_not_foreign(champion, reviews) -> None:
+    """The champion labels every new review right and every foreign row wrong: decay over all rows added would
+    retrain on the foreign rows; judged on the rest, there is none, and the foreign block is reported apart."""
+    news = DATASETS["topics"].generate(60, seed=4).assign(label="positive")
+    tonight = split(pd.concat([reviews.iloc[:2000], reviews.iloc[2000:2940], news]))
+    table = comparison_table(champion, tonight)
+    added, tested = rows_to_score(table, NIGHTLY)
+    is_news = table.loc[added, "text"].isin(news["text"])
+    said = table.loc[added, "label"].astype("str").where(~is_news, "negative")  # right on reviews, wrong on news
+    scores = ChampionScores("accuracy", on_new=float((said == table.loc[added, "label"]).mean()), on_test=1.0,
+                            new_rows=len(added), test_rows=len(tested), predicted=said.to_dict())
+
+    report = judge_changes(table, Comparison(NIGHTLY, "1", champion=scores))
+
+    decay = report.champion_on_new
+    assert decay.on_new == pytest.approx(0.94)  # 60 of 1,000 rows wrong, all of them news
+    assert decay.on_rest >= 0.99 and decay.on_foreign <= 0.5  # the block holds the news (and a few flagged by chance)
+    assert decay.on_new_low <= decay.on_new <= decay.on_new_high
+    assert "champion_decay" not in failed(report)  # 60 foreign rows: 3 % of the table, reported, no stop
+    assert "not foreign" in report.check("champion_decay").headline
