@@ -6,12 +6,21 @@ champion's decay is not measured here; tests/flows/test_changes.py covers it):
 - `random half -> all`: the rows in a random order, the first half then all of them (the same world);
 - `file half -> all`: the same in file order (whatever order the file's sources come in);
 - `+ 2 % relabelled` / `+ 10 % relabelled`: the whole file, with that share of labels flipped;
-- `+ other file`: the whole file, then the other file's rows appended (another task).
+- `+ other file`: the whole file, then the other file's rows appended (another task);
+- `60 % -> + 40 % + 800 other`: the champion's table is 60 % of the file; tonight's adds the other 40 %
+  and 800 rows of the other file labelled as the file's most common class (a block of another task,
+  diluted by in-domain rows: the pooled AUC stays low, the foreign rows are counted row by row).
+And the promotion case: six scratch models (depth 1, the default recipe) trained on the same
+split of `sms_spam.csv` with seeds 1..6; every ordered pair is judged as challenger against
+champion, by the paired bootstrap (promoted unless shown worse by more than the tolerance
+0.01) and by the rule before it (refused when its test macro-F1 is more than 0.01 below).
 Printed per scenario: rows then and now, added, relabelled, the label mix's PSI, the drift
 AUC, the length KS distance, the policy's decision (nightly settings) and the seconds the
 comparison took (comparison table + GX validations). Last line:
-`RESULT same_world_auc=... other_task_auc=... decisions=...` (AUCs: the largest same-world
-and the smallest other-task value; decisions in scenario order, per file).
+`RESULT same_world_auc=... other_task_auc=... decisions=... foreign_found=... foreign_planted=...
+refused_bootstrap=... refused_margin=...` (AUCs: the largest same-world and the smallest other-task
+value; decisions in scenario order, per file; foreign rows found and planted in the diluted scenario,
+per file; the share of same-data challengers each rule refuses).
 """
 
 from __future__ import annotations
@@ -26,7 +35,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from depth_curves import REAL, SHARED, _print_table  # noqa: E402
 
-SCENARIOS = ("random half -> all", "file half -> all", "+ 2 % relabelled", "+ 10 % relabelled", "+ other file")
+DILUTED = "60 % -> + 40 % + 800 other"
+SCENARIOS = ("random half -> all", "file half -> all", "+ 2 % relabelled", "+ 10 % relabelled", "+ other file",
+             DILUTED)
+PLANTED = 800
 SAME_WORLD = SCENARIOS[:2]
 
 
@@ -52,6 +64,10 @@ def scenario_tables(name: str, whole: pd.DataFrame, other: pd.DataFrame) -> tupl
         labels = sorted(whole["label"].unique())
         flipped.loc[rows, "label"] = flipped.loc[rows, "label"].map(lambda label: labels[1 - labels.index(label)])
         return whole, flipped
+    if name == DILUTED:
+        cut = int(len(shuffled) * 0.6)
+        block = other.sample(n=PLANTED, random_state=2).assign(label=whole["label"].mode()[0])
+        return shuffled.iloc[:cut], pd.concat([shuffled, block])
     return whole, pd.concat([whole, other])
 
 
@@ -74,7 +90,7 @@ def main() -> None:
         print(f"the real files are absent from {SHARED}; set DEPTHFINDER_DATA (docs/benchmarks.md)")
         return
     judge(*scenario_tables(SCENARIOS[0], *list(files.values())[:2]))  # GX import and warm-up, not timed below
-    rows, same, other, decisions = [], [], [], []
+    rows, same, other, decisions, found = [], [], [], [], []
     for name, whole in files.items():
         others = pd.concat([table for other_name, table in files.items() if other_name != name])
         for scenario in SCENARIOS:
@@ -83,14 +99,56 @@ def main() -> None:
             auc = report.drift_auc
             (same if scenario in SAME_WORLD else other if scenario == "+ other file" else []).append(auc)
             decisions.append(report.policy.decision)
+            if scenario == DILUTED:
+                found.append(str(report.foreign_rows))
             psi = f"{report.label_shift.psi:.3f}" if report.label_shift else "-"
             rows.append([name, scenario, report.rows_before, report.rows_now, report.rows_added, report.relabelled,
                          psi, "-" if auc is None else f"{auc:.3f}",
                          "-" if report.length_shift is None else f"{report.length_shift:.3f}",
+                         "-" if report.foreign_rows is None else report.foreign_rows,
                          report.policy.decision, f"{seconds:.2f}"])
     _print_table(["file", "scenario", "rows then", "rows now", "added", "relabelled", "label PSI", "drift AUC",
-                  "length KS", "decision", "seconds"], rows)
-    print(f"\nRESULT same_world_auc={max(same):.3f} other_task_auc={min(other):.3f} decisions={','.join(decisions)}")
+                  "length KS", "foreign rows", "decision", "seconds"], rows)
+    bootstrap, margin = promotion_case(files["sms_spam.csv"])
+    print(f"\nRESULT same_world_auc={max(same):.3f} other_task_auc={min(other):.3f} decisions={','.join(decisions)} "
+          f"foreign_found={','.join(found)} foreign_planted={PLANTED} refused_bootstrap={bootstrap:.2f} "
+          f"refused_margin={margin:.2f}")
+
+
+def promotion_case(table: pd.DataFrame, seeds: int = 6) -> tuple[float, float]:
+    """Six models of the same data and recipe, seeds apart: the share of (challenger, champion) pairs that the
+    paired bootstrap refuses, and that the fixed margin refused; a table of each model's test macro-F1."""
+    import tempfile
+
+    from encoder.config import ModelConfig, TrainConfig
+    from encoder.metrics import classification_metrics
+    from encoder.selection.rule import SelectionRule
+    from encoder.serving import TextClassifier
+    from encoder.tokenizer import train_tokenizer
+    from encoder.tracking.registry import should_promote
+    from encoder.training import train_candidate
+
+    frame = prepared(table)
+    labels = sorted(frame["label"].unique())
+    test = frame[frame["split"] == "test"]
+    truths = test["text"].tolist(), test["label"].tolist()
+    predictions = {}
+
+    with tempfile.TemporaryDirectory() as folder:
+        tokenizer = train_tokenizer(frame.loc[frame["split"] == "train", "text"], ModelConfig().vocab_size)
+        for seed in range(1, seeds + 1):
+            trained = train_candidate(frame, labels, tokenizer, 1, ModelConfig(), TrainConfig(seed=seed),
+                                      class_weights=True, out_dir=Path(folder) / str(seed), progress=False)
+            predictions[seed] = TextClassifier(trained.network, tokenizer, labels).predict(truths[0])
+    rule = SelectionRule(tolerance=0.01)
+    f1 = {seed: classification_metrics(truths[1], said)["macro_f1"] for seed, said in predictions.items()}
+    pairs = [(a, b) for a in predictions for b in predictions if a != b]
+    bootstrap = [not should_promote(truths[1], predictions[a], predictions[b], rule).promoted for a, b in pairs]
+    margin = [f1[a] < f1[b] - rule.tolerance for a, b in pairs]
+    _print_table(["seed", "test macro-F1"], [[seed, f"{value:.3f}"] for seed, value in f1.items()])
+    print(f"{len(pairs)} same-data pairs: the paired bootstrap refuses {sum(bootstrap)}, the fixed margin refused "
+          f"{sum(margin)}")
+    return sum(bootstrap) / len(pairs), sum(margin) / len(pairs)
 
 
 if __name__ == "__main__":
