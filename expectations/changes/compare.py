@@ -125,6 +125,11 @@ def with_drift_scores(table: pd.DataFrame, config: ChangesConfig) -> pd.DataFram
     return scored
 
 
+def foreign(rows: pd.DataFrame) -> pd.Series:
+    """Which of `rows` the drift scores flagged as foreign (False for rows it did not score)."""
+    return rows[FOREIGN_COLUMN].fillna(False).astype(bool)
+
+
 def _foreign(champion: list[str], added: list[str], probability: np.ndarray, config: ChangesConfig) -> np.ndarray:
     """Which rows added score above all but `foreign_rate` of the champion's rows, after a second, focused pass:
     the first pass (every row added against the champion's) learns a small block of another task weakly when

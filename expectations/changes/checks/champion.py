@@ -8,7 +8,7 @@ import pandas as pd
 
 from expectations.audit.checks.base import CheckPlan, to_jsonable
 from expectations.changes.checks.base import ChangeCheck
-from expectations.changes.compare import CHAMPION_LABEL_COLUMN, FOREIGN_COLUMN, Comparison, side
+from expectations.changes.compare import CHAMPION_LABEL_COLUMN, Comparison, foreign, side
 
 # Rows a block (the foreign rows added, or the rest) needs before the champion's decay is reported on it apart.
 MIN_BLOCK_ROWS = 5
@@ -61,11 +61,11 @@ class ChampionDecayCheck(ChangeCheck):
         scored = added[added[CHAMPION_LABEL_COLUMN].notna()]
         observed = {"metric": scores.metric, **_on(scored, scores.metric, "on_new"), "on_new": round(scores.on_new, 4),
                     "on_test": round(scores.on_test, 4), "new_rows": scores.new_rows, "test_rows": scores.test_rows}
-        foreign = scored[FOREIGN_COLUMN].fillna(False).astype(bool)
-        if foreign.sum() >= MIN_BLOCK_ROWS and (~foreign).sum() >= MIN_BLOCK_ROWS:
-            observed |= _on(scored[foreign], scores.metric, "on_foreign") | _on(scored[~foreign], scores.metric,
+        flagged = foreign(scored)
+        if flagged.sum() >= MIN_BLOCK_ROWS and (~flagged).sum() >= MIN_BLOCK_ROWS:
+            observed |= _on(scored[flagged], scores.metric, "on_foreign") | _on(scored[~flagged], scores.metric,
                                                                                  "on_rest")
-            observed |= {"foreign_rows": int(foreign.sum()), "rest_rows": int((~foreign).sum())}
+            observed |= {"foreign_rows": int(flagged.sum()), "rest_rows": int((~flagged).sum())}
         drop = scores.on_test - observed.get("on_rest", observed["on_new"])
         expectation = gxe.ExpectColumnValuesToBeBetween(
             column="drop", max_value=config.retrain_decay,

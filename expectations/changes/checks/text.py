@@ -10,7 +10,15 @@ import pandas as pd
 from expectations.audit.baseline import FOLDS
 from expectations.audit.checks.base import NORMALIZED_COLUMN, CheckPlan, to_jsonable
 from expectations.changes.checks.base import ChangeCheck, frame_examples
-from expectations.changes.compare import DRIFT_COLUMN, FOREIGN_COLUMN, SIDE_COLUMN, Comparison, sample, side
+from expectations.changes.compare import (
+    DRIFT_COLUMN,
+    FOREIGN_COLUMN,
+    SIDE_COLUMN,
+    Comparison,
+    foreign,
+    sample,
+    side,
+)
 
 TOKENS_SHOWN = 10
 MIN_TOKEN_SHARE = 0.02  # a separating token is in at least this share of its side's rows (and 3 rows)
@@ -123,14 +131,14 @@ class ForeignRowsCheck(ChangeCheck):
         scored = added[added[FOREIGN_COLUMN].notna()]
         if scored.empty:
             return self.not_judged(f"{len(added)} rows added; drift needs more on each side")
-        foreign = scored[scored[FOREIGN_COLUMN].astype(bool)]
+        flagged = scored[foreign(scored)]
         config = comparison.config
-        chance = config.foreign_rate * (len(scored) - len(foreign))  # rows of the same task flagged by chance
-        count = round(max(0.0, len(foreign) - chance) * len(added) / len(scored))  # scored: a sample of the added
+        chance = config.foreign_rate * (len(scored) - len(flagged))  # rows of the same task flagged by chance
+        count = round(max(0.0, len(flagged) - chance) * len(added) / len(scored))  # scored: a sample of the added
         champion_rows = len(side(table, "champion"))
         fraction = count / champion_rows if champion_rows else 0.0
         tokens = (separating_tokens(sample(side(table, "champion"), config.max_rows)[NORMALIZED_COLUMN],
-                                    foreign[NORMALIZED_COLUMN]) if len(foreign) >= 3 else pd.DataFrame())
+                                    flagged[NORMALIZED_COLUMN]) if len(flagged) >= 3 else pd.DataFrame())
         top = tokens.loc[tokens["more_in"] == "added", "token"].tolist() if len(tokens) else []
         expectation = gxe.ExpectColumnValuesToBeBetween(
             column="fraction", max_value=config.stop_foreign_fraction,
@@ -144,9 +152,9 @@ class ForeignRowsCheck(ChangeCheck):
     def examples(self, table: pd.DataFrame, plan: CheckPlan, failing: list[Any], limit: int) -> list[dict[str, Any]]:
         """The rows added that look most foreign."""
         added = side(table, "tonight", "added")
-        foreign = added[added[FOREIGN_COLUMN].notna() & added[FOREIGN_COLUMN].astype(bool)]
-        columns = [column for column in self.evidence_columns if column in foreign.columns]
-        rows = foreign.sort_values(DRIFT_COLUMN, ascending=False)[columns].head(limit)
+        flagged = added[foreign(added)]
+        columns = [column for column in self.evidence_columns if column in flagged.columns]
+        rows = flagged.sort_values(DRIFT_COLUMN, ascending=False)[columns].head(limit)
         return [to_jsonable(record) for record in rows.round({DRIFT_COLUMN: 4}).to_dict(orient="records")]
 
 
