@@ -39,6 +39,7 @@ def stage_metrics(n_classes: int, stage: str) -> MetricCollection:
 
 
 RESTART_PEAK = 0.5  # peak of a restarted schedule, as a share of the first one's
+PROBE_LEARNING_RATE = 1e-3  # the least peak rate of the probes of a screen (encoder.probes)
 
 
 def warmup_cosine(total_steps: int, warmup_steps: int, restart_steps: int = 0) -> Callable[[int], float]:
@@ -95,12 +96,14 @@ class DepthClassifier(L.LightningModule):
         depth_scaled_lr: bool = True,
         total_steps: int | None = None,
         restart_steps: int = 0,
+        probes: nn.Module | None = None,
     ) -> None:
         super().__init__()
         # restart_steps is not a hyperparameter: an extension continues the same run, whose logged params stay.
-        self.save_hyperparameters(ignore=["network", "class_weights", "restart_steps"])
+        self.save_hyperparameters(ignore=["network", "class_weights", "restart_steps", "probes"])
         self.restart_steps = restart_steps
         self.network = network
+        self.probes = probes  # encoder.probes.LayerProbes: a screen of every depth, which the network never feels
         if class_weights is not None and class_weights.shape != (n_classes,):
             raise ValueError(f"class_weights must have shape ({n_classes},), got {tuple(class_weights.shape)}")
         self.register_buffer("class_weights", class_weights, persistent=False)
@@ -115,8 +118,15 @@ class DepthClassifier(L.LightningModule):
 
     def _shared_step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
         labels = batch["labels"]
+        if self.probes is not None:
+            self.probes.watch(batch["attention_mask"])
         logits = self(batch["input_ids"], batch["attention_mask"]).float()  # (B, n_classes)
         loss = F.cross_entropy(logits, labels, weight=self.class_weights)
+        if self.probes is not None:  # their inputs are detached: this trains the probes alone
+            probe_loss = sum(F.cross_entropy(probe, labels, weight=self.class_weights)
+                             for probe in self.probes.logits())
+            self.log(f"{stage}/probe_loss", probe_loss, on_step=False, on_epoch=True, batch_size=labels.shape[0])
+            loss = loss + probe_loss
         metrics = getattr(self, f"{stage}_metrics")
         metrics.update(logits.argmax(dim=-1), labels)
         batch_size = labels.shape[0]
@@ -174,6 +184,9 @@ class DepthClassifier(L.LightningModule):
             if param.requires_grad:
                 decays = param.ndim >= 2 and id(param) not in embeddings
                 groups[decays, id(param) in in_blocks]["params"].append(param)
+        if self.probes is not None:  # linear heads from scratch, whatever the network's (fine-tuning) rate
+            groups["probes"] = {"params": list(self.probes.parameters()), "weight_decay": 0.0,
+                                "lr": max(lr, PROBE_LEARNING_RATE)}
         return [group for group in groups.values() if group["params"]]
 
     def configure_optimizers(self) -> dict[str, Any]:
@@ -189,7 +202,10 @@ class DepthClassifier(L.LightningModule):
     ) -> None:
         """Clip by norm here: Lightning's mixed-precision plugin refuses to clip for a fused
         optimizer, a guard for fp16 loss scaling that bf16 (no loss scale) does not need."""
-        if not optimizer.defaults.get("fused") or gradient_clip_algorithm not in (None, "norm"):
+        if self.probes is not None and gradient_clip_val:  # each clipped on its own: the network trains as without
+            nn.utils.clip_grad_norm_(self.network.parameters(), gradient_clip_val)
+            nn.utils.clip_grad_norm_(self.probes.parameters(), gradient_clip_val)
+        elif not optimizer.defaults.get("fused") or gradient_clip_algorithm not in (None, "norm"):
             super().configure_gradient_clipping(optimizer, gradient_clip_val, gradient_clip_algorithm)
         elif gradient_clip_val:
             nn.utils.clip_grad_norm_(self.parameters(), gradient_clip_val)

@@ -22,7 +22,8 @@ from encoder.families import Family, Scratch
 from encoder.interrupt import STOP, StopRequest
 from encoder.metrics import classification_metrics
 from encoder.module import DepthClassifier
-from encoder.serving import Network, TextClassifier
+from encoder.probes import LayerProbes
+from encoder.serving import Network, TextClassifier, encode_texts, pad_batch
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -53,6 +54,11 @@ class TrainedCandidate:
     val_true: np.ndarray  # (n_val,) class ids of the validation rows, in the frame's order
     val_predicted: np.ndarray  # (n_val,) class ids the restored network predicts for them
     history: list[float]  # validation macro-F1 after each epoch, resumed parts included
+    # With probes (a screen): per layer k = 1..depth-1, the class ids its probe predicts for the validation rows,
+    # and its validation and test metrics.
+    probe_val_predicted: list[np.ndarray] = ()
+    probe_metrics: list[dict[str, float]] = ()
+    probe_test_metrics: list[dict[str, float]] = ()
 
 
 def inverse_frequency_weights(train_labels: Sequence[str], labels: Sequence[str]) -> torch.Tensor:
@@ -81,6 +87,7 @@ def train_candidate(
     resume_from: Path | None = None,
     callbacks: Sequence[L.Callback] = (),
     family: Family = Scratch(),
+    probes: bool = False,
 ) -> TrainedCandidate:
     """Train the encoder at one depth, early-stopped on validation macro-F1.
 
@@ -109,6 +116,8 @@ def train_candidate(
         family: what the network is (encoder.families): depthfinder's own encoder, from scratch,
             or the bottom `depth` layers of a pretrained checkpoint with a new head (`tokenizer`
             is then the checkpoint's own, and `model_cfg` gives only max_len and pooling).
+        probes: also train a probe on each layer below the last (encoder.probes), a screen of every
+            shallower depth that the network never feels; their predictions come back too.
 
     Returns:
         The candidate with its best-validation weights restored, on CPU in eval mode, and
@@ -122,6 +131,11 @@ def train_candidate(
         raise ValueError(f"epochs must be at least 1, got {epochs}")
     L.seed_everything(train_cfg.seed, workers=True, verbose=False)
     network = family.network(depth, len(labels), model_cfg, tokenizer)
+    screen = None
+    if probes:
+        with torch.random.fork_rng():  # the probes' initialisation leaves the network's random stream as it was
+            torch.manual_seed(train_cfg.seed)
+            screen = LayerProbes(network, len(labels))
     data = TextDataModule(frame, tokenizer, labels, network.cfg.max_len, train_cfg.batch_size, train_cfg.seed,
                           pad_id=network.cfg.pad_id)
     data.setup()
@@ -130,7 +144,7 @@ def train_candidate(
     batches = len(data.train_dataloader())
     extension = max(0, epochs - train_cfg.max_epochs)
     module = _classifier(network, frame, labels, train_cfg, class_weights, total_steps=train_cfg.max_epochs * batches,
-                         restart_steps=extension * batches)
+                         restart_steps=extension * batches, probes=screen)
     checkpoint = _best_checkpoint(Path(out_dir), depth, keep_earlier=resume_from is not None)
     early_stopping = EarlyStoppingFrom(train_cfg.min_epochs, monitor=MONITOR, mode="max", patience=train_cfg.patience)
     state = EpochState(last_checkpoint(Path(out_dir), depth))
@@ -148,6 +162,10 @@ def train_candidate(
     (val_metrics, val_true, val_predicted), (test_metrics, _, _) = (
         _split_metrics(classifier, frame, labels, split) for split in ("val", "test")
     )
+    screened = {}
+    if screen is not None:
+        restore_network_weights(screen, checkpoint.best_model_path, prefix="probes.")
+        screened = _probe_results(classifier, screen, frame, labels)
     return TrainedCandidate(
         depth=depth,
         network=classifier.network,
@@ -161,6 +179,7 @@ def train_candidate(
         val_true=val_true,
         val_predicted=val_predicted,
         history=state.history,
+        **screened,
     )
 
 
@@ -231,12 +250,41 @@ class EpochState(Checkpoint):
         self.history = [float(value) for value in state.get("history", [])]
 
 
-def restore_network_weights(network: Network, checkpoint_path: str | Path) -> None:
-    """Load the `network.*` weights of a DepthClassifier checkpoint into `network`."""
+def restore_network_weights(network: torch.nn.Module, checkpoint_path: str | Path, prefix: str = "network.") -> None:
+    """Load the `network.*` weights (or another prefix's: `probes.`) of a DepthClassifier checkpoint into `network`."""
     state = torch.load(checkpoint_path, map_location="cpu", weights_only=True)["state_dict"]
-    prefix = "network."
     weights = {key.removeprefix(prefix): value for key, value in state.items() if key.startswith(prefix)}
     network.load_state_dict(weights)
+
+
+def _probe_results(classifier: TextClassifier, screen: LayerProbes, frame: pd.DataFrame, labels: list[str]) -> dict:
+    """Each probe's class ids on the validation rows and its validation and test metrics, layer 1 first."""
+    results: dict[str, list] = {"probe_val_predicted": [], "probe_metrics": [], "probe_test_metrics": []}
+    screen.eval()
+    for split, key in (("val", "probe_metrics"), ("test", "probe_test_metrics")):
+        rows = frame[frame["split"] == split]
+        truths = rows["label"].astype(str).tolist()
+        predicted = probe_predictions(classifier, screen, rows["text"].astype(str).tolist())  # (layers, n)
+        results[key] = [classification_metrics(truths, [labels[k] for k in layer]) for layer in predicted]
+        if split == "val":
+            results["probe_val_predicted"] = [layer.astype(np.int32) for layer in predicted]
+    return results
+
+
+def probe_predictions(classifier: TextClassifier, screen: LayerProbes, texts: list[str], batch_size: int = 64
+                      ) -> np.ndarray:
+    """Class ids each probe predicts for `texts`, (layers - 1, n), in input order, batched as served."""
+    ids = encode_texts(classifier.tokenizer, texts, classifier.network.cfg.max_len)
+    out = np.empty((len(screen.probes), len(ids)), dtype=np.int64)
+    with torch.inference_mode():
+        for start in range(0, len(ids), batch_size):
+            rows = list(range(start, min(start + batch_size, len(ids))))
+            input_ids, attention_mask = pad_batch([ids[i] for i in rows], classifier.network.cfg.pad_id)
+            screen.watch(attention_mask)
+            classifier.network(input_ids, attention_mask)
+            for layer, logits in enumerate(screen.logits()):
+                out[layer, rows] = logits.argmax(dim=-1).numpy()
+    return out
 
 
 def _classifier(
@@ -247,6 +295,7 @@ def _classifier(
     class_weights: bool,
     total_steps: int,
     restart_steps: int = 0,
+    probes: LayerProbes | None = None,
 ) -> DepthClassifier:
     """The LightningModule around `network`, with inverse-frequency class weights if asked."""
     train_labels = frame.loc[frame["split"] == "train", "label"].astype(str).tolist()
@@ -259,6 +308,7 @@ def _classifier(
         class_weights=inverse_frequency_weights(train_labels, labels) if class_weights else None,
         total_steps=total_steps,
         restart_steps=restart_steps,
+        probes=probes,
     )
 
 

@@ -135,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=_choices(SweepConfig, "cost"),
         help="cost the rule minimises (default: flops_per_example)",
     )
+    run.add_argument("--strategy", choices=_choices(SweepConfig, "strategy"),
+                     help="how depths are learned: grid (one fine-tune each) or search (every depth 1..L screened by "
+                     "one fine-tune, then a few confirmed; default: grid)")
     run.add_argument(
         "--halving", choices=_choices(SweepConfig, "halving"),
         help="successive halving over depths (auto: on with 4+ depths)",
@@ -257,6 +260,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 "extend_unconverged",
                 "check_lr",
                 "cost",
+                "strategy",
                 "halving",
                 "max_latency_ms",
                 "max_params",

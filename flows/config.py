@@ -44,6 +44,12 @@ class SweepConfig(SelectionRule):
     seeds: list[Annotated[StrictInt, Field(ge=0, le=SEED_MAX)]] = Field(
         [1], min_length=1, description="Seeds trained per depth (0 to 2^32 - 1); the rule uses their mean."
     )
+    strategy: Literal["grid", "search"] = Field(
+        "grid", description="How depths are learned: grid, one fine-tune of each depth (halving may prune); search, "
+        "every depth 1..L of a family screened by one fine-tune of depth L with a probe on each layer, then separate "
+        "fine-tunes only of the depths the screen cannot rule out (about log2(L) of them): every depth answered "
+        "for about two fine-tunes (docs/selection.md).",
+    )
     halving: Literal["auto", "on", "off"] = Field(
         "auto", description="Successive halving: train every depth for halving_epochs, keep the better half by the "
         "rule, double the budget, until two depths are left; they train to the end. auto = on with 4 or more depths.",

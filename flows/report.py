@@ -66,6 +66,7 @@ def format_summary(summary: RunSummary) -> str:
             lines.append(resumed)
         if summary.halving:
             lines.append(halving_sentence(summary.halving))
+        lines += [f"Search: {search.sentence()}." for search in summary.search]
         promotion = (
             "promoted to champion" if summary.promoted
             else f"not promoted; champion stays version {summary.champion_version}"
@@ -147,7 +148,8 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
         f"\n\n![{path.stem}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})" for path in plots
     )
     notes = [summary.rule.reason, evidence_sentence(summary.rule), *([halving_sentence(summary.halving)]
-             if summary.halving else []), *(check.sentence for check in summary.lr_check),
+             if summary.halving else []), *(f"Search: {search.sentence()}." for search in summary.search),
+             *(check.sentence for check in summary.lr_check),
              *filter(None, [resumed_sentence(summary.candidates)])]
     if summary.deployment is not None:
         notes.append(f"Deployment, on the test split: {summary.deployment.sentence}.")

@@ -125,7 +125,7 @@ def train_and_register(
     trainings = [training_of(family, config, dataset, summary.audit.informs.class_weights, run)
                  for family in families]
     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
-    candidates, halving = sweep_depths(config.sweep, trainings)
+    candidates, halving, searches = sweep_depths(config.sweep, trainings)
     decision = choose_depth(candidates, config.sweep)
     chosen = shipped(candidates, decision)
     deployment = prepare_deployment(chosen, dataset, config.sweep, str(run_folder(config, run) / "deployment"))
@@ -135,7 +135,7 @@ def train_and_register(
     )
     summary = summary.model_copy(update={
         "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision, "halving": halving,
-        "lr_check": lr_check, "deployment": deployment,
+        "lr_check": lr_check, "deployment": deployment, "search": searches,
         "model": registration.model, "promoted": registration.promoted, "promotion": registration.promotion,
         "champion_version": registration.champion_version,
         "challenger_test_metrics": registration.challenger_test_metrics,
@@ -283,7 +283,7 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
     from encoder.selection.plots import plot_metric_vs_cost, plot_metric_vs_depth
 
     folder = run_folder(config, run) / "plots"
-    pruned = [c for c in summary.candidates if c.status == "pruned"]
+    pruned = [c for c in summary.candidates if c.status in ("pruned", "screened")]
     plots = [plot_metric_vs_depth(summary.rule, folder / "metric_vs_depth.png", pruned),
              plot_metric_vs_cost(summary.rule, folder / "metric_vs_cost.png")]
     tags = {"depthfinder.selected_depth": summary.selected_depth, "depthfinder.family": summary.rule.selected_family,

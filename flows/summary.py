@@ -16,6 +16,7 @@ from encoder.selection.evidence import Interval
 from encoder.selection.halving import Halving
 from encoder.selection.learning_rate import RateCheck
 from encoder.selection.rule import Decision
+from encoder.selection.search import Search
 from encoder.tracking.records import ModelVersionRef
 from expectations.audit.report import AuditReport
 from expectations.changes.report import ChangeReport
@@ -54,6 +55,7 @@ class RunSummary(Record):
     selected_depth: int | None = Field(None, description="The chosen depth; none when skipped or blocked.")
     rule: Decision | None = Field(None, description="How the depth was chosen, and why.")
     halving: Halving | None = Field(None, description="What successive halving did; none without halving.")
+    search: list[Search] = Field([], description="What the search strategy screened and confirmed, per family.")
     lr_check: list[RateCheck] = Field([], description="The learning-rate check per family (sweep.check_lr).")
     deployment: Deployment | None = Field(
         None, description="The chosen model's forms (torch, ONNX, int8 ONNX): each one's test metric, latency at "

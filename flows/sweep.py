@@ -12,27 +12,72 @@ from encoder.interrupt import Interrupted
 from encoder.selection.candidate import Candidate, still_rising
 from encoder.selection.halving import Halving, Rung, halving_summary, kept_count, late_bloomers, rank_depths
 from encoder.selection.learning_rate import RATE_FACTORS, RateCheck, RateTrial, judge_rates
+from encoder.selection.rule import choose_depth
+from encoder.selection.search import Search, first_guess, search, tied
 from encoder.tracking.runs import SweepRun
 from flows.config import SweepConfig
 from tasks.tracking import mark_pruned, record_cached_candidate, tag_convergence
 from tasks.train import Training, train_depth
 
 
-def sweep_depths(sweep: SweepConfig, trainings: list[Training]) -> tuple[list[Candidate], Halving | None]:
+def sweep_depths(
+    sweep: SweepConfig, trainings: list[Training]
+) -> tuple[list[Candidate], Halving | None, list[Search]]:
     """Train every (depth, seed) of every family, by successive halving within a family when it sweeps enough
-    depths (each family has its own recipe, so its own rung budgets).
+    depths (each family has its own recipe, so its own rung budgets); or, with the `search` strategy, screen
+    every depth 1..L of a family and confirm the depths the screen cannot rule out (encoder.selection.search).
 
-    Returns the candidates in (family, depth, seed) order, pruned ones marked, and what halving did.
+    Returns the candidates in (family, depth, seed) order, pruned and screened ones marked, what halving did,
+    and what each search did.
     """
     candidates: list[Candidate] = []
     rungs: list[Rung] = []
+    searches: list[Search] = []
     with task_runner(sweep) as runner:
         for training in trainings:
+            if sweep.strategy == "search":
+                family_candidates, search = _search_family(sweep, training, runner)
+                candidates += family_candidates
+                searches.append(search)
+                continue
             depths = depths_of(sweep, training)
             family_candidates, family_rungs = _sweep_family(sweep, training, depths, runner)
             candidates += family_candidates
             rungs += family_rungs
-    return candidates, halving_summary(rungs, candidates) if rungs else None
+    return candidates, halving_summary(rungs, candidates) if rungs else None, searches
+
+
+def _search_family(sweep: SweepConfig, training: Training, runner: TaskRunner) -> tuple[list[Candidate], Search]:
+    """The screen (depth L with probes, the first seed), then separate fine-tunes of the depths it points to,
+    until the cheapest depth tied with the best is found (encoder.selection.search)."""
+    recipe, family, seeds = training.train, training.family.name, sweep.seeds
+    layers = max(depths_of(sweep, training))
+    confirmed: dict[tuple[int, int], Candidate] = {}
+    _train(sweep, replace(training, probes=True), [(layers, seeds[0])], recipe.max_epochs, confirmed, runner)
+    _train(sweep, training, [(layers, seed) for seed in seeds[1:]], recipe.max_epochs, confirmed, runner)
+    screen = confirmed[layers, seeds[0]]
+
+    def confirm(depth: int) -> bool | None:
+        _train(sweep, training, [(depth, seed) for seed in seeds], recipe.max_epochs, confirmed, runner)
+        if not all(confirmed[depth, seed].usable for seed in seeds):
+            return None
+        verdict = tied(choose_depth([c for c in confirmed.values() if c.usable], sweep), family, depth)
+        get_run_logger().info("search: %s depth %d %s", family, depth, "tied with the best" if verdict else
+                              "shown worse")
+        return verdict
+
+    steps = []
+    if screen.usable:
+        _, steps = search(layers, first_guess(screen.screen, screen, sweep.metric, sweep.tolerance), confirm)
+    tag_convergence(training.sweep, [c for c in confirmed.values() if c.usable])
+    trained = sorted({depth for depth, _ in confirmed})
+    screened = [c for c in screen.screen if c.depth not in trained]
+    seconds = sum(c.cost.train_seconds or 0.0 for c in confirmed.values() if c.cost)
+    record = Search(family=family, layers=layers, screened=[c.depth for c in screened], confirmed=trained,
+                    steps=steps, seconds=seconds,
+                    full_seconds=screen.cost.train_seconds if screen.cost and screen.cost.train_seconds else 0.0)
+    ordered = sorted([*confirmed.values(), *screened], key=lambda c: (c.depth, c.seed))
+    return ordered, record
 
 
 def _sweep_family(

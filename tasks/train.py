@@ -97,6 +97,7 @@ class Training:
     sweep: SweepRun
     workdir: Path
     onnx_cost: bool = False  # measure each candidate's int8 ONNX latency (the rule's cost is onnx_latency_ms_p50)
+    probes: bool = False  # the search strategy's screen: a probe on each layer (encoder.probes)
 
 
 def candidate_key(training: Training, depth: int, seed: int) -> str:
@@ -108,7 +109,7 @@ def candidate_key(training: Training, depth: int, seed: int) -> str:
         "model": training.model.model_dump(mode="json", exclude={"pretrained"}),
         "train": training.train.model_dump(mode="json", exclude={"seed"}),
         "class_weights": training.class_weights, "depth": depth, "seed": seed, "code": code_version(),
-        **({"onnx_cost": True} if training.onnx_cost else {}),
+        **({"onnx_cost": True} if training.onnx_cost else {}), **({"probes": True} if training.probes else {}),
     })
 
 
@@ -206,6 +207,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         resume_from=resume,
         callbacks=[EpochLog(name, max(epochs, train.max_epochs))],  # an extension runs past max_epochs
         family=training.family,
+        probes=training.probes,
     )
     bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
     predictions = save_predictions(candidate_dir / f"predictions-epochs-{epochs}.npz", trained.val_true,
@@ -219,4 +221,20 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         test_metrics=trained.test_metrics, cost=cost, epochs=trained.epochs, finished=trained.finished,
         mlflow_run_id=run_id, bundle=str(bundle), checkpoint=str(trained.checkpoint), predictions=str(predictions),
         history=trained.history, resumed_from=done if resume is not None else None,
+        screen=_screened(training, trained, candidate_dir, epochs, run_id),
     )
+
+
+def _screened(training: Training, trained: Any, candidate_dir: Path, epochs: int, run_id: str) -> list[Candidate]:
+    """The depths below a screen's, as its probes saw them: status screened, with their saved predictions."""
+    from encoder.selection.evidence import save_predictions
+
+    screened = []
+    for depth, (predicted, metrics, test_metrics) in enumerate(zip(
+            trained.probe_val_predicted, trained.probe_metrics, trained.probe_test_metrics, strict=True), start=1):
+        path = save_predictions(candidate_dir / f"screen-epochs-{epochs}-depth-{depth}.npz", trained.val_true,
+                                predicted)
+        screened.append(Candidate(depth=depth, family=training.family.name, seed=training.train.seed,
+                                  status="screened", metrics=metrics, test_metrics=test_metrics, epochs=trained.epochs,
+                                  mlflow_run_id=run_id, predictions=str(path)))
+    return screened

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import Self
 
-Status = Literal["trained", "cached", "pruned", "failed"]
+Status = Literal["trained", "cached", "pruned", "failed", "screened"]
 Family = Literal["scratch", "pretrained"]
 # Statuses of candidates the rule may choose among: they trained to the end of their budget.
 USABLE_STATUSES: tuple[Status, ...] = ("trained", "cached")
@@ -72,7 +72,8 @@ class Candidate(Record):
     seed: int = Field(1, description="Seed of initialisation and batching.")
     status: Status = Field(
         description="trained; cached (reused from an earlier, interrupted or identical sweep); pruned (dropped "
-        "by successive halving); failed."
+        "by successive halving); failed; screened (only a probe on its layer of a deeper network saw it: the "
+        "search strategy's screen, never chosen by the rule)."
     )
     metrics: dict[str, float] = Field(
         {}, description="Validation accuracy, balanced_accuracy and macro_f1; the rule chooses by these."
@@ -99,6 +100,10 @@ class Candidate(Record):
     not_converged: bool = Field(
         False, description="Its validation metric was still rising when its budget ended: the best of the last "
         "`patience` epochs beat the best before them by more than the rule's tolerance."
+    )
+    screen: list[Candidate] = Field(
+        [], description="For the screen of the search strategy: the depths below it, as probes on its layers saw "
+        "them (status screened, validation and test metrics, predictions)."
     )
 
     @property

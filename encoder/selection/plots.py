@@ -28,8 +28,8 @@ def _chosen(decision: Decision) -> DepthScore:
 
 def depth_points(decision: Decision, pruned: list[Candidate] = ()) -> list[dict]:
     """What the depth plot shows, per depth: its difference from the best on validation with the ends of its
-    interval (its paired bootstrap interval, else ± its standard error), and, for a depth halving pruned, its
-    difference at the budget it was pruned at."""
+    interval (its paired bootstrap interval, else ± its standard error), and, for a depth halving pruned (or only
+    screened, by a probe of a deeper network), its difference at the budget it was pruned at (as screened)."""
     best = next(s for s in decision.scores if (s.family, s.depth) == (decision.best_family, decision.best_depth))
     points = []
     for s in decision.scores:
@@ -45,7 +45,7 @@ def depth_points(decision: Decision, pruned: list[Candidate] = ()) -> list[dict]
         if value is not None:
             difference = value - best.mean
             points.append({"family": c.family, "depth": c.depth, "difference": difference, "low": difference,
-                           "high": difference, "pruned": c.epochs})
+                           "high": difference, "pruned": c.epochs, "status": c.status})
     return points
 
 
@@ -67,10 +67,14 @@ def plot_metric_vs_depth(decision: Decision, path: Path, pruned: list[Candidate]
         ax.errorbar([p["depth"] for p in kept], [p["difference"] for p in kept],
                     yerr=[[p["difference"] - p["low"] for p in kept], [p["high"] - p["difference"] for p in kept]],
                     marker="o", capsize=4, linestyle="none", color=COLORS[family], label=name)
-    cut = [p for p in points if p["pruned"] is not None]
+    cut = [p for p in points if p["pruned"] is not None and p.get("status") != "screened"]
     if cut:
         ax.scatter([p["depth"] for p in cut], [p["difference"] for p in cut], marker="x", color="tab:gray",
                    label=f"pruned (at {', '.join(sorted({str(p['pruned']) for p in cut}))} epochs)")
+    seen = [p for p in points if p.get("status") == "screened"]
+    if seen:
+        ax.scatter([p["depth"] for p in seen], [p["difference"] for p in seen], marker="^", facecolors="none",
+                   edgecolors="tab:purple", label="screened only (a probe of the deepest network)")
     chosen = next(p for p in points if (p["family"], p["depth"]) == (decision.selected_family,
                                                                      decision.selected_depth) and p["pruned"] is None)
     ax.scatter([chosen["depth"]], [chosen["difference"]], s=160, facecolors="none", edgecolors="tab:red",

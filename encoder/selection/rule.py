@@ -151,7 +151,7 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     named = families != {"scratch"}  # a sweep of the scratch family alone says "depth 2", others name the family
     label = lambda arm: arm_label(*arm, named=named)  # noqa: E731
     usable = [c for c in candidates if c.usable]
-    unusable = [c for c in candidates if not c.usable]
+    unusable = [c for c in candidates if not c.usable and c.status != "screened"]  # screened: never a candidate
     if not usable:
         raise ValueError(f"no candidate depth finished training ({_statuses(candidates, label) or 'no candidates'})")
     limits = _limits(rule)

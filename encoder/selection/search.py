@@ -1,0 +1,92 @@
+"""Every depth 1..L answered at about the price of two fine-tunes: a screen, then a search that confirms.
+
+The screen is one fine-tune of the deepest depth L with a probe on each of its layers (encoder.probes): the
+network trains exactly as its separate fine-tune would, so depth L is a confirmed depth, and the probes say,
+for every k < L, how much of the task its bottom k layers hold. Probes underestimate what a k-layer network
+fine-tuned on its own reaches, so the rule never decides on them; they say where to look. The search then
+confirms depths with separate fine-tunes, each compared with the best confirmed depth by the paired bootstrap:
+a depth not shown worse by more than the tolerance is tied, and the search goes cheaper; one shown worse
+rules out every shallower depth too (quality does not fall as depth grows, up to noise), and the search goes
+deeper. It starts where the screen points (the cheapest depth whose probe is within the tolerance plus the
+probes' own shortfall at depth L−1 of the best), then halves the depths still open: about log2(L) separate
+fine-tunes of fewer than L layers each, besides the screen. The rule then decides among the confirmed depths,
+with intervals, as for the grid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import Field
+
+from encoder.selection.candidate import Candidate, Record
+from encoder.selection.rule import Decision
+
+
+class Search(Record):
+    """What the search strategy of one family screened, confirmed, and paid."""
+
+    family: str = Field(description="scratch or pretrained.")
+    layers: int = Field(description="The deepest depth L: the screen's.")
+    screened: list[int] = Field(description="Depths only the screen's probes saw.")
+    confirmed: list[int] = Field(description="Depths trained on their own (the screen's depth L among them).")
+    steps: list[str] = Field(description="Each confirmation and what it showed, in order.")
+    seconds: float = Field(description="Training seconds of the screen and every confirmation.")
+    full_seconds: float = Field(description="Training seconds of the screen: about one fine-tune of depth L.")
+
+    @property
+    def cost_vs_full(self) -> float:
+        return self.seconds / self.full_seconds if self.full_seconds else float("nan")
+
+    def sentence(self) -> str:
+        grid = (self.layers + 1) / 2  # every depth by separate fine-tunes: sum of k/L
+        screened = f"depths {min(self.screened)}-{max(self.screened)}" if self.screened else "no depth"
+        return (f"{self.family} depths 1-{self.layers} screened by one fine-tune of depth {self.layers} with a probe "
+                f"on each layer; confirmed by separate fine-tunes: {', '.join(map(str, self.confirmed))} "
+                f"({'; '.join(self.steps)}); {screened} only screened; {self.seconds:.0f} s of training, "
+                f"{self.cost_vs_full:.1f}x one fine-tune of depth {self.layers} (every depth apart: about {grid:.1f}x)")
+
+
+def first_guess(screen: list[Candidate], reference: Candidate, metric: str, tolerance: float) -> int:
+    """Where the screen points: the cheapest depth whose probe is within the tolerance, widened by how far the
+    probe of depth L−1 falls below the reference (the probes' own shortfall), of the reference's metric."""
+    if not screen:
+        return reference.depth
+    best = reference.metrics[metric]
+    shortfall = max(0.0, best - screen[-1].metrics[metric])
+    close = [c.depth for c in screen if c.metrics[metric] >= best - tolerance - shortfall]
+    return min(close) if close else reference.depth
+
+
+def tied(decision: Decision, family: str, depth: int) -> bool:
+    """Whether a confirmed depth is not shown worse than the best confirmed one by more than the tolerance."""
+    score = next(s for s in decision.scores if (s.family, s.depth) == (family, depth))
+    if score.vs_best is not None:
+        return score.vs_best.high >= -decision.effective_tolerance - 1e-9
+    best = max(s.mean for s in decision.scores)
+    return score.mean >= best - decision.effective_tolerance - 1e-9
+
+
+def next_depth(low: int, high: int, guess: int | None) -> int:
+    """The next depth to confirm in the open range [low, high): the screen's guess first, then the middle."""
+    if guess is not None and low <= guess < high:
+        return guess
+    return (low + high) // 2
+
+
+def search(layers: int, guess: int | None, confirm: Callable[[int], bool | None]) -> tuple[int, list[str]]:
+    """The cheapest depth tied with the best, and each step: `confirm(depth)` trains a depth on its own and says
+    whether it is tied with the best confirmed one (None: it failed). Depth `layers` is confirmed already (the
+    screen). What is shown worse rules out every shallower depth; what is tied, every deeper one."""
+    low, high, steps = 1, layers, []
+    while low < high:
+        depth = next_depth(low, high, guess)
+        guess = None
+        verdict = confirm(depth)
+        if verdict:
+            high = depth
+        else:
+            low = depth + 1
+        steps.append(f"depth {depth}: " + ("tied with the best" if verdict else "failed" if verdict is None
+                                           else "shown worse"))
+    return high, steps

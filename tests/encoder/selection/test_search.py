@@ -1,0 +1,48 @@
+"""The search finds the cheapest depth tied with the best from where the screen points, in about log2(L) steps,
+and the screen's guess widens the tolerance by the probes' own shortfall."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from encoder.selection.candidate import Candidate
+from encoder.selection.search import first_guess, search
+
+
+@pytest.mark.parametrize("layers", [2, 6, 12, 24])
+def test_the_search_finds_the_cheapest_tied_depth_from_any_guess_in_about_log2_steps(layers: int) -> None:
+    for answer in range(1, layers + 1):
+        for guess in [None, *range(1, layers + 1)]:
+            asked = []
+
+            def confirm(depth: int, answer: int = answer, asked: list = asked) -> bool:
+                asked.append(depth)
+                return depth >= answer  # quality does not fall with depth: tied from the answer on
+
+            found, steps = search(layers, guess, confirm)
+
+            assert found == answer, (layers, answer, guess)
+            assert len(asked) == len(set(asked)) == len(steps) <= math.ceil(math.log2(layers)) + 1
+            assert layers not in asked  # the screen's own depth is confirmed already
+
+
+def test_a_depth_that_fails_counts_as_not_tied_and_the_search_goes_deeper() -> None:
+    found, steps = search(6, 3, lambda depth: None if depth == 3 else depth >= 2)
+
+    assert found == 4 and steps == ["depth 3: failed", "depth 5: tied with the best", "depth 4: tied with the best"]
+
+
+def screened(values: list[float]) -> list[Candidate]:
+    return [Candidate(depth=k, status="screened", metrics={"macro_f1": v}) for k, v in enumerate(values, start=1)]
+
+
+def test_the_screen_points_at_the_cheapest_probe_within_the_tolerance_and_the_probes_shortfall() -> None:
+    reference = Candidate(depth=6, status="trained", metrics={"macro_f1": 0.94})
+
+    # Probes of depths 1-5 under a separate depth-6 fine-tune: depth 5's probe falls 0.02 short of it.
+    guess = first_guess(screened([0.58, 0.76, 0.89, 0.91, 0.92]), reference, "macro_f1", 0.01)
+
+    assert guess == 4  # 0.91 >= 0.94 - 0.01 - 0.02; depth 3's 0.89 is not
+    assert first_guess([], reference, "macro_f1", 0.01) == 6
