@@ -1,0 +1,95 @@
+"""Every depth 1..L: the grid of separate fine-tunes against the search strategy (a screen and a few confirmations).
+
+For each real dataset, two `depthfinder run`s with all-MiniLM-L6-v2 (bench/pretrained_depth.py says where it
+comes from), each in its own folder: `--depths 1,...,6 --halving off` (every depth fine-tuned on its own, the
+grid) and `--strategy search` (one fine-tune of depth 6 with a probe on each layer, then separate fine-tunes of
+the depths the screen points to). Printed per dataset and depth: the grid's validation and test macro-F1, the
+search's (confirmed, or the screen's probe), the chosen depth of each, and the compute of each as a multiple of
+the one full-depth fine-tune: training seconds, and training FLOPs (FLOPs per example x epochs, summed over
+the candidates trained, over the depth-6 candidate's). Last line:
+`RESULT same_choice=<per dataset> cost_vs_full=<search, seconds> cost_vs_grid=<search over grid, seconds>
+flops_vs_full=<search, FLOPs>` (same_choice: the same depth, or one the grid's rule calls tied with it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pretrained_depth import DATA, DATASETS, ROOT, minilm  # noqa: E402
+from sweep_cost import run_depthfinder  # noqa: E402
+
+LAYERS = 6
+
+
+def compute(summary: dict) -> tuple[float, float]:
+    """Training seconds and training FLOPs (per example x epochs) of every candidate a run trained."""
+    trained = [c for c in summary["candidates"] if c["status"] == "trained" and c["cost"]]
+    return (sum(c["cost"]["train_seconds"] for c in trained),
+            sum(c["cost"]["flops_per_example"] * c["epochs"] for c in trained))
+
+
+def full(summary: dict) -> tuple[float, float]:
+    """The same of the depth-L candidate alone: one full-depth fine-tune."""
+    deepest = next(c for c in summary["candidates"] if c["depth"] == LAYERS and c["status"] == "trained")
+    return deepest["cost"]["train_seconds"], deepest["cost"]["flops_per_example"] * deepest["epochs"]
+
+
+def table(name: str, grid: dict, search: dict) -> list[str]:
+    rows = [f"\n{name}\n", "| depth | grid val | grid test | search | search val | search test |",
+            "|---:|---:|---:|---|---:|---:|"]
+    found = {c["depth"]: c for c in search["candidates"]}
+    for c in sorted(grid["candidates"], key=lambda c: c["depth"]):
+        other = found.get(c["depth"], {})
+        how = "confirmed" if other.get("status") == "trained" else other.get("status", "-")
+        rows.append(f"| {c['depth']}{' (grid chose)' if c['depth'] == grid['selected_depth'] else ''} | "
+                    f"{c['metrics']['macro_f1']:.3f} | {c['test_metrics']['macro_f1']:.3f} | "
+                    f"{how}{' (chosen)' if c['depth'] == search['selected_depth'] else ''} | "
+                    f"{other.get('metrics', {}).get('macro_f1', float('nan')):.3f} | "
+                    f"{other.get('test_metrics', {}).get('macro_f1', float('nan')):.3f} |")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", type=Path, default=ROOT / ".depthfinder" / "bench-cache",
+                        help="where the checkpoint is unpacked (reused)")
+    parser.add_argument("--datasets", default=",".join(DATASETS), help="files under DEPTHFINDER_DATA")
+    args = parser.parse_args(argv)
+    checkpoint = str(minilm(args.cache))
+    same, vs_full, vs_grid, flops = [], [], [], []
+    with tempfile.TemporaryDirectory() as scratch_space:
+        for name in args.datasets.split(","):
+            runs = {}
+            for strategy, options in (("grid", ["--halving", "off"]), ("search", ["--strategy", "search"])):
+                folder = Path(scratch_space) / name / strategy
+                folder.mkdir(parents=True)
+                depths = ",".join(map(str, range(1, LAYERS + 1))) if strategy == "grid" else ""
+                runs[strategy] = run_depthfinder(["--data", str(DATA / name)], depths, folder, "--pretrained",
+                                                 checkpoint, *options)
+            grid, search = runs["grid"]["summary"], runs["search"]["summary"]
+            print("\n".join(table(name, grid, search)), flush=True)
+            chosen = search["selected_depth"]
+            tied = next((s for s in grid["rule"]["scores"] if s["depth"] == chosen), None)
+            within = tied is not None and tied["vs_best"] is not None and \
+                tied["vs_best"]["high"] >= -grid["rule"]["effective_tolerance"]
+            same.append("yes" if chosen == grid["selected_depth"] else "tied" if within else "no")
+            (grid_seconds, _), (search_seconds, search_flops) = compute(grid), compute(search)
+            full_seconds, full_flops = full(grid)
+            vs_full.append(search_seconds / full_seconds)
+            vs_grid.append(search_seconds / grid_seconds)
+            flops.append(search_flops / full_flops)
+            print(f"\ngrid chose {grid['selected_depth']} in {grid_seconds:.0f} s of training "
+                  f"({grid_seconds / full_seconds:.2f}x one full fine-tune); search chose {chosen} in "
+                  f"{search_seconds:.0f} s ({vs_full[-1]:.2f}x; FLOPs {flops[-1]:.2f}x); "
+                  f"{search['search'][0]['steps']}")
+    print(f"\nRESULT same_choice={','.join(same)} cost_vs_full={','.join(f'{v:.2f}' for v in vs_full)} "
+          f"cost_vs_grid={','.join(f'{v:.2f}' for v in vs_grid)} flops_vs_full={','.join(f'{v:.2f}' for v in flops)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
