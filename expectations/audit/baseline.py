@@ -54,3 +54,23 @@ def out_of_fold_and_beyond(
         if len(others):
             others_probabilities[:, model.classes_] += model.predict_proba(beyond) / FOLDS
     return probabilities, others_probabilities
+
+
+def fit_and_score(texts: Sequence[str], labels: np.ndarray, others: Sequence[str], seed: int = 0) -> np.ndarray:
+    """Class probabilities of `others` from the baseline model fitted on the labelled `texts`, (len(others), K)."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
+    from sklearn.linear_model import LogisticRegression
+
+    vectorizer = HashingVectorizer(
+        n_features=HASH_FEATURES, ngram_range=(1, 2), token_pattern=r"\S+", alternate_sign=False, norm=None,
+        binary=True,
+    )
+    everything = TfidfTransformer(sublinear_tf=True).fit_transform(vectorizer.transform([*texts, *others]))
+    model = LogisticRegression(C=4.0, solver="saga", max_iter=50, tol=1e-3, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(everything[: len(texts)], labels)
+    probabilities = np.zeros((len(others), int(labels.max()) + 1))
+    probabilities[:, model.classes_] = model.predict_proba(everything[len(texts):])
+    return probabilities

@@ -115,7 +115,10 @@ def with_drift_scores(table: pd.DataFrame, config: ChangesConfig) -> pd.DataFram
     scored = table.assign(**{DRIFT_COLUMN: np.nan, FOREIGN_COLUMN: pd.NA})
     if min(len(champion), len(added)) < FOLDS:
         return scored
-    champion, added = sample(champion, config.max_rows), sample(added, config.max_rows)
+    # One row per text on the champion's side: a row added is new by its text, so without this the champion's
+    # repeated texts (templates) would tell the sides apart by repetition alone.
+    champion = sample(champion.drop_duplicates(KEY_COLUMN), config.max_rows)
+    added = sample(added, config.max_rows)
     is_added = np.r_[np.zeros(len(champion), dtype=np.int64), np.ones(len(added), dtype=np.int64)]
     texts = pd.concat([champion[NORMALIZED_COLUMN], added[NORMALIZED_COLUMN]]).tolist()
     probability = out_of_fold_probabilities(texts, is_added)[:, 1]
@@ -131,23 +134,31 @@ def foreign(rows: pd.DataFrame) -> pd.Series:
 
 
 def _foreign(champion: list[str], added: list[str], probability: np.ndarray, config: ChangesConfig) -> np.ndarray:
-    """Which rows added score above all but `foreign_rate` of the champion's rows, after a second, focused pass:
-    the first pass (every row added against the champion's) learns a small block of another task weakly when
-    many rows of the same task are beside it; the second trains on the champion's rows against only the rows
-    added that the first scored above nine in ten of the champion's, and scores every row added again."""
-    from expectations.audit.baseline import FOLDS, out_of_fold_and_beyond
+    """Which rows added score above all but `foreign_rate` of the champion's rows, in a second, focused pass that
+    is cross-fitted: the first pass (every row added against the champion's) learns a small block of another
+    task only weakly beside many rows of the same task, so the second learns from the rows added that the first
+    scored above nine in ten of the champion's, against the champion's, on one half of each, and scores the other
+    halves, then the other way round. A row is scored by a model that neither chose it nor saw it, so an added
+    row of the same task scores like a champion's row of the other half, whose scores set the bar."""
+    from expectations.audit.baseline import FOLDS, fit_and_score
 
     first = probability[len(champion):]
-    suspects = first > np.quantile(probability[: len(champion)], 0.9)
-    if suspects.sum() < FOLDS:
-        return first > np.quantile(probability[: len(champion)], 1 - config.foreign_rate)
-    focused = [text for text, suspect in zip(added, suspects, strict=True) if suspect]
-    rest = [text for text, suspect in zip(added, suspects, strict=True) if not suspect]
-    labels = np.r_[np.zeros(len(champion), dtype=np.int64), np.ones(len(focused), dtype=np.int64)]
-    within, beyond = out_of_fold_and_beyond([*champion, *focused], labels, rest)
-    second = np.empty(len(added))
-    second[suspects], second[~suspects] = within[len(champion):, 1], beyond[:, 1]
-    return second > np.quantile(within[: len(champion), 1], 1 - config.foreign_rate)
+    suspect = first > np.quantile(probability[: len(champion)], 0.9)
+    rng = np.random.default_rng(SAMPLE_SEED)
+    added_half, champion_half = rng.integers(0, 2, len(added)), rng.integers(0, 2, len(champion))
+    second, control = np.zeros(len(added)), np.zeros(len(champion))
+    for half in (0, 1):
+        train_added = [t for t, s, h in zip(added, suspect, added_half, strict=True) if s and h == half]
+        train_champion = [t for t, h in zip(champion, champion_half, strict=True) if h == half]
+        if len(train_added) < FOLDS:  # too few suspects to learn from: the first pass decides
+            return first > np.quantile(probability[: len(champion)], 1 - config.foreign_rate)
+        labels = np.r_[np.zeros(len(train_champion), dtype=np.int64), np.ones(len(train_added), dtype=np.int64)]
+        other_added, other_champion = added_half != half, champion_half != half
+        scored = fit_and_score([*train_champion, *train_added], labels,
+                               [*np.asarray(added, dtype=object)[other_added],
+                                *np.asarray(champion, dtype=object)[other_champion]])[:, 1]
+        second[other_added], control[other_champion] = scored[: other_added.sum()], scored[other_added.sum():]
+    return second > np.quantile(control, 1 - config.foreign_rate)
 
 
 def rows_to_score(table: pd.DataFrame, config: ChangesConfig) -> tuple[pd.Index, pd.Index]:
