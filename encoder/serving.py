@@ -29,10 +29,14 @@ import torch
 from tokenizers import Tokenizer
 from torch import nn
 
-try:  # served: the scratch network travels beside this file
-    from depthfinder_network import EncoderClassifier, EncoderConfig
-except ImportError:  # inside depthfinder
+# Inside depthfinder this module is encoder.serving and uses depthfinder's network; the copy that travels with
+# a model (depthfinder_serving) uses the copy beside it, even where depthfinder is installed too. Deciding by
+# the module's own name keeps the two apart when a served model's folder is on sys.path (MLflow puts it there
+# on loading, and processes started later, such as Dask workers, inherit it).
+if __name__ == "encoder.serving":
     from encoder.model import EncoderClassifier, EncoderConfig
+else:
+    from depthfinder_network import EncoderClassifier, EncoderConfig
 
 TEXT_COLUMN = "text"
 LABEL_COLUMN = "label"

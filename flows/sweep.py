@@ -181,7 +181,7 @@ def _collect(
         raise
     except Exception as exc:  # a depth that fails must not sink the sweep
         failed = Candidate(depth=depth, family=family, seed=seed, status="failed", error=str(exc))
-        get_run_logger().error("%s failed: %s", failed.name, exc)
+        get_run_logger().error("%s failed: %s", failed.name, exc, exc_info=exc)
         return failed
     if candidate.status != "cached":
         return candidate

@@ -224,11 +224,6 @@ def registered_model(client: MlflowClient, model_name: str) -> RegisteredModel |
         raise
 
 
-def evaluate_model(model_uri: str, texts: Sequence[str], labels: Sequence[str]) -> dict[str, float]:
-    """Accuracy, balanced accuracy and macro-F1 of a logged or registered model on labelled texts."""
-    return classification_metrics(list(labels), predict_labels(model_uri, texts))
-
-
 def predict_labels(model_uri: str, texts: Sequence[str]) -> list[str]:
     """The label a logged or registered depthfinder model gives each text (a foreign model: ValueError)."""
     return open_classifier(model_uri).predict(list(texts))

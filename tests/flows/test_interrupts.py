@@ -70,10 +70,13 @@ def interrupted(
 
 
 def mlflow_runs(folder: Path) -> dict[str, object]:
-    """The runs of the folder's MLflow store by name: the sweep(s) and depth-N-seed-1."""
+    """The runs of the folder's MLflow store by role: 'sweep · <its name>' for each parent run, and
+    'depth-N-seed-S' for each child (named 'depth-N-seed-S · night · hash'; a rerun's child replaces its own)."""
     client = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("depthfinder")
-    return {run.info.run_name: run for run in client.search_runs([experiment.experiment_id], order_by=["start_time"])}
+    runs = client.search_runs([experiment.experiment_id], order_by=["start_time"])
+    return {(run.info.run_name.split(" · ")[0] if "mlflow.parentRunId" in run.data.tags
+             else f"sweep · {run.info.run_name}"): run for run in runs}
 
 
 def registered_versions(folder: Path) -> list[str]:
@@ -168,7 +171,7 @@ def test_sigkill_while_training_leaves_nothing_stuck_and_a_rerun_closes_its_runs
     assert temporary_servers(prefect_home) == []
     runs = mlflow_runs(tmp_path)
     left_running = {name: run.info.run_id for name, run in runs.items() if run.info.status == "RUNNING"}
-    assert sorted(name.split("-")[0] for name in left_running) == ["depth", "sweep"]  # depth 2 and its sweep
+    assert sorted(name[:5] for name in left_running) == ["depth", "sweep"]  # depth 2 and its sweep
 
     resumed = rerun(tmp_path, monkeypatch)
 

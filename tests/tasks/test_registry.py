@@ -56,10 +56,10 @@ def test_a_failure_before_the_verdict_leaves_the_aliases_alone_and_no_unjudged_v
     _, dataset, sweep, bundles, _ = registry
     import encoder.tracking.registry
 
-    def broken_evaluation(model_uri, texts, labels):
-        raise RuntimeError(f"evaluation of {model_uri} crashed")
+    def broken_scoring(model_uri, texts):
+        raise RuntimeError(f"scoring of {model_uri} crashed")
 
-    monkeypatch.setattr(encoder.tracking.registry, "evaluate_model", broken_evaluation)
+    monkeypatch.setattr(encoder.tracking.registry, "predict_labels", broken_scoring)
     with pytest.raises(RuntimeError, match="crashed"):
         register_model.fn(_candidate(bundles["neg"], flops=1.0), dataset, sweep, "m", RULE, {"depth": "1"})
 

@@ -19,6 +19,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from encoder.bundle import save_bundle
+from encoder.metrics import classification_metrics
 from encoder.selection.rule import SelectionRule
 from encoder.serving import texts_from_input
 from encoder.tracking.history import alias_history, history_problems, holder_at
@@ -27,7 +28,6 @@ from encoder.tracking.registry import (
     CHAMPION,
     PREVIOUS_CHAMPION,
     current_champion,
-    evaluate_model,
     log_text_classifier,
     mark_challenger,
     predict_labels,
@@ -75,11 +75,11 @@ def nights(client: MlflowClient, tmp_path_factory: pytest.TempPathFactory) -> li
             model_uri = log_text_classifier(bundle, input_example=TEST_TEXTS[:2])
         champion_before = current_champion(client, MODEL_NAME)
         challenger = register_version(client, model_uri, MODEL_NAME, {"depth": "1", "night": str(night)})
-        challenger_metrics = evaluate_model(model_uri, TEST_TEXTS, TEST_LABELS)
+        challenger_metrics = classification_metrics(TEST_LABELS, predict_labels(model_uri, TEST_TEXTS))
         champion_metrics = champion_labels = None
         if champion_before is not None:
-            champion_metrics = evaluate_model(f"models:/{MODEL_NAME}@{CHAMPION}", TEST_TEXTS, TEST_LABELS)
             champion_labels = predict_labels(f"models:/{MODEL_NAME}@{CHAMPION}", TEST_TEXTS)
+            champion_metrics = classification_metrics(TEST_LABELS, champion_labels)
         promoted = promote_if_better(
             client, MODEL_NAME, challenger, TEST_LABELS, predict_labels(model_uri, TEST_TEXTS), champion_labels,
             SelectionRule(tolerance=0.0),
