@@ -9,7 +9,7 @@ CONSTRAINTS := constraints.txt
 # The built-in demo on the default depths 1,2,4,6 (successive halving): a few minutes on a 2-core CPU.
 RUN_ARGS ?= --dataset reviews-negation --summary-json summary.json
 
-.PHONY: run test test-slow lint docs lock clean stack-up stack-down test-stack
+.PHONY: run test test-slow test-exhaustive lint docs lock clean stack-up stack-down test-stack
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -19,13 +19,18 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 run: $(STAMP)
 	$(BIN)/depthfinder run $(RUN_ARGS)
 
+# Two workers (pytest-xdist), each test file on one, so a file's shared fixtures are built once.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
-# What `make test` leaves out as slow (a faster test there covers the same behaviour): every cell of the
-# signal matrix, a disk that really fills up.
+# What `make test` leaves out as slow, which .ci/run runs too: interrupts at more moments, a model loaded in a
+# fresh virtual environment of its own requirements, every encoder type end to end, a two-level problem.
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow -n 2
+	$(BIN)/python -m pytest -m 'slow and not exhaustive' -n 2 --dist loadfile
+
+# Out of .ci/run (a faster test covers each): every cell of the signal matrix, a disk that really fills up.
+test-exhaustive: $(STAMP)
+	$(BIN)/python -m pytest -m exhaustive -n 2
 
 # The team stack on this machine (docs/operations.md): PostgreSQL, MLflow and Prefect servers, a worker, Dask.
 stack-up: $(STAMP)

@@ -35,6 +35,7 @@ def validation_accuracy(problem_depth: int, model_depth: int, out_dir: Path) -> 
     return trained.metrics["accuracy"]
 
 
+@pytest.mark.slow  # `make test-slow`, which .ci/run runs
 def test_two_nesting_levels_need_a_second_block_to_reach_what_one_block_reaches_on_one(tmp_path) -> None:
     easy_one_block = validation_accuracy(1, 1, tmp_path / "easy-1")
     hard_one_block = validation_accuracy(2, 1, tmp_path / "hard-1")

@@ -39,6 +39,7 @@ def namespaces_allowed() -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # the unit tests below cover what it checks, in `make test`
 @pytest.mark.skipif(not namespaces_allowed(), reason="no mount namespace here (unshare -rm, tmpfs) to fill")
 def test_a_store_that_fills_up_is_named_and_the_rerun_completes_once_there_is_space(tmp_path: Path) -> None:
     (tmp_path / "run.yaml").write_text(CONFIG)

@@ -141,6 +141,7 @@ def test_sigterm_while_training_stops_within_the_epoch_and_a_rerun_continues_to_
     assert registered_versions(tmp_path) == ["1"]
 
 
+@pytest.mark.slow  # `make test-slow`, which .ci/run runs
 def test_ctrl_c_in_the_terminal_stops_the_run_cleanly_and_its_temporary_server_with_it(
     prefect_home, tmp_path
 ) -> None:
@@ -158,6 +159,7 @@ def test_ctrl_c_in_the_terminal_stops_the_run_cleanly_and_its_temporary_server_w
     assert temporary_servers(prefect_home) == []
 
 
+@pytest.mark.slow  # `make test-slow`, which .ci/run runs
 def test_sigkill_while_training_leaves_nothing_stuck_and_a_rerun_closes_its_runs_and_continues(
     reference, prefect_home, tmp_path, monkeypatch
 ) -> None:
@@ -183,6 +185,7 @@ def test_sigkill_while_training_leaves_nothing_stuck_and_a_rerun_closes_its_runs
     assert_same_decision(resumed, reference)
 
 
+@pytest.mark.slow  # `make test-slow`, which .ci/run runs
 def test_sigkill_between_a_durable_result_and_its_finished_run_loses_no_candidate(
     reference, prefect_home, tmp_path, monkeypatch
 ) -> None:
@@ -198,6 +201,7 @@ def test_sigkill_between_a_durable_result_and_its_finished_run_loses_no_candidat
     assert_same_decision(resumed, reference)
 
 
+@pytest.mark.slow  # `make test-slow`, which .ci/run runs
 def test_sigterm_while_judging_the_new_version_lets_the_judgement_finish_and_a_rerun_has_nothing_to_do(
     reference, prefect_home, tmp_path, monkeypatch
 ) -> None:

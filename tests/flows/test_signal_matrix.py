@@ -6,8 +6,9 @@ signals itself at one moment. Every cell must end within seconds with 130 / 143 
 one line and no traceback, no false "bad input"; whatever it ends with, nothing stays locked, and the
 rerun completes with no run left RUNNING and no version without its judgement.
 
-The whole matrix is marked slow (`make test-slow`, which `.ci/run` runs); the cells in FAST run in
-`make test`.
+The cells in FAST run in `make test`, those in SLOW in `make test-slow` (both in `.ci/run`); the rest
+are `exhaustive` (`make test-exhaustive`, about 25 minutes on a 2-core machine): the same code at other
+moments, which tests/flows/test_interrupts.py covers where it matters most (training, judging).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ ROWS_THEN, ROWS_NOW = 600, 800
 MOMENTS = ["server", "prepare", "what-changed", "audit", "tokenizer", "training", "version", "registering", "alias",
            "summary"]
 SIGNALS = {"SIGINT": 130, "SIGTERM": 143, "SIGKILL": -9}
-FAST = {("server", "SIGTERM"), ("audit", "SIGINT"), ("version", "SIGKILL"), ("alias", "SIGTERM")}
+FAST = {("server", "SIGTERM"), ("version", "SIGKILL"), ("alias", "SIGTERM")}
+SLOW = {("audit", "SIGINT")}
 # "Within seconds": from the signal to the process's end, with room for a loaded 2-core machine.
 STOP_SECONDS = 30
 
@@ -96,7 +98,12 @@ def unfinished(folder: Path) -> tuple[list[str], list[str]]:
 
 
 def cells() -> list:
-    return [pytest.param(moment, how, id=f"{moment}-{how}", marks=() if (moment, how) in FAST else pytest.mark.slow)
+    def marks(cell: tuple[str, str]) -> tuple:
+        if cell in FAST:
+            return ()
+        return (pytest.mark.slow,) if cell in SLOW else (pytest.mark.slow, pytest.mark.exhaustive)
+
+    return [pytest.param(moment, how, id=f"{moment}-{how}", marks=marks((moment, how)))
             for moment in MOMENTS for how in SIGNALS]
 
 

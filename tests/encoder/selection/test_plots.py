@@ -34,7 +34,8 @@ def test_the_depth_plot_shows_differences_from_the_best_with_intervals_and_the_p
     assert points[6]["difference"] == 0.0  # the best
     assert points[2]["difference"] == pytest.approx(0.941 - 0.946)
     assert points[8] == {"family": "scratch", "depth": 8, "difference": pytest.approx(0.90 - 0.946),
-                         "low": pytest.approx(0.90 - 0.946), "high": pytest.approx(0.90 - 0.946), "pruned": 4}
+                         "low": pytest.approx(0.90 - 0.946), "high": pytest.approx(0.90 - 0.946), "pruned": 4,
+                         "status": "pruned"}
 
 
 def test_costs_are_written_as_a_reader_wants_them() -> None:
