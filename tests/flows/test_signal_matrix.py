@@ -43,8 +43,8 @@ ROWS_THEN, ROWS_NOW = 600, 800
 MOMENTS = ["server", "prepare", "what-changed", "audit", "tokenizer", "training", "version", "registering", "alias",
            "summary"]
 SIGNALS = {"SIGINT": 130, "SIGTERM": 143, "SIGKILL": -9}
-FAST = {("server", "SIGTERM"), ("version", "SIGKILL"), ("alias", "SIGTERM")}
-SLOW = {("audit", "SIGINT")}
+FAST = {("server", "SIGTERM"), ("alias", "SIGTERM")}
+SLOW = {("audit", "SIGINT"), ("version", "SIGKILL")}
 # "Within seconds": from the signal to the process's end, with room for a loaded 2-core machine.
 STOP_SECONDS = 30
 
