@@ -63,8 +63,13 @@ def interrupted(
 
         environment["PREFECT_API_URL"] = PREFECT_API_URL.value()
     command = [sys.executable, "-m", "tests.flows.interrupting", moment, how, "run", "--config", "run.yaml"]
-    process = subprocess.run(command, cwd=folder, env=environment, capture_output=True, text=True, timeout=300,
-                             start_new_session=True)
+    try:
+        process = subprocess.run(command, cwd=folder, env=environment, capture_output=True, text=True, timeout=300,
+                                 start_new_session=True)
+    except subprocess.TimeoutExpired as hung:  # say where it hung: whether the signal fired, and its last lines
+        fired = (folder / "fired").read_text() if (folder / "fired").exists() else "nothing"
+        pytest.fail(f"the run did not end within 300 s; fired: {fired}; its stderr ends:\n"
+                    f"{(hung.stderr or b'').decode(errors='replace')[-3000:]}")
     assert (folder / "fired").read_text().split()[0] == how, process.stderr[-2000:]
     return process
 
