@@ -22,6 +22,8 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
+from encoder.tracking.liveness import ProcessIdentity
+from encoder.tracking.runs import PROCESS_TAG
 from flows.services import basic_auth_header, bin_path, healthy, stop_group
 from flows.stack import POOL, Stack, up
 from tests.stack.conftest import free_port
@@ -120,7 +122,7 @@ def test_a_run_triggered_through_the_api_trains_on_the_dask_workers_and_logs_to_
     parents, children = sweep_runs(client, name)
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     assert len(children) == 2 and {c.info.status for c in children} == {"FINISHED"}
-    trained_by = {int(c.data.tags["depthfinder.process"].rsplit("/", 2)[1]) for c in children}
+    trained_by = {trainer_pid(c) for c in children}
     workers = {pid for name, pid in stack.pids.items() if name.startswith("dask-worker")}
     assert {os.getpgid(pid) for pid in trained_by} <= workers  # each trained in a Dask worker's process group
     assert client.get_model_version_by_alias(name, "champion").version == "1"
@@ -267,7 +269,7 @@ def test_a_dask_worker_killed_while_training_a_candidate_loses_nothing(
 
         children = child_runs_once(client, name, lambda runs: any(map(two_epochs_into_depth_4, runs)))
         running = next(filter(two_epochs_into_depth_4, children))
-        trainer = int(running.data.tags["depthfinder.process"].rsplit("/", 2)[1])
+        trainer = trainer_pid(running)
         worker = next(service for service, pid in stack.pids.items() if pid == os.getpgid(trainer))
         os.killpg(stack.pids[worker], signal.SIGKILL)
         run = wait_final(stack, flow_run)
@@ -335,6 +337,11 @@ def test_wrong_credentials_stop_a_run_with_one_clear_line(stack: Stack, tmp_path
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and said in lines[0], done.stderr[-2000:]
     assert "not-the-password" not in done.stderr + done.stdout  # a secret is never printed
+
+
+def trainer_pid(run: Run) -> int:
+    """The pid of the process that trained a child run, from its `depthfinder.process` tag."""
+    return ProcessIdentity.parse(run.data.tags[PROCESS_TAG]).pid
 
 
 def child_runs_once(client: MlflowClient, experiment: str, enough: Callable[[list[Run]], bool],
