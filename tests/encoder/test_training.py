@@ -191,3 +191,24 @@ def test_auto_precision_is_bf16_where_the_device_computes_bf16_natively(
     monkeypatch.setattr(training, "cpu_has_native_bf16", lambda: cpu_bf16)
     assert resolve_precision("auto", accelerator) == expected
     assert resolve_precision("16-mixed", accelerator) == "16-mixed"
+
+
+def test_a_network_trained_with_probes_is_bit_for_bit_the_one_trained_without(frame, tokenizer, tmp_path) -> None:
+    """The screen of the search strategy: the probes read detached layer outputs and initialise from a forked
+    random stream, so the depth-L network is its own separate fine-tune, and each probe reports a depth below."""
+    recipe = tiny_train_config(max_epochs=3, min_epochs=3)
+    model = tiny_model_config().model_copy(update={"dropout": 0.1})
+
+    def run(name: str, probes: bool) -> TrainedCandidate:
+        return train_candidate(frame, LABELS, tokenizer, 3, model, recipe, class_weights=False,
+                               out_dir=tmp_path / name, progress=False, probes=probes)
+
+    plain, screened = run("plain", False), run("screened", True)
+
+    weights = plain.network.state_dict()
+    assert screened.network.state_dict().keys() == weights.keys()  # the probes are not part of the network
+    assert all(torch.equal(value, weights[key]) for key, value in screened.network.state_dict().items())
+    assert screened.metrics == plain.metrics and screened.history == plain.history
+    assert len(screened.probe_metrics) == len(screened.probe_val_predicted) == 2  # depths 1 and 2 of 3
+    assert all(len(said) == len(screened.val_true) for said in screened.probe_val_predicted)
+    assert not plain.probe_metrics
