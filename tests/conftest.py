@@ -5,13 +5,7 @@ from pathlib import Path
 
 import pytest
 
-# Under pytest-xdist (`make test`: two workers) each worker gets its share of the cores for torch's threads, and
-# so do the processes it starts: two workers of two threads each on two cores run several times slower than two
-# of one (OpenMP threads waiting on each other), long enough for a signalled run to miss its deadline.
-if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
-    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(workers))))
-
-from flows.cli import OFFLINE_DEFAULTS  # noqa: E402
+from flows.cli import OFFLINE_DEFAULTS
 
 for key, value in OFFLINE_DEFAULTS.items():
     os.environ.setdefault(key, value)
