@@ -40,7 +40,8 @@ class Search(Record):
 
     def sentence(self) -> str:
         grid = (self.layers + 1) / 2  # every depth by separate fine-tunes: sum of k/L
-        screened = f"depths {min(self.screened)}-{max(self.screened)}" if self.screened else "no depth"
+        screened = (f"depth{'s' if len(self.screened) > 1 else ''} {_depth_ranges(self.screened)}" if self.screened
+                    else "no depth")
         return (f"{self.family} depths 1-{self.layers} screened by one fine-tune of depth {self.layers} with a probe "
                 f"on each layer; confirmed by separate fine-tunes: {', '.join(map(str, self.confirmed))} "
                 f"({'; '.join(self.steps)}); {screened} only screened; {self.seconds:.0f} s of training, "
@@ -90,3 +91,14 @@ def search(layers: int, guess: int | None, confirm: Callable[[int], bool | None]
         steps.append(f"depth {depth}: " + ("tied with the best" if verdict else "failed" if verdict is None
                                            else "shown worse"))
     return high, steps
+
+
+def _depth_ranges(depths: list[int]) -> str:
+    """`1, 5` or `1-2, 5`: the depths as runs of consecutive ones."""
+    runs: list[list[int]] = []
+    for depth in sorted(depths):
+        if runs and depth == runs[-1][-1] + 1:
+            runs[-1].append(depth)
+        else:
+            runs.append([depth])
+    return ", ".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)

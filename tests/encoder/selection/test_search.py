@@ -46,3 +46,13 @@ def test_the_screen_points_at_the_cheapest_probe_within_the_tolerance_and_the_pr
 
     assert guess == 4  # 0.91 >= 0.94 - 0.01 - 0.02; depth 3's 0.89 is not
     assert first_guess([], reference, "macro_f1", 0.01) == 6
+
+
+def test_the_sentence_names_exactly_the_depths_only_screened() -> None:
+    from encoder.selection.search import Search
+
+    record = Search(family="pretrained", layers=6, screened=[1, 5], confirmed=[2, 3, 4, 6],
+                    steps=["depth 4: tied with the best"], seconds=700.0, full_seconds=280.0)
+
+    assert "; depths 1, 5 only screened;" in record.sentence()
+    assert "depths 1-2, 5 only screened" in record.model_copy(update={"screened": [1, 2, 5]}).sentence()
