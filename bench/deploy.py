@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pretrained_depth import DATA, ROOT, minilm  # noqa: E402
+from pretrained_depth import DATA, add_cache_argument, minilm  # noqa: E402
 from sweep_cost import run_depthfinder  # noqa: E402
 
 RUNS = {
@@ -42,8 +42,7 @@ def table(name: str, deployment: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache", type=Path, default=ROOT / ".depthfinder" / "bench-cache",
-                        help="where the checkpoint is unpacked (reused)")
+    add_cache_argument(parser)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args(argv)
     if args.threads:

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pretrained_depth import DATA, DATASETS, ROOT, minilm  # noqa: E402
+from pretrained_depth import DATA, DATASETS, add_cache_argument, minilm  # noqa: E402
 from sweep_cost import run_depthfinder  # noqa: E402
 
 LAYERS = 6
@@ -55,8 +55,7 @@ def table(name: str, grid: dict, search: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache", type=Path, default=ROOT / ".depthfinder" / "bench-cache",
-                        help="where the checkpoint is unpacked (reused)")
+    add_cache_argument(parser)
     parser.add_argument("--datasets", default=",".join(DATASETS), help="files under DEPTHFINDER_DATA")
     args = parser.parse_args(argv)
     checkpoint = str(minilm(args.cache))

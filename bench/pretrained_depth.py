@@ -82,10 +82,15 @@ def table(name: str, runs: dict[str, dict]) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_cache_argument(parser: argparse.ArgumentParser) -> None:
+    """`--cache`: where the MiniLM checkpoint is unpacked, and reused by every benchmark that needs it."""
     parser.add_argument("--cache", type=Path, default=ROOT / ".depthfinder" / "bench-cache",
                         help="where the checkpoint is unpacked (reused)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_cache_argument(parser)
     parser.add_argument("--datasets", default=",".join(DATASETS), help="files under DEPTHFINDER_DATA")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--pooling", default="mean", help="pretrained pooling(s) to sweep, comma-separated: mean, cls, "
