@@ -24,6 +24,7 @@ from encoder.metrics import classification_metrics
 from encoder.module import DepthClassifier
 from encoder.probes import LayerProbes
 from encoder.serving import Network, TextClassifier, encode_texts, pad_batch
+from encoder.threads import torch_threads, training_threads
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -88,6 +89,7 @@ def train_candidate(
     callbacks: Sequence[L.Callback] = (),
     family: Family = Scratch(),
     probes: bool = False,
+    concurrent: int = 1,
 ) -> TrainedCandidate:
     """Train the encoder at one depth, early-stopped on validation macro-F1.
 
@@ -118,6 +120,8 @@ def train_candidate(
             is then the checkpoint's own, and `model_cfg` gives only max_len and pooling).
         probes: also train a probe on each layer below the last (encoder.probes), a screen of every
             shallower depth that the network never feels; their predictions come back too.
+        concurrent: trainings running at once on this machine (the sweep's workers): each takes its share
+            of the cores (encoder.threads; a resumed training keeps the thread count it was trained with).
 
     Returns:
         The candidate with its best-validation weights restored, on CPU in eval mode, and
@@ -141,46 +145,48 @@ def train_candidate(
     data.setup()
     if len(data.splits["test"]) == 0:
         raise ValueError("the 'test' split is empty; test metrics need test rows")
-    batches = len(data.train_dataloader())
-    extension = max(0, epochs - train_cfg.max_epochs)
-    module = _classifier(network, frame, labels, train_cfg, class_weights, total_steps=train_cfg.max_epochs * batches,
-                         restart_steps=extension * batches, probes=screen)
-    checkpoint = _best_checkpoint(Path(out_dir), depth, keep_earlier=resume_from is not None)
-    early_stopping = EarlyStoppingFrom(train_cfg.min_epochs, monitor=MONITOR, mode="max", patience=train_cfg.patience)
-    state = EpochState(last_checkpoint(Path(out_dir), depth))
-    stop = StopOnRequest(f"depth {depth} (seed {train_cfg.seed})", max(epochs, train_cfg.max_epochs))
-    with _quiet_lightning():
-        trainer = _build_trainer(
-            train_cfg, [stop, early_stopping, checkpoint, state, *callbacks], epochs, out_dir, logger, progress,
-            batches,
-        )
-        trainer.fit(module, datamodule=data, ckpt_path=resume_from, weights_only=True)
-    if not checkpoint.best_model_path:
-        raise RuntimeError(f"depth {depth}: no checkpoint was saved; was {MONITOR!r} ever logged?")
-    restore_network_weights(network, checkpoint.best_model_path)
+    median_length = int(np.median(data.token_lengths("train")))
+    threads = checkpoint_threads(resume_from) or training_threads(
+        network, depth, train_cfg.batch_size, median_length, concurrent)
+    with torch_threads(threads):  # the same count however often it resumes, so the same sums and weights
+        batches = len(data.train_dataloader())
+        extension = max(0, epochs - train_cfg.max_epochs)
+        module = _classifier(network, frame, labels, train_cfg, class_weights,
+                             total_steps=train_cfg.max_epochs * batches, restart_steps=extension * batches,
+                             probes=screen)
+        checkpoint = _best_checkpoint(Path(out_dir), depth, keep_earlier=resume_from is not None)
+        early_stopping = EarlyStoppingFrom(train_cfg.min_epochs, monitor=MONITOR, mode="max",
+                                           patience=train_cfg.patience)
+        state = EpochState(last_checkpoint(Path(out_dir), depth))
+        stop = StopOnRequest(f"depth {depth} (seed {train_cfg.seed})", max(epochs, train_cfg.max_epochs))
+        with _quiet_lightning():
+            trainer = _build_trainer(train_cfg, [stop, early_stopping, checkpoint, state, *callbacks], epochs,
+                                     out_dir, logger, progress, batches)
+            trainer.fit(module, datamodule=data, ckpt_path=resume_from, weights_only=True)
+        if not checkpoint.best_model_path:
+            raise RuntimeError(f"depth {depth}: no checkpoint was saved; was {MONITOR!r} ever logged?")
+        scores = _best_scores(network, screen, checkpoint.best_model_path, tokenizer, frame, labels)
+    return TrainedCandidate(
+        depth=depth, train_seconds=state.train_seconds, epochs=trainer.current_epoch, median_length=median_length,
+        finished=early_stopping.stopped_epoch > 0 or trainer.current_epoch >= train_cfg.max_epochs,
+        checkpoint=state.path, history=state.history, **scores,
+    )
+
+
+def _best_scores(network: Network, screen: LayerProbes | None, best: str, tokenizer: Tokenizer,
+                 frame: pd.DataFrame, labels: list[str]) -> dict[str, Any]:
+    """The best epoch's weights restored, and what they score on validation and test (and each probe's)."""
+    restore_network_weights(network, best)
     classifier = TextClassifier(network, tokenizer, labels)  # CPU, eval mode: as served from the registry
     (val_metrics, val_true, val_predicted), (test_metrics, _, _) = (
         _split_metrics(classifier, frame, labels, split) for split in ("val", "test")
     )
-    screened = {}
+    scores = {"network": classifier.network, "metrics": val_metrics, "test_metrics": test_metrics,
+              "val_true": val_true, "val_predicted": val_predicted}
     if screen is not None:
-        restore_network_weights(screen, checkpoint.best_model_path, prefix="probes.")
-        screened = _probe_results(classifier, screen, frame, labels)
-    return TrainedCandidate(
-        depth=depth,
-        network=classifier.network,
-        metrics=val_metrics,
-        test_metrics=test_metrics,
-        train_seconds=state.train_seconds,
-        epochs=trainer.current_epoch,
-        median_length=int(np.median(data.token_lengths("train"))),
-        finished=early_stopping.stopped_epoch > 0 or trainer.current_epoch >= train_cfg.max_epochs,
-        checkpoint=state.path,
-        val_true=val_true,
-        val_predicted=val_predicted,
-        history=state.history,
-        **screened,
-    )
+        restore_network_weights(screen, best, prefix="probes.")
+        scores |= _probe_results(classifier, screen, frame, labels)
+    return scores
 
 
 class StopOnRequest(L.Callback):
@@ -204,8 +210,19 @@ def last_checkpoint(out_dir: Path, depth: int) -> Path:
 def checkpoint_epochs(path: Path) -> int | None:
     """Epochs done in a checkpoint written by `train_candidate`, or None if it is missing or unreadable
     (a write cut short by a crash cannot happen, see EpochState, but a disk can still lose a file)."""
+    return _saved(path, "epochs")
+
+
+def checkpoint_threads(path: Path | None) -> int | None:
+    """The CPU threads the training in a checkpoint ran on (None: no checkpoint, or one from before they were
+    kept): a resumed training takes the same, so it adds in the same order as the training it continues."""
+    return None if path is None else _saved(path, "threads")
+
+
+def _saved(path: Path, key: str) -> int | None:
+    """A whole number kept by EpochState in a checkpoint, or None if the file or the number is missing."""
     try:
-        return int(torch.load(path, map_location="cpu", weights_only=True)[EpochState.KEY]["epochs"])
+        return int(torch.load(path, map_location="cpu", weights_only=True)[EpochState.KEY][key])
     except (OSError, RuntimeError, KeyError, EOFError, ValueError):
         return None
 
@@ -242,7 +259,7 @@ class EpochState(Checkpoint):
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
         checkpoint[self.KEY] = {"epochs": trainer.current_epoch + 1, "train_seconds": self.train_seconds,
-                                "history": self.history}
+                                "history": self.history, "threads": torch.get_num_threads()}
 
     def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
         state = checkpoint.get(self.KEY, {})

@@ -99,6 +99,12 @@ class SweepConfig(SelectionRule):
             raise ValueError(f"families must be distinct, got {families}")
         return families
 
+    @property
+    def workers_per_machine(self) -> int:
+        """Candidates training at once on one machine: the workers, except on an existing Dask cluster, whose
+        machines this one cannot see (there each worker takes its machine's cores, or its OMP_NUM_THREADS)."""
+        return 1 if self.task_runner == "dask" and self.dask_address else self.workers
+
     def halves(self, depths: int) -> bool:
         """Whether a family sweeping this many depths uses successive halving."""
         return self.halving == "on" or (self.halving == "auto" and depths >= 4)

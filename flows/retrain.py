@@ -153,7 +153,8 @@ def training_of(family: Family, config: RunConfig, dataset: PreparedData, class_
     workdir = Path(config.registry.workdir)
     tokenizer = prepare_tokenizer(family, dataset, config.model, workdir)
     return Training(family, dataset, tokenizer, config.model, family.recipe(config.train), class_weights, run,
-                    workdir, onnx_cost=config.sweep.cost == "onnx_latency_ms_p50")
+                    workdir, onnx_cost=config.sweep.cost == "onnx_latency_ms_p50",
+                    concurrent=config.sweep.workers_per_machine)
 
 
 def audited(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: ChangeReport | None) -> RunSummary:

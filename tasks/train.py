@@ -98,6 +98,7 @@ class Training:
     workdir: Path
     onnx_cost: bool = False  # measure each candidate's int8 ONNX latency (the rule's cost is onnx_latency_ms_p50)
     probes: bool = False  # the search strategy's screen: a probe on each layer (encoder.probes)
+    concurrent: int = 1  # candidates training at once on one machine: each takes its share of the cores
 
 
 def candidate_key(training: Training, depth: int, seed: int) -> str:
@@ -208,6 +209,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         callbacks=[EpochLog(name, max(epochs, train.max_epochs))],  # an extension runs past max_epochs
         family=training.family,
         probes=training.probes,
+        concurrent=training.concurrent,
     )
     bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
     predictions = save_predictions(candidate_dir / f"predictions-epochs-{epochs}.npz", trained.val_true,

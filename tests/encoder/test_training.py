@@ -212,3 +212,53 @@ def test_a_network_trained_with_probes_is_bit_for_bit_the_one_trained_without(fr
     assert len(screened.probe_metrics) == len(screened.probe_val_predicted) == 2  # depths 1 and 2 of 3
     assert all(len(said) == len(screened.val_true) for said in screened.probe_val_predicted)
     assert not plain.probe_metrics
+
+
+class ThreadsSeen(Callback):
+    """The CPU threads torch trains with, at every step."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+
+    def on_train_batch_end(self, trainer, *args) -> None:
+        self.seen.add(torch.get_num_threads())
+
+
+def test_training_ends_the_same_whatever_threads_the_caller_left_set(frame, tokenizer, tmp_path) -> None:
+    """A process's torch thread count is ambient state (a test, a library, the caller set it); sums split over two
+    threads add in another order than on one, so the weights would differ. The training chooses its own."""
+    results = []
+    for caller_threads in (1, 2):
+        torch.set_num_threads(caller_threads)
+        seen = ThreadsSeen()
+        results.append(train_candidate(frame, LABELS, tokenizer, 2, tiny_model_config(), tiny_train_config(),
+                                       class_weights=False, out_dir=tmp_path / str(caller_threads), progress=False,
+                                       callbacks=[seen]))
+        assert seen.seen == {1}  # a tiny model gains nothing from a second thread
+        assert torch.get_num_threads() == caller_threads  # and the caller's setting is given back
+    one, two = (result.network.state_dict() for result in results)
+    assert all(torch.equal(value, two[key]) for key, value in one.items())
+    assert results[0].metrics == results[1].metrics and results[0].test_metrics == results[1].test_metrics
+
+
+def test_a_resumed_training_keeps_the_threads_its_state_was_trained_with(
+    frame, tokenizer, tmp_path, monkeypatch
+) -> None:
+    """Resumed where the chosen count would differ (another machine, another share of it), a training takes the
+    count its checkpoint records, so it ends exactly as the uninterrupted training did."""
+    recipe = tiny_train_config(max_epochs=4, min_epochs=4)
+
+    def run(out_dir: Path, threads: int, **budget: object) -> tuple[TrainedCandidate, set[int]]:
+        monkeypatch.setattr(training, "training_threads", lambda *args: threads)
+        seen = ThreadsSeen()
+        return train_candidate(frame, LABELS, tokenizer, 2, tiny_model_config(), recipe, class_weights=False,
+                               out_dir=out_dir, progress=False, callbacks=[seen], **budget), seen.seen
+
+    straight, _ = run(tmp_path / "straight", 2)
+    rung, _ = run(tmp_path / "resumed", 2, epochs=2)
+    resumed, seen = run(tmp_path / "resumed", 1, resume_from=rung.checkpoint)
+
+    assert training.checkpoint_threads(rung.checkpoint) == 2 and seen == {2}
+    weights = straight.network.state_dict()
+    assert all(torch.equal(value, weights[key]) for key, value in resumed.network.state_dict().items())
+    assert resumed.test_metrics == straight.test_metrics
