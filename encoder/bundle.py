@@ -153,10 +153,9 @@ def _st_readme(network: PretrainedEncoderClassifier, labels: list[str]) -> str:
     pooling = {"mean": "mean", "cls": "first-token"}[network.cfg.pooling]
     return f"""# A depthfinder text classifier, as a sentence-transformers model
 
-The bottom {network.cfg.depth} layers of a pretrained `{network.cfg.encoder.get("model_type")}` encoder, fine-tuned by
-depthfinder, with {pooling} pooling and a linear head. `encode` gives each text's class logits, one per class
-in the order of {LABELS_FILE}: the class is their argmax, and their softmax the probabilities the depthfinder
-model gives.
+The bottom {network.cfg.depth} layers of a pretrained `{network.cfg.encoder.get("model_type")}` encoder, fine-tuned \
+by depthfinder, with {pooling} pooling and a linear head. `encode` gives each text's class logits, one per class in \
+the order of {LABELS_FILE}: the class is their argmax, and their softmax the probabilities the depthfinder model gives.
 
 ```python
 import json
