@@ -47,8 +47,9 @@ class ModelConfig(BaseModel):
     pretrained_pooling: Literal["mean", "cls", "head"] = Field(
         "mean",
         description="How a pretrained candidate classifies: mean over real tokens or the first token, then a linear "
-        "head; or head, the type's own sequence-classification head ([CLS] and its pooler for BERT), which makes the "
-        "model a standard AutoModelForSequenceClassification, registered also as a Hugging Face folder.",
+        "head (exported as a sentence-transformers folder); or head, the type's own sequence-classification head "
+        "([CLS] and its pooler for BERT), which makes the model a standard AutoModelForSequenceClassification, "
+        "registered also as a Hugging Face folder.",
     )
 
     @model_validator(mode="after")

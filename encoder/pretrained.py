@@ -33,7 +33,7 @@ def load_truncated(
             f"depth {depth} is beyond the pretrained checkpoint's {checkpoint.layers} layers ({checkpoint.path})"
         )
     config = truncated_config(AutoConfig.from_pretrained(checkpoint.path), depth)
-    with _quiet_transformers():  # the layers above `depth` (and a new head) are reported: expected here
+    with quiet_transformers():  # the layers above `depth` (and a new head) are reported: expected here
         if pooling == "head":
             config.num_labels = n_classes
             encoder = AutoModelForSequenceClassification.from_pretrained(checkpoint.path, config=config,
@@ -52,7 +52,8 @@ def load_truncated(
 
 
 @contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
+def quiet_transformers() -> Iterator[None]:
+    """transformers' warnings and progress bars silenced (its load reports, "Writing model shards")."""
     logger = logging.getLogger("transformers")
     level = logger.level
     logger.setLevel(logging.ERROR)

@@ -78,6 +78,10 @@ def _loading(summary: RunSummary) -> str:
     if deployment is not None and deployment.hf_folder:
         lines += ["", f"Hugging Face folder: `depthfinder export --model {uri} --to DIR --format hf`, then "
                   '`transformers.pipeline("text-classification", model="DIR")`.']
+    elif summary.model.family == "pretrained":  # pooled into a linear head: its standard form is this one
+        lines += ["", f"sentence-transformers folder: `depthfinder export --model {uri} --to DIR --format "
+                  'sentence-transformers`, then `SentenceTransformer("DIR").encode(texts)`: class logits, in the '
+                  "order of DIR/labels.json."]
     if deployment is not None and deployment.shipped_files():
         lines += ["", f"ONNX: `depthfinder export --model {uri} --to DIR --format onnx`, then "
                   '`onnxruntime.InferenceSession("DIR/model-int8.onnx")` (inputs input_ids, attention_mask).']

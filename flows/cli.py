@@ -183,8 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--model", required=True, help="model URI, e.g. models:/depthfinder@champion")
     export.add_argument("--to", type=Path, required=True, help="folder to write the files into (new, or empty)")
     export.add_argument("--format", choices=list(EXPORT_FORMATS), default="hf",
-                        help="hf: the Hugging Face folder (pretrained, head pooling); onnx: the ONNX variants that "
-                        "shipped and their measurements; bundle: depthfinder's own (default: hf)")
+                        help="hf: the Hugging Face folder (pretrained, head pooling); sentence-transformers: the "
+                        "sentence-transformers folder (pretrained, mean or first-token pooling); onnx: the ONNX "
+                        "variants that shipped and their measurements; bundle: depthfinder's own (default: hf)")
     export.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow tracking URI")
     export.set_defaults(handler=_export)
 
@@ -407,9 +408,13 @@ def _check_store_exists(tracking_uri: str) -> None:
         raise UsageError(f"no MLflow database at {database}; run `depthfinder run` first or pass --tracking-uri")
 
 
-# Each export format: the artifact of a depthfinder model that holds it, and what to say when it has none.
+# Each export format: the artifact of a depthfinder model that holds it (the sentence-transformers folder is written
+# from the bundle, so every version has it that can), and what to say when it has none.
+SENTENCE_TRANSFORMERS = "sentence-transformers"
 EXPORT_FORMATS = {
-    "hf": ("hf", "no Hugging Face folder: only a pretrained model trained with model.pretrained_pooling head is one"),
+    "hf": ("hf", "no Hugging Face folder: only a pretrained model trained with model.pretrained_pooling head is one; "
+           "one pooled by mean or first token (the default) is a sentence-transformers folder"),
+    SENTENCE_TRANSFORMERS: ("bundle", "no bundle"),
     "onnx": ("onnx", "no ONNX variants: it was registered without onnxruntime, or before depthfinder made them"),
     "bundle": ("bundle", "no bundle"),
 }
@@ -444,15 +449,29 @@ def _export(args: argparse.Namespace) -> int:
     partial.mkdir(exist_ok=True)
     try:
         fetched = Path(get_artifact_repository(args.model).download_artifacts(artifacts[artifact], str(partial)))
+        if args.format == SENTENCE_TRANSFORMERS:
+            fetched = _sentence_transformers_folder(fetched, partial / SENTENCE_TRANSFORMERS)
         for path in fetched.iterdir():
             path.rename(args.to / path.name)
-    except (MlflowException, OSError) as exc:
+    except (MlflowException, OSError, ValueError) as exc:
         shutil.rmtree(args.to if created else partial, ignore_errors=True)  # whole or not at all
+        if isinstance(exc, ValueError):  # the model is not one that has this form
+            raise UsageError(f"{args.model} has no {args.format} form: {exc}") from None
         raise UsageError(f"cannot fetch {artifact} of {args.model}: {exc}") from None
     shutil.rmtree(partial, ignore_errors=True)
     names = ", ".join(sorted(path.name for path in args.to.iterdir()))
     print(f"Wrote the {args.format} files of {args.model} to {args.to}: {names}")
     return 0
+
+
+def _sentence_transformers_folder(bundle: Path, folder: Path) -> Path:
+    """The sentence-transformers folder of a fetched bundle, written in `folder`; ValueError for a model that has
+    none (encoder.bundle)."""
+    from encoder.bundle import save_sentence_transformers_folder
+    from encoder.serving import load_bundle
+
+    model = load_bundle(bundle)
+    return save_sentence_transformers_folder(folder, model.network, model.tokenizer, model.labels)
 
 
 def _read_texts(path: Path, text_col: str) -> list[str]:
