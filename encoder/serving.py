@@ -141,7 +141,7 @@ NETWORKS: dict[str, tuple[type, type]] = {"scratch": (EncoderConfig, EncoderClas
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
     """A tokenizer saved by `tokenizers` (ours, or a pretrained checkpoint's tokenizer.json), with any padding
-    and truncation of its own turned off: batches pad themselves, and max_len truncates."""
+    and truncation of its own turned off: batches pad themselves, and `encode_texts` cuts at max_len."""
     tokenizer = Tokenizer.from_file(str(path))
     tokenizer.no_padding()
     tokenizer.no_truncation()
@@ -149,8 +149,10 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
 
 
 def encode_texts(tokenizer: Tokenizer, texts: Sequence[str], max_len: int) -> list[list[int]]:
-    """Token ids per text, [CLS] first, truncated to max_len."""
-    return [enc.ids[:max_len] for enc in tokenizer.encode_batch(list(texts))]
+    """Token ids per text, [CLS] first, at most max_len: a longer text is cut before the closing special
+    tokens are added, so it keeps its [SEP] (as Hugging Face and sentence-transformers cut it)."""
+    tokenizer.enable_truncation(max_len)
+    return [enc.ids for enc in tokenizer.encode_batch(list(texts))]
 
 
 def pad_batch(ids: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
