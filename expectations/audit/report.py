@@ -139,7 +139,8 @@ def audit_markdown(report: AuditReport) -> str:
     if report.dropped:
         parts.append(f"Rows dropped before the audit: {dropped_text(report.dropped)}.")
     if report.normalized_labels.rows:
-        parts.append(f"{NORMALIZED.capitalize()}: {cell(normalized_text(report.normalized_labels), width=400)}.")
+        phrase = NORMALIZED[0].upper() + NORMALIZED[1:]
+        parts.append(f"{phrase}: {cell(normalized_text(report.normalized_labels), width=400)}.")
     for check in report.checks:
         if check.success or not check.examples:
             continue
