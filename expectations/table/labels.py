@@ -49,7 +49,8 @@ class NormalizedLabel(BaseModel):
 
 
 class LabelNormalization(BaseModel):
-    """How many labels loading normalised (see normalize_label), and a few of them."""
+    """How many labels loading made their class (Unicode NFC, invisible characters removed, surrounding white
+    space stripped: normalize_label), and a few of them."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
