@@ -30,6 +30,15 @@ def normalize_label(label: str) -> str:
     return unicodedata.normalize("NFC", strip_invisible(label)).strip()
 
 
+def spelled_out(label: str) -> str:
+    """`label` as repr() writes it, with the combining marks and invisible characters that repr() leaves as
+    they are escaped too: 'ne\\u0301gatif', 'négatif\\u200b'."""
+    text = repr(label)
+    for char in {char for char in label if unicodedata.category(char).startswith("M") or not strip_invisible(char)}:
+        text = text.replace(char, ascii(char)[1:-1])
+    return text
+
+
 def normalize_labels(labels: pd.Series) -> pd.Series:
     """normalize_label of every label (missing stays missing), each distinct label normalised once."""
     codes, uniques = pd.factorize(labels)  # a missing label's code is -1: the None appended below
@@ -43,8 +52,8 @@ class NormalizedLabel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     row: int = Field(description="The row's position in the input (0-based).")
-    raw: str = Field(description="The label as written, as Python's ascii() shows it (invisible characters and "
-                     "combining accents spelled out: 'ne\\u0301gatif').")
+    raw: str = Field(description="The label as written, quoted, with invisible characters and combining marks "
+                     "escaped: 'ne\\u0301gatif' (NFD), 'négatif\\u200b'.")
     label: str = Field(description="The class it became.")
 
 
@@ -66,6 +75,6 @@ def label_normalization(raw: pd.Series, normalized: pd.Series) -> LabelNormaliza
     rows = np.flatnonzero((raw.notna() & (raw != normalized)).to_numpy(dtype=bool))
     changed = pd.Series(raw.to_numpy(dtype=object)[rows])
     firsts = rows[changed.drop_duplicates().index.to_numpy()]
-    examples = [NormalizedLabel(row=int(row), raw=ascii(str(raw.iloc[row])), label=str(normalized.iloc[row]))
+    examples = [NormalizedLabel(row=int(row), raw=spelled_out(str(raw.iloc[row])), label=str(normalized.iloc[row]))
                 for row in firsts[:EXAMPLES]]
     return LabelNormalization(rows=len(rows), spellings=len(firsts), examples=examples)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from expectations.table.config import DataConfig
-from expectations.table.labels import NormalizedLabel, normalize_label, normalize_labels
+from expectations.table.labels import NormalizedLabel, normalize_label, normalize_labels, spelled_out
 from expectations.table.load import load_labelled_table, load_table
 from expectations.table.normalize import strip_invisible
 
@@ -49,6 +49,12 @@ def test_invisible_characters_are_exactly_unicodes_default_ignorables() -> None:
     assert strip_invisible(everything) == ignorable.sub("", everything)
 
 
+def test_a_spelling_is_shown_with_what_does_not_show_escaped() -> None:
+    assert spelled_out(NFD) == "'ne\\u0301gatif'" and spelled_out(ZWSP) == "'négatif\\u200b'"
+    assert spelled_out("\u6b63\u9762\u3164 ") == "'\u6b63\u9762\\u3164 '"  # a Hangul filler is printable, not visible
+    assert spelled_out("it's \\ \u00a0") == '"it\'s \\\\ \\xa0"'  # repr()'s own escapes are kept
+
+
 def test_normalize_labels_keeps_missing_labels_missing() -> None:
     normalized = normalize_labels(pd.Series([NFD, None, "positif ", NFD], index=[3, 5, 7, 9]))
     assert normalized.index.tolist() == [3, 5, 7, 9]
@@ -66,7 +72,7 @@ def test_look_alike_labels_load_as_two_classes_and_are_counted(tmp_path: Path) -
     assert (normalized.rows, normalized.spellings) == (4, 3)  # rows 2, 4, 5 and 6; NFD, ZWSP, "positif "
     assert normalized.examples == [
         NormalizedLabel(row=2, raw="'ne\\u0301gatif'", label=NFC),
-        NormalizedLabel(row=4, raw="'n\\xe9gatif\\u200b'", label=NFC),
+        NormalizedLabel(row=4, raw="'négatif\\u200b'", label=NFC),
         NormalizedLabel(row=6, raw="'positif '", label="positif"),
     ]
 
