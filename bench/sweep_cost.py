@@ -60,7 +60,7 @@ def run_baseline(data: Path, depths: list[int], epochs: int) -> dict:
     from tasks.data import prepare_table
 
     started = time.perf_counter()
-    table = prepare_table(DataConfig(path=data))
+    table = prepare_table(DataConfig(path=data)).table
     model_cfg, train_cfg = ModelConfig(), TrainConfig()
     labels = sorted(table["label"].unique())
     tokenizer = train_tokenizer(table.loc[table["split"] == "train", "text"], model_cfg.vocab_size)

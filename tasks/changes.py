@@ -80,12 +80,15 @@ def score_champion(model_uri: str, table: pd.DataFrame, config: ChangesConfig, m
     from encoder.metrics import classification_metrics
     from encoder.tracking.registry import predict_labels
     from expectations.changes.compare import rows_to_score
+    from expectations.table.labels import normalize_label
 
     added, tested = rows_to_score(table, config)
     if added.empty:
         return None
     rows = added.append(tested)
-    predicted = pd.Series(predict_labels(model_uri, table.loc[rows, "text"].tolist()), index=rows, dtype="object")
+    said = predict_labels(model_uri, table.loc[rows, "text"].tolist())
+    # normalize_label: a champion trained before labels were normalised may name a class another way.
+    predicted = pd.Series([normalize_label(label) for label in said], index=rows, dtype="object")
     labels = table["label"].astype("str")
 
     def quality(index: pd.Index) -> float | None:

@@ -13,7 +13,8 @@ from prefect.cache_policies import NONE
 
 from expectations.audit.config import AuditConfig
 from expectations.table.config import DataConfig
-from expectations.table.load import load_table
+from expectations.table.labels import LabelNormalization
+from expectations.table.load import LoadedTable, load_labelled_table
 from expectations.table.split import assign_splits
 
 TRAINING_COLUMNS = ["text", "label", "split"]
@@ -29,16 +30,16 @@ class PreparedData:
     rows: int
     labels: list[str]
     dropped: dict[str, int] = field(default_factory=dict)  # rows removed before the audit, per reason
+    normalized_labels: LabelNormalization = field(default_factory=LabelNormalization)  # when loaded
 
 
-def prepare_table(data: DataConfig) -> pd.DataFrame:
+def prepare_table(data: DataConfig) -> LoadedTable:
     """Load the table and give every row a split (the user's, or a stable grouped one)."""
-    table = load_table(data)
-    if data.split_col is None:
-        table = assign_splits(
-            table, data.val_fraction, data.test_fraction, data.seed, data.group_near_duplicates
-        )
-    return table
+    loaded = load_labelled_table(data)
+    if data.split_col is not None:
+        return loaded
+    split = assign_splits(loaded.table, data.val_fraction, data.test_fraction, data.seed, data.group_near_duplicates)
+    return replace(loaded, table=split)
 
 
 def table_hash(table: pd.DataFrame, columns: list[str] | None = None) -> str:
@@ -56,7 +57,8 @@ def table_hash(table: pd.DataFrame, columns: list[str] | None = None) -> str:
 @task(cache_policy=NONE)
 def prepare_dataset(data: DataConfig, workdir: Path) -> PreparedData:
     """Load, split and write the table to `workdir/data/<hash>.parquet`."""
-    return write_table(prepare_table(data), workdir)
+    loaded = prepare_table(data)
+    return replace(write_table(loaded.table, workdir), normalized_labels=loaded.normalized_labels)
 
 
 @task(cache_policy=NONE)
@@ -69,7 +71,8 @@ def drop_flagged_rows(dataset: PreparedData, audit: AuditConfig, workdir: Path) 
     kept, dropped = drop_rows(pd.read_parquet(dataset.path), audit)
     if kept.empty:
         raise ValueError(f"dropping {', '.join(audit.drop)} removed all {dataset.rows} rows; nothing is left to train")
-    return replace(write_table(kept, workdir), dropped={**dataset.dropped, **dropped})
+    return replace(write_table(kept, workdir), dropped={**dataset.dropped, **dropped},
+                   normalized_labels=dataset.normalized_labels)
 
 
 def write_table(table: pd.DataFrame, workdir: Path) -> PreparedData:

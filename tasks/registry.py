@@ -62,6 +62,7 @@ def register_model(
         register_version,
         settle_unjudged,
     )
+    from expectations.table.labels import normalize_label
 
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
     test = frame[frame["split"] == "test"]
@@ -82,7 +83,9 @@ def register_model(
         challenger_labels = predict_labels(version_uri, texts)
         champion_labels = None
         if champion is not None:
-            champion_labels = predict_labels(f"models:/{model_name}/{champion.version}", texts)
+            # normalize_label: a champion trained before labels were normalised may name a class another way.
+            champion_labels = [normalize_label(label)
+                               for label in predict_labels(f"models:/{model_name}/{champion.version}", texts)]
     except BaseException:
         if challenger is not None:
             with STOP.deferred():

@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import Self
 
+from expectations.table.labels import LabelNormalization
+
 # The audit's categories, then those of the comparison with the champion's table (expectations/changes).
 Category = Literal["schema", "leakage", "noise", "imbalance", "text", "rows", "labels", "drift", "decay"]
 Severity = Literal["error", "warning"]
@@ -19,6 +21,7 @@ EXAMPLES_SHOWN = 3
 FLAGGED_ROWS = "audit/flagged_rows.csv"  # the parent run's artifact with every row a check flagged
 # Keys that say where an example is; the rest of an example is its evidence.
 LOCATION_KEYS = ("row", "text", "split", "label")
+NORMALIZED = "labels normalised when loaded (Unicode NFC, invisible characters, white space)"
 
 
 class _Record(BaseModel):
@@ -69,6 +72,10 @@ class AuditReport(_Record):
     warnings: list[str] = Field(description="Failed warning-level checks.")
     checks: list[CheckResult] = Field(description="Every check, in the registry's order.")
     dropped: dict[str, int] = Field({}, description="Rows removed before the audit (audit.drop), per kind.")
+    normalized_labels: LabelNormalization = Field(
+        LabelNormalization(), description="Labels written otherwise than as their class (another Unicode form, "
+        "invisible characters, surrounding white space), made one class when the table was loaded."
+    )
     rows: int = Field(0, exclude=True)
     prepare_seconds: float = Field(0.0, exclude=True)  # normalising and hashing the texts, shared by the checks
     docs_seconds: float = Field(0.0, exclude=True)  # building the Data Docs
@@ -109,6 +116,8 @@ def audit_lines(report: AuditReport) -> list[str]:
             lines += [f"         {example_line(example, check.evidence)}" for example in shown]
     if report.dropped:
         lines.append(f"  dropped before the audit: {dropped_text(report.dropped)}")
+    if report.normalized_labels.rows:
+        lines.append(f"  {NORMALIZED}: {normalized_text(report.normalized_labels)}")
     return lines
 
 
@@ -129,6 +138,9 @@ def audit_markdown(report: AuditReport) -> str:
     parts = [f"# Data audit: {status}", markdown_table(["check", "category", "verdict", "headline"], rows)]
     if report.dropped:
         parts.append(f"Rows dropped before the audit: {dropped_text(report.dropped)}.")
+    if report.normalized_labels.rows:
+        phrase = NORMALIZED[0].upper() + NORMALIZED[1:]
+        parts.append(f"{phrase}: {cell(normalized_text(report.normalized_labels), width=400)}.")
     for check in report.checks:
         if check.success or not check.examples:
             continue
@@ -150,6 +162,13 @@ def examples_table(check: CheckResult) -> str:
 
 def dropped_text(dropped: dict[str, int]) -> str:
     return ", ".join(f"{rows} {kind}" for kind, rows in dropped.items())
+
+
+def normalized_text(normalized: LabelNormalization) -> str:
+    """How many labels were made one class when loaded, with the first examples."""
+    shown = "; ".join(f"row {example.row} {example.raw} -> {example.label!r}"
+                      for example in normalized.examples[:EXAMPLES_SHOWN])
+    return f"{normalized.rows} rows, {normalized.spellings} spellings, e.g. {shown}"
 
 
 def short(value: object) -> str:

@@ -19,6 +19,7 @@ import pandas as pd
 from expectations.audit.checks.base import KEY_COLUMN
 from expectations.audit.run import prepare_audit_table
 from expectations.changes.config import ChangesConfig
+from expectations.table.labels import normalize_labels
 
 SIDE_COLUMN = "_side"  # "champion" (the table it was trained on) or "tonight"
 CHANGE_COLUMN = "_change"  # kept, added, removed or relabelled
@@ -59,6 +60,8 @@ def comparison_table(champion: pd.DataFrame, tonight: pd.DataFrame) -> pd.DataFr
     sides = [frame[[c for c in COMPARED_COLUMNS if c in frame.columns]].assign(**{SIDE_COLUMN: side})
              for side, frame in (("champion", champion), ("tonight", tonight))]
     table = prepare_audit_table(pd.concat(sides, ignore_index=True))
+    # A champion's table loaded before labels were normalised may spell one class several ways.
+    table["label"] = normalize_labels(table["label"])
     table[CHANGE_COLUMN], table[WAS_COLUMN] = _row_changes(table)
     return table
 

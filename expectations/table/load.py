@@ -9,6 +9,7 @@ import json
 import math
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +17,19 @@ import pandas as pd
 
 from expectations.table.config import DataConfig
 from expectations.table.datasets import get_dataset
+from expectations.table.labels import LabelNormalization, label_normalization, normalize_labels
 
 SPLITS = ("train", "val", "test")
 # Columns depthfinder writes; an extra input column of the same name would be overwritten.
 RESERVED_COLUMNS = ("text", "label", "split", "row", "group")
+
+
+@dataclass(frozen=True)
+class LoadedTable:
+    """The canonical frame (see load_table) and what loading normalised in its labels."""
+
+    table: pd.DataFrame
+    normalized_labels: LabelNormalization
 
 
 def load_table(config: DataConfig) -> pd.DataFrame:
@@ -29,13 +39,19 @@ def load_table(config: DataConfig) -> pd.DataFrame:
         config: where the data comes from and which columns hold text, label and split.
 
     Returns:
-        A frame with columns `text` (str; a null text becomes ""), `label` (str),
-        `split` (only when `config.split_col` is set; train/val/test), `row` (0-based
-        position in the input), then every other input column under its own name.
+        A frame with columns `text` (str; a null text becomes ""), `label` (str, each
+        label as its class: see expectations.table.labels.normalize_label), `split`
+        (only when `config.split_col` is set; train/val/test), `row` (0-based position
+        in the input), then every other input column under its own name.
 
     Raises:
         ValueError: one line naming the file, column or value at fault and what was expected.
     """
+    return load_labelled_table(config).table
+
+
+def load_labelled_table(config: DataConfig) -> LoadedTable:
+    """load_table, and how many labels it normalised (reported by the audit)."""
     if config.dataset is not None:
         raw = get_dataset(config.dataset).generate(config.dataset_rows, config.seed)
         return canonical_table(raw, config, source=f"dataset {config.dataset!r}")
@@ -166,7 +182,7 @@ _READERS: dict[str, Callable[[Path], pd.DataFrame]] = {
 # --- canonical frame ------------------------------------------------------------------
 
 
-def canonical_table(raw: pd.DataFrame, config: DataConfig, source: str) -> pd.DataFrame:
+def canonical_table(raw: pd.DataFrame, config: DataConfig, source: str) -> LoadedTable:
     """Validate `raw` and rename/convert it to the canonical columns (see load_table)."""
     columns = [str(column) for column in raw.columns]
     raw = raw.set_axis(columns, axis=1).reset_index(drop=True)  # a Parquet file may store an index
@@ -187,13 +203,13 @@ def canonical_table(raw: pd.DataFrame, config: DataConfig, source: str) -> pd.Da
         )
     table = pd.DataFrame(index=pd.RangeIndex(len(raw)))
     table["text"] = _texts(raw[config.text_col], source, config.text_col)
-    table["label"] = _labels(raw[config.label_col], source, config.label_col)
+    table["label"], normalized = _labels(raw[config.label_col], source, config.label_col)
     if config.split_col is not None:
         table["split"] = _splits(raw[config.split_col], source, config.split_col)
     table["row"] = np.arange(len(raw), dtype=np.int64)
     for column in extras:
         table[column] = raw[column]
-    return table
+    return LoadedTable(table, normalized)
 
 
 def _strings(values: pd.Series, source: str, column: str) -> pd.Series:
@@ -238,10 +254,12 @@ def _texts(values: pd.Series, source: str, column: str) -> pd.Series:
     return texts
 
 
-def _labels(values: pd.Series, source: str, column: str) -> pd.Series:
-    """Labels as stripped str; ValueError when any is missing, two differ only in case or number
-    format ("Positive" and "positive", "1" and "1.0"), or there is only one class."""
-    labels = _strings(values, source, column).str.strip()
+def _labels(values: pd.Series, source: str, column: str) -> tuple[pd.Series, LabelNormalization]:
+    """Labels as their classes (normalize_label) and what that changed; ValueError when any is missing (or
+    invisible), two differ only in case or number format ("Positive" and "positive", "1" and "1.0"), or there
+    is only one class."""
+    written = _strings(values, source, column)
+    labels = normalize_labels(written)
     missing = labels.isna() | (labels == "")
     if missing.any():
         first = ", ".join(str(row) for row in np.flatnonzero(missing.to_numpy())[:5])
@@ -253,7 +271,7 @@ def _labels(values: pd.Series, source: str, column: str) -> pd.Series:
     _refuse_colliding_labels(classes, source, column)
     if len(classes) < 2:
         raise ValueError(f"{source}: column {column!r} has a single class {classes[0]!r}; need at least two classes")
-    return labels
+    return labels, label_normalization(written, labels)
 
 
 def _label_key(label: str) -> str:

@@ -16,6 +16,13 @@ import pandas as pd
 # Symbols (S*: $ < + emoji) are kept.
 _APOSTROPHES = "'\u2019\u02bc\u2018\u00b4"
 KEY_BYTES = 16
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): characters that render as nothing,
+# so two strings that differ only by them look the same: soft hyphen, zero-width space and joiners, word
+# joiner, byte-order mark, bidi marks, Hangul fillers, variation selectors, tags.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
 
 
 def _is_punctuation(code: int) -> bool:
@@ -42,8 +49,13 @@ _ASCII_TABLE = bytes(
 _ASCII_DELETE = b"'"
 
 
+def strip_invisible(text: str) -> str:
+    """`text` without its invisible (default-ignorable) characters, e.g. "ok\\u200b" -> "ok"."""
+    return _INVISIBLE.sub("", text)
+
+
 def normalize_text(text: str) -> str:
-    """Unicode NFKC, casefold, punctuation removed, whitespace collapsed to single spaces.
+    """Invisible characters removed, Unicode NFKC, casefold, punctuation removed, whitespace collapsed.
 
     Args:
         text: any string; a non-string (None, NaN) normalises to "".
@@ -60,7 +72,8 @@ def _normalize_bytes(text: object) -> bytes:
         return b""
     if text.isascii():  # NFKC leaves ASCII alone; casefold is lower
         return b" ".join(text.lower().encode("ascii").translate(_ASCII_TABLE, _ASCII_DELETE).split())
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    # Invisible characters go first: one between a letter and its accent would keep NFKC from composing them.
+    folded = unicodedata.normalize("NFKC", strip_invisible(text)).casefold()
     return " ".join(folded.translate(_unicode_table()).split()).encode("utf-8")
 
 

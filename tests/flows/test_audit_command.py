@@ -63,3 +63,31 @@ def test_the_audit_judges_the_table_it_is_given_not_a_cached_one_with_the_same_t
     reports = {name: json.loads((tmp_path / f"{name}.json").read_text()) for name in ("clean", "leaky")}
     assert reports["leaky"]["blocking_failures"] == ["label_giveaway_columns"]
     assert reports["clean"]["success"] is True
+
+
+def test_look_alike_labels_are_one_class_and_the_report_counts_them(
+    prefect_server, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """`négatif` in NFC, in NFD and with a zero-width space is one class of a two-class table."""
+    monkeypatch.chdir(tmp_path)
+    table = DATASETS["reviews-negation"].generate(600, seed=2)
+    spellings = ["n\u00e9gatif", "ne\u0301gatif", "n\u00e9gatif\u200b"]
+    negative = table.index[table["label"] == "negative"]
+    table.loc[negative, "label"] = [spellings[i % 3] for i in range(len(negative))]
+    table.loc[table["label"] == "positive", "label"] = "positif"
+    table.loc[0, "text"] = "  "  # dropped before the audit: the count of labels normalised survives it
+    table.to_csv(tmp_path / "look_alikes.csv", index=False)
+
+    code = main(["audit", "--data", "look_alikes.csv", "--drop-empty", "--report-json", "report.json"])
+
+    assert code == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    imbalance = next(c for c in report["checks"] if c["name"] == "class_imbalance")
+    assert imbalance["observed"]["classes"] == 2
+    assert sorted(imbalance["observed"]["test_counts"]) == ["n\u00e9gatif", "positif"]
+    assert report["dropped"] == {"empty": 1}
+    normalized = report["normalized_labels"]
+    assert normalized["rows"] == len(negative) - len(negative[::3]) and normalized["spellings"] == 2
+    assert [example["raw"] for example in normalized["examples"]] == ["'ne\\u0301gatif'", "'négatif\\u200b'"]
+    assert f"labels normalised when loaded (Unicode NFC, invisible characters, white space): {normalized['rows']} " \
+        f"rows, 2 spellings, e.g. row {negative[1]} 'ne\\u0301gatif' -> 'négatif'" in capsys.readouterr().out

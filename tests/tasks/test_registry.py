@@ -102,3 +102,26 @@ def test_cli_predict_reads_a_file_of_texts(registry, tmp_path: Path, capsys) -> 
     out = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
     assert code == 0
     assert out["label"].tolist() == ["pos", "pos"] and out["text"].tolist() == ["not bad", "great"]
+
+
+def test_a_champion_that_spells_a_class_otherwise_is_scored_by_the_class(tmp_path: Path, monkeypatch) -> None:
+    """A champion trained before labels were normalised may answer 'pos\u200b' for the class 'pos': that is right."""
+    import encoder.tracking.registry
+
+    frame = pd.DataFrame({"text": TRAIN_TEXTS, "label": TRAIN_LABELS, "split": "test"})
+    frame.to_parquet(tmp_path / "data.parquet")
+    dataset = PreparedData(str(tmp_path / "data.parquet"), "hash", "table", len(frame), LABELS)
+    tokenizer = tiny_tokenizer()
+    bundle = str(save_bundle(tmp_path / "pos", constant_network(tokenizer, "pos"), tokenizer, LABELS))
+    sweep = start_sweep_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "exp", "m", "sweep", params={}, tags={})
+    register_model.fn(_candidate(bundle), dataset, sweep, "m", RULE, {"depth": "1"})
+    truth = dict(zip(TRAIN_TEXTS, TRAIN_LABELS, strict=True))
+
+    def predict(model_uri: str, texts: list[str]) -> list[str]:
+        champion = model_uri == "models:/m/1"
+        return [truth[text] + ("\u200b" if champion else "") for text in texts]
+
+    monkeypatch.setattr(encoder.tracking.registry, "predict_labels", predict)
+    second = register_model.fn(_candidate(bundle, flops=1.0), dataset, sweep, "m", RULE, {"depth": "1"})
+
+    assert second.champion_test_metrics is not None and second.champion_test_metrics["accuracy"] == 1.0

@@ -6,6 +6,7 @@ import pandas as pd
 
 from expectations.audit.checks.base import Check, CheckPlan
 from expectations.audit.config import AuditConfig
+from expectations.table.labels import normalize_labels
 from expectations.table.load import SPLITS
 
 MISSING = "<missing>"
@@ -17,8 +18,9 @@ class SchemaCheck(Check):
 
     The derived frame keeps the table's column names but holds what is validated: the
     Python type of each text (a null text is left to `empty_text`), the label with
-    blanks as null, and the split with nulls as '<missing>'. All are categoricals, which
-    GX fingerprints far faster than a column of texts.
+    blanks (nothing visible: white space, invisible characters) as null, and the split
+    with nulls as '<missing>'. All are categoricals, which GX fingerprints far faster
+    than a column of texts.
     """
 
     name = "schema"
@@ -42,7 +44,7 @@ class SchemaCheck(Check):
             ))
         if "label" in table.columns:
             labels = table["label"].astype("category")
-            frame["label"] = labels.mask(labels.astype("str").str.strip().eq(""))
+            frame["label"] = labels.mask(normalize_labels(table["label"]).eq("").to_numpy())
             expectations.append(gxe.ExpectColumnValuesToNotBeNull(
                 column="label", **self.gx("error", "every row needs a label"),
             ))

@@ -82,7 +82,8 @@ def test_planted_report_blocks_on_the_errors_only(planted) -> None:
 def test_report_json_shape(planted) -> None:
     report, _ = planted
     document = json.loads(json.dumps(report.to_dict()))
-    assert set(document) == {"success", "blocking_failures", "warnings", "checks", "dropped"}
+    assert set(document) == {"success", "blocking_failures", "warnings", "checks", "dropped", "normalized_labels"}
+    assert document["normalized_labels"] == {"rows": 0, "spellings": 0, "examples": []}
     assert [check["name"] for check in document["checks"]] == REGISTRY.names()
     assert all(set(check) == CHECK_KEYS for check in document["checks"])
     assert report.blocking_failures[:2] == ["cross_split_duplicates", "conflicting_labels"]

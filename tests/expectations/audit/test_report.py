@@ -5,6 +5,7 @@ from __future__ import annotations
 from expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
 from expectations.audit.checks.schema import SchemaCheck
 from expectations.audit.report import AuditReport, audit_lines, audit_markdown
+from expectations.table.labels import LabelNormalization
 
 
 def test_the_markdown_summary_shows_verdicts_and_top_examples() -> None:
@@ -35,3 +36,21 @@ def test_the_markdown_summary_shows_verdicts_and_top_examples() -> None:
     assert lines[2] == "         row 17 (split test): 'free | entry\\nnow'; matches [3021]"
     assert lines[-1] == "  dropped before the audit: 3 conflicts"
     assert AuditReport.from_dict(report.to_dict()) == report
+
+
+def test_labels_normalised_when_loaded_are_shown_with_examples_and_read_back() -> None:
+    report = AuditReport.from_dict({
+        "success": True, "blocking_failures": [], "warnings": [], "checks": [],
+        "normalized_labels": {"rows": 7, "spellings": 2, "examples": [
+            {"row": 3, "raw": "'ne\\u0301gatif'", "label": "négatif"},
+            {"row": 9, "raw": "'a|b\\u200b'", "label": "a|b"}]},
+    })
+
+    assert audit_lines(report) == [
+        "  labels normalised when loaded (Unicode NFC, invisible characters, white space): 7 rows, 2 spellings, "
+        "e.g. row 3 'ne\\u0301gatif' -> 'négatif'; row 9 'a|b\\u200b' -> 'a|b'"]
+    assert ("Labels normalised when loaded (Unicode NFC, invisible characters, white space): 7 rows, 2 spellings, "
+            "e.g. row 3 'ne\\u0301gatif' -> 'négatif'; row 9 'a\\|b\\u200b' -> 'a\\|b'.") in audit_markdown(report)
+    assert AuditReport.from_dict(report.to_dict()) == report
+    clean = report.model_copy(update={"normalized_labels": LabelNormalization()})
+    assert audit_lines(clean) == [] and "normalised" not in audit_markdown(clean)

@@ -207,3 +207,13 @@ def test_the_champions_decay_is_judged_on_the_rows_that_are_not_foreign(champion
     assert decay.on_new_low <= decay.on_new <= decay.on_new_high
     assert "champion_decay" not in failed(report)  # 60 foreign rows: 3 % of the table, reported, no stop
     assert "not foreign" in report.check("champion_decay").headline
+
+
+def test_a_champions_table_whose_labels_look_alike_is_the_same_table(champion, reviews) -> None:
+    """A champion's table kept before labels were normalised: its spellings are tonight's classes."""
+    spelled = champion.assign(label=champion["label"].map({"positive": "positive\u200b", "negative": " negative"}))
+
+    report = judge(spelled, reviews.iloc[:2000])
+
+    assert (report.rows_added, report.rows_removed, report.relabelled) == (0, 0, 0)
+    assert failed(report) == {} and report.new_classes == []

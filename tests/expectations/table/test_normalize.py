@@ -38,6 +38,17 @@ def test_normalize_text(text: str, expected: str) -> None:
     assert normalize_text(text) == expected
 
 
+def test_texts_that_differ_only_by_unicode_form_or_invisible_characters_are_one_text() -> None:
+    import unicodedata
+
+    nfc = "Le café était fermé"
+    look_alikes = [unicodedata.normalize("NFD", nfc), "Le caf\u200bé était fermé", "\ufeffLe café \u2060était fermé",
+                   "Le ca\u00adfé e\u200d\u0301tait fermé", unicodedata.normalize("NFD", nfc) + "\u200b"]
+    keys = text_keys(pd.Series([nfc, *look_alikes, "Le cafe etait ferme"]))
+    assert keys.iloc[:-1].nunique() == 1 and keys.iloc[-1] != keys.iloc[0]  # accents still count
+    assert {normalize_text(text) for text in look_alikes} == {"le café était fermé"}
+
+
 def test_non_strings_normalise_to_empty() -> None:
     assert normalize_text(None) == "" and normalize_text(float("nan")) == ""  # type: ignore[arg-type]
 

@@ -52,6 +52,20 @@ def test_normalised_duplicates_never_straddle_splits() -> None:
         assert split.loc[2000:, "split"].nunique() == 1
 
 
+def test_texts_that_differ_only_by_unicode_form_or_invisible_characters_never_straddle_splits() -> None:
+    import unicodedata
+
+    bases = [f"{text} café numéro {i}" for i, text in enumerate(unique_texts(300)["text"])]
+    variants = [[text, unicodedata.normalize("NFD", text), text.replace("é", "é\u200b"), f"\ufeff{text}\u2060"]
+                for text in bases]
+    table = pd.DataFrame({"text": [variant for four in variants for variant in four], "label": "1"})
+    for near in (True, False):
+        split = assign_splits(table, val_fraction=0.2, test_fraction=0.2, seed=7, group_near_duplicates=near)
+        each = split.groupby(np.arange(len(split)) // 4)
+        assert each["group"].nunique().max() == 1 and each["split"].nunique().max() == 1
+        assert split["split"].nunique() == 3  # the texts themselves still spread over the splits
+
+
 def test_proportions_are_near_the_fractions() -> None:
     split = assign_splits(unique_texts(10_000), val_fraction=0.1, test_fraction=0.2, seed=1)
     shares = split["split"].value_counts(normalize=True)
