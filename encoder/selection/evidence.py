@@ -127,7 +127,7 @@ def resampled_differences(
                                                   resamples, rng), strict=True))  # the same rows for all: paired
     means = {arm: _seed_resampled_mean(np.stack([resampled[(*arm, s)] for s in seeds]), rng)
              for arm, seeds in arms.items()}
-    observed = {arm: float(np.mean([_metric_of(true, predictions.predicted[(*arm, s)], metric) for s in seeds]))
+    observed = {arm: float(np.mean([metric_of(true, predictions.predicted[(*arm, s)], metric) for s in seeds]))
                 for arm, seeds in arms.items()}
     return {arm: (observed[arm] - observed[best], means[arm] - means[best]) for arm in arms}
 
@@ -163,7 +163,7 @@ def metric_interval(true: Sequence[str], predicted: Sequence[str], metric: str, 
     values = _resampled_metrics(truth, [guess], metric, resamples, np.random.default_rng(SEED))[0]
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(values, [tail, 100 - tail])
-    return _metric_of(truth, guess, metric), float(low), float(high)
+    return metric_of(truth, guess, metric), float(low), float(high)
 
 
 def _seed_resampled_mean(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -189,7 +189,8 @@ def _resampled_metrics(
     return np.concatenate([np.stack(chunk_values) for chunk_values in values], axis=1)
 
 
-def _metric_of(true: np.ndarray, predicted: np.ndarray, metric: str) -> float:
+def metric_of(true: np.ndarray, predicted: np.ndarray, metric: str) -> float:
+    """The metric of predicted class ids against true ones, as encoder.metrics computes it."""
     return float(_weighted_metric(true, predicted, np.ones((1, len(true)), dtype=np.float32), metric)[0])
 
 

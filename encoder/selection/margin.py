@@ -37,8 +37,11 @@ def shown_worse(upper: float, margin: float) -> bool:
 
 
 def rows_to_resolve(rows: int, half_width: float, margin: float) -> int | None:
-    """About how many rows would make an interval `half_width` wide on `rows` rows as narrow as ±`margin` (a
-    bootstrap interval's width shrinks as 1/sqrt(rows)); None when it is already, or when no rows would (margin 0)."""
+    """About how many rows would make an interval ±`half_width` wide on `rows` rows as narrow as ±`margin` (a
+    bootstrap interval's width shrinks as 1/sqrt(rows)), rounded up to two significant figures: an estimate, not a
+    count; None when it is already, or when no rows would (margin 0)."""
     if half_width <= margin + EPS or margin <= 0:
         return None
-    return math.ceil(rows * (half_width / margin) ** 2)
+    needed = rows * (half_width / margin) ** 2
+    step = 10 ** max(0, math.floor(math.log10(needed)) - 1)
+    return math.ceil(needed / step) * step

@@ -86,10 +86,11 @@ def _needed(score: DepthScore, top: DepthScore, tolerance: float, rows: int) -> 
 
 
 def _resolution(arm: Arm, score: DepthScore, rows: int, needed: int, tolerance: float, label: Label) -> str:
-    """`the 302 validation rows cannot settle depth 4: ...; about 2,100 would resolve it (...)`."""
+    """`the 302 validation rows cannot settle depth 4: ...; an interval as narrow as the tolerance needs about 2,200
+    rows (...)`."""
     return (f"the {rows:,} validation rows cannot settle {label(arm)}: its interval (±{score.vs_best.half_width:.3f}) "
-            f"is wider than the {tolerance:.3g} tolerance, and about {needed:,} rows would resolve it (more "
-            "validation rows, several seeds, or a larger tolerance)")
+            f"is wider than the {tolerance:.3g} tolerance, and one as narrow as the tolerance needs about {needed:,} "
+            "validation rows (or several seeds, or a larger tolerance)")
 
 
 def interval_words(score: DepthScore, arm: Arm, best: Arm, rule: SelectionRule, label: Label) -> str:
