@@ -7,8 +7,8 @@ Among candidates that trained (or were reused from cache) and meet the hard limi
   than the tolerance below the best's, however wide its interval, and the validation rows
   show it within the tolerance at the rule's `confidence`: the lower end of the paired
   bootstrap interval of (depth - best), from the candidates' saved validation predictions
-  (encoder.selection.evidence), is at least -tolerance (non-inferiority; chosen by
-  bench/tolerance_risk.py). Too few rows to tell means the best depth ships, and the
+  (encoder.selection.evidence), is at least -tolerance (non-inferiority; bench/tolerance_risk.py
+  measures it against the other policies). Too few rows to tell means the best depth ships, and the
   sentence says how many rows would settle the cheaper one. Without saved predictions (or
   with `confidence` null) the means alone: a mean at least best - tolerance. Ties in cost
   go to the shallower depth.
