@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from encoder.selection.candidate import COST_NAMES
 from encoder.selection.evidence import Arm
-from encoder.selection.margin import rows_to_resolve, within
+from encoder.selection.margin import rows_to_resolve, shown_worse, within
 
 if TYPE_CHECKING:
     from encoder.selection.rule import DepthScore, SelectionRule
@@ -78,7 +78,7 @@ def _needed(score: DepthScore, top: DepthScore, tolerance: float, rows: int) -> 
     """The validation rows that would resolve the tolerance for a cheaper depth the rows could not settle: not
     shown within (the rule did not take it), not shown beyond (its interval reaches −tolerance), and an interval
     wider than the tolerance; None otherwise."""
-    if score.vs_best is None or score.vs_best.high < -tolerance:
+    if score.vs_best is None or shown_worse(score.vs_best.high, tolerance):
         return None
     if within(score.mean - top.mean, tolerance, score.vs_best.low):
         return None
@@ -86,8 +86,8 @@ def _needed(score: DepthScore, top: DepthScore, tolerance: float, rows: int) -> 
 
 
 def _resolution(arm: Arm, score: DepthScore, rows: int, needed: int, tolerance: float, label: Label) -> str:
-    """`the 302 validation rows cannot settle depth 4: ...; an interval as narrow as the tolerance needs about 2,200
-    rows (...)`."""
+    """`the 302 validation rows cannot settle depth 4: its interval (±0.027) is wider than the 0.01 tolerance, and one
+    as narrow as the tolerance needs about 2,200 validation rows (...)`."""
     return (f"the {rows:,} validation rows cannot settle {label(arm)}: its interval (±{score.vs_best.half_width:.3f}) "
             f"is wider than the {tolerance:.3g} tolerance, and one as narrow as the tolerance needs about {needed:,} "
             "validation rows (or several seeds, or a larger tolerance)")
