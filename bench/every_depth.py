@@ -38,6 +38,15 @@ def full(summary: dict) -> tuple[float, float]:
     return deepest["cost"]["train_seconds"], deepest["cost"]["flops_per_example"] * deepest["epochs"]
 
 
+def grid_ties(grid: dict, depth: int) -> bool:
+    """Whether the grid's own rule would let `depth` ship in its best depth's place (rule.ties)."""
+    from encoder.selection.rule import Decision, ties
+
+    decision = Decision.from_dict(grid["rule"])
+    scores = {score.depth: score for score in decision.scores}
+    return depth in scores and ties(scores[depth], scores[decision.best_depth], decision.tolerance)
+
+
 def table(name: str, grid: dict, search: dict) -> list[str]:
     rows = [f"\n{name}\n", "| depth | grid val | grid test | search | search val | search test |",
             "|---:|---:|---:|---|---:|---:|"]
@@ -72,10 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             grid, search = runs["grid"]["summary"], runs["search"]["summary"]
             print("\n".join(table(name, grid, search)), flush=True)
             chosen = search["selected_depth"]
-            tied = next((s for s in grid["rule"]["scores"] if s["depth"] == chosen), None)
-            within = tied is not None and tied["vs_best"] is not None and \
-                tied["vs_best"]["high"] >= -grid["rule"]["effective_tolerance"]
-            same.append("yes" if chosen == grid["selected_depth"] else "tied" if within else "no")
+            same.append("yes" if chosen == grid["selected_depth"] else "tied" if grid_ties(grid, chosen) else "no")
             (grid_seconds, _), (search_seconds, search_flops) = compute(grid), compute(search)
             full_seconds, full_flops = full(grid)
             vs_full.append(search_seconds / full_seconds)

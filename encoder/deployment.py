@@ -4,9 +4,11 @@ The network is exported to ONNX (torch's TorchScript-based exporter, dynamic bat
 quantised to int8 weights by ONNX Runtime's dynamic quantisation. Each variant labels the test split through the
 same tokenizer and length-sorted batching as the torch model (encoder.serving.TextClassifier), so its metric is
 the one the promotion compares, and its latency is timed on the same texts at batch 1 and batch 32. A variant
-ships only when its test metric is within the rule's tolerance of the torch model's: quantisation can lose
-accuracy silently, and a model that is fast but wrong defeats the purpose. ONNX Runtime is the extra
-`depthfinder[onnx]`; without it the chosen model ships as torch alone, and the decision says why.
+ships only when it is within the rule's tolerance of the torch model by the rule's own test
+(encoder.selection.margin.within): its test metric no more than the tolerance below the torch model's, and, at the
+rule's confidence, the lower end of the paired bootstrap interval of (variant − torch) on the same test rows too.
+Quantisation can lose accuracy silently, and a model that is fast but wrong defeats the purpose. ONNX Runtime is
+the extra `depthfinder[onnx]`; without it the chosen model ships as torch alone, and the decision says why.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from tokenizers import Tokenizer
 
 from encoder.metrics import classification_metrics
 from encoder.selection.candidate import Record
+from encoder.selection.evidence import Interval, paired_interval
+from encoder.selection.margin import within
 from encoder.serving import Network, TextClassifier, encode_texts, pad_batch
 
 ONNX_FILE, INT8_FILE = "model.onnx", "model-int8.onnx"
@@ -41,6 +45,10 @@ class Variant(Record):
     size_mb: float = Field(description="Size of its weights file, MiB.")
     shipped: bool = Field(description="Registered with the version: within the tolerance of the torch model.")
     file: str | None = Field(None, description="Its file (ONNX variants).")
+    vs_torch: Interval | None = Field(
+        None, description="Its test metric minus the torch model's, with the paired bootstrap interval at the rule's "
+        "confidence (ONNX variants; none by means only)."
+    )
 
 
 class Deployment(Record):
@@ -111,12 +119,14 @@ def quantize(fp32: Path, int8: Path) -> Path:
 
 def measure_deployment(
     network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str], metric: str,
-    tolerance: float, folder: Path,
+    tolerance: float, folder: Path, confidence: float | None = 0.9,
 ) -> Deployment:
     """Export and quantise the network into `folder`, measure every variant on the labelled test texts, and say
-    which ship (within `tolerance` of the torch model's `metric`)."""
+    which ship (within `tolerance` of the torch model's `metric`, by the paired bootstrap at `confidence`; None:
+    by the metric alone)."""
     torch_model = TextClassifier(network, tokenizer, labels)
-    measured = {"torch": _measure("torch", torch_model, texts, truths, None)}
+    predicted: dict[str, list[str]] = {}
+    measured = {"torch": _measure("torch", torch_model, texts, truths, None, predicted)}
     try:
         import onnxruntime  # noqa: F401 (the extra that makes ONNX variants)
     except ImportError:
@@ -126,13 +136,19 @@ def measure_deployment(
     fp32 = export_onnx(network, folder / ONNX_FILE)
     for name, path in (("onnx", fp32), ("onnx-int8", quantize(fp32, folder / INT8_FILE))):
         measured[name] = _measure(name, TextClassifier(OnnxNetwork(path, network.cfg), tokenizer, labels), texts,
-                                  truths, path)
+                                  truths, path, predicted)
+        if confidence is not None:
+            interval = paired_interval(truths, predicted[name], predicted["torch"], metric, confidence)
+            measured[name] = measured[name].model_copy(update={"vs_torch": interval})
     return _judged(measured, metric, tolerance, "")
 
 
-def _measure(name: str, classifier: TextClassifier, texts: list[str], truths: list[str], path: Path | None) -> Variant:
-    """A variant's test metrics, its latency at each batch size on the test texts, and its size."""
-    metrics = classification_metrics(truths, classifier.predict(texts))
+def _measure(name: str, classifier: TextClassifier, texts: list[str], truths: list[str], path: Path | None,
+             predicted: dict[str, list[str]]) -> Variant:
+    """A variant's test metrics, its latency at each batch size on the test texts, and its size; its labels go
+    into `predicted`, for the paired comparison."""
+    predicted[name] = classifier.predict(texts)
+    metrics = classification_metrics(truths, predicted[name])
     latency = {}
     ids = encode_texts(classifier.tokenizer, texts, classifier.network.cfg.max_len)
     for batch in BATCHES:
@@ -169,12 +185,21 @@ def _judged(measured: dict[str, Variant], metric: str, tolerance: float, note: s
     for name in ("onnx-int8", "onnx"):
         if (variant := measured.get(name)) is None:
             continue
-        value = variant.metrics[metric]
-        ships = value >= base - tolerance - 1e-9
+        value, interval = variant.metrics[metric], variant.vs_torch
+        ships = within(value - base, tolerance, None if interval is None else interval.low)
         speed = fast / variant.latency_ms["b1_p50"] if variant.latency_ms["b1_p50"] else float("nan")
         variants.append(variant.model_copy(update={"shipped": ships}))
         label = "int8 ONNX" if name == "onnx-int8" else "ONNX"
-        verdict = "shipped" if ships else f"not shipped (it loses more than the tolerance {tolerance:g})"
-        clauses.append(f"{label}: {metric} {value:.3f} vs {base:.3f}, {speed:.1f}x as fast as torch at batch 1, "
-                       f"{variant.size_mb:.2f} MiB: {verdict}")
+        verdict = "shipped" if ships else _refusal(value - base, interval, tolerance)
+        paired = f" ({interval.text()})" if interval is not None and interval.low != interval.high else ""
+        clauses.append(f"{label}: {metric} {value:.3f} vs {base:.3f}{paired}, {speed:.1f}x as fast as torch at "
+                       f"batch 1, {variant.size_mb:.2f} MiB: {verdict}")
     return Deployment(metric=metric, tolerance=tolerance, variants=variants, sentence="; ".join(clauses) or note)
+
+
+def _refusal(difference: float, interval: Interval | None, tolerance: float) -> str:
+    """Why a variant does not ship: it loses more than the tolerance, or the test rows do not show it within."""
+    if not within(difference, tolerance) or interval is None:
+        return f"not shipped (it loses more than the tolerance {tolerance:g})"
+    return (f"not shipped (the test rows do not show it within the tolerance {tolerance:g}: its interval reaches "
+            f"{interval.low:+.3f})".replace("-", "\u2212"))

@@ -13,7 +13,7 @@ from encoder.selection.candidate import Candidate, still_rising
 from encoder.selection.halving import Halving, Rung, halving_summary, kept_count, late_bloomers, rank_depths
 from encoder.selection.learning_rate import RATE_FACTORS, RateCheck, RateTrial, judge_rates
 from encoder.selection.rule import choose_depth
-from encoder.selection.search import Search, first_guess, search, tied
+from encoder.selection.search import NOT_TIED, Search, first_guess, search, tied
 from encoder.tracking.runs import SweepRun
 from flows.config import SweepConfig
 from tasks.tracking import mark_pruned, record_cached_candidate, tag_convergence
@@ -63,7 +63,7 @@ def _search_family(sweep: SweepConfig, training: Training, runner: TaskRunner) -
             return None
         verdict = tied(choose_depth([c for c in confirmed.values() if c.usable], sweep), family, depth)
         get_run_logger().info("search: %s depth %d %s", family, depth, "tied with the best" if verdict else
-                              "shown worse")
+                              NOT_TIED)
         return verdict
 
     steps = []

@@ -31,7 +31,8 @@ def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: Select
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
     test = frame[frame["split"] == "test"]
     deployment = measure_deployment(model.network, model.tokenizer, model.labels, test["text"].tolist(),
-                                    test["label"].tolist(), rule.metric, rule.tolerance, Path(folder) / "onnx")
+                                    test["label"].tolist(), rule.metric, rule.tolerance, Path(folder) / "onnx",
+                                    rule.confidence)
     hf = save_hf_folder(Path(folder) / "hf", model.network, model.tokenizer, model.labels)
     return deployment.model_copy(update={"hf_folder": None if hf is None else str(hf)})
 

@@ -17,6 +17,13 @@ Family = Literal["scratch", "pretrained"]
 # Statuses of candidates the rule may choose among: they trained to the end of their budget.
 USABLE_STATUSES: tuple[Status, ...] = ("trained", "cached")
 CostName = Literal["flops_per_example", "latency_ms_p50", "onnx_latency_ms_p50", "params", "train_seconds"]
+COST_NAMES: dict[str, str] = {
+    "flops_per_example": "FLOPs per example",
+    "latency_ms_p50": "p50 latency",
+    "onnx_latency_ms_p50": "p50 latency of the int8 ONNX model",
+    "params": "parameters",
+    "train_seconds": "train time",
+}
 
 
 class Record(BaseModel):

@@ -39,6 +39,11 @@ class Interval(Record):
     low: float = Field(description="Lower end of the interval at the rule's confidence.")
     high: float = Field(description="Upper end of the interval.")
 
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width: how finely these rows resolve a difference."""
+        return (self.high - self.low) / 2
+
     def text(self) -> str:
         """`-0.004 [-0.011, +0.003]`."""
         return f"{self.difference:+.3f} [{self.low:+.3f}, {self.high:+.3f}]".replace("-", "\u2212")
@@ -106,6 +111,15 @@ def compare_to_best(
     Returns:
         (family, depth) -> Interval; `best`'s own is zero.
     """
+    differences = resampled_differences(predictions, arms, best, metric, resamples)
+    return {arm: interval_of(observed, resampled, confidence) for arm, (observed, resampled) in differences.items()}
+
+
+def resampled_differences(
+    predictions: Predictions, arms: dict[Arm, list[int]], best: Arm, metric: str, resamples: int = RESAMPLES,
+) -> dict[Arm, tuple[float, np.ndarray]]:
+    """Each arm's observed difference from `best` and its (resamples,) bootstrap differences: what
+    `compare_to_best` takes its intervals from, for a caller that wants several confidences of one bootstrap."""
     true = predictions.true
     keys = [(*arm, seed) for arm, seeds in arms.items() for seed in seeds]
     rng = np.random.default_rng(SEED)
@@ -113,15 +127,16 @@ def compare_to_best(
                                                   resamples, rng), strict=True))  # the same rows for all: paired
     means = {arm: _seed_resampled_mean(np.stack([resampled[(*arm, s)] for s in seeds]), rng)
              for arm, seeds in arms.items()}
-    observed = {arm: float(np.mean([_metric_of(true, predictions.predicted[(*arm, s)], metric) for s in seeds]))
+    observed = {arm: float(np.mean([metric_of(true, predictions.predicted[(*arm, s)], metric) for s in seeds]))
                 for arm, seeds in arms.items()}
+    return {arm: (observed[arm] - observed[best], means[arm] - means[best]) for arm in arms}
+
+
+def interval_of(difference: float, resampled: np.ndarray, confidence: float) -> Interval:
+    """The observed `difference` with the two-sided percentile interval of its bootstrap at `confidence`."""
     tail = (1 - confidence) / 2 * 100
-    intervals = {}
-    for arm in arms:
-        differences = means[arm] - means[best]
-        low, high = np.percentile(differences, [tail, 100 - tail])
-        intervals[arm] = Interval(difference=observed[arm] - observed[best], low=float(low), high=float(high))
-    return intervals
+    low, high = np.percentile(resampled, [tail, 100 - tail])
+    return Interval(difference=difference, low=float(low), high=float(high))
 
 
 def paired_interval(
@@ -148,7 +163,7 @@ def metric_interval(true: Sequence[str], predicted: Sequence[str], metric: str, 
     values = _resampled_metrics(truth, [guess], metric, resamples, np.random.default_rng(SEED))[0]
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(values, [tail, 100 - tail])
-    return _metric_of(truth, guess, metric), float(low), float(high)
+    return metric_of(truth, guess, metric), float(low), float(high)
 
 
 def _seed_resampled_mean(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -174,7 +189,8 @@ def _resampled_metrics(
     return np.concatenate([np.stack(chunk_values) for chunk_values in values], axis=1)
 
 
-def _metric_of(true: np.ndarray, predicted: np.ndarray, metric: str) -> float:
+def metric_of(true: np.ndarray, predicted: np.ndarray, metric: str) -> float:
+    """The metric of predicted class ids against true ones, as encoder.metrics computes it."""
     return float(_weighted_metric(true, predicted, np.ones((1, len(true)), dtype=np.float32), metric)[0])
 
 

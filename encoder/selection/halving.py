@@ -24,6 +24,7 @@ import statistics
 from pydantic import Field
 
 from encoder.selection.candidate import Candidate, Family, Record, recent_gain
+from encoder.selection.margin import within
 from encoder.selection.rule import SelectionRule, choose_depth
 
 
@@ -102,10 +103,12 @@ def late_bloomers(candidates: list[Candidate], kept: list[int], window: int, tol
         runs = [c for c in candidates if c.depth == depth and c.usable and c.history]
         return statistics.fmean(_projected_best(c, window) for c in runs) if runs else -math.inf
 
-    bar = min(projected(depth) for depth in kept) - tolerance
+    weakest = min(projected(depth) for depth in kept)
     rising = {c.depth for c in candidates
               if c.usable and c.not_converged and c.depth not in kept and len(c.history) >= 2 * window}
-    return sorted(depth for depth in rising if projected(depth) >= bar)
+    if weakest == -math.inf:  # a kept depth without a curve: nothing to measure the rising ones against
+        return sorted(rising)
+    return sorted(depth for depth in rising if within(projected(depth) - weakest, tolerance))
 
 
 def _projected_best(candidate: Candidate, window: int) -> float:

@@ -3,14 +3,15 @@
 Among candidates that trained (or were reused from cache) and meet the hard limits:
 
 - `tolerance` (default): take the depth with the best mean validation metric; choose the
-  cheapest depth that the validation rows do not show to be worse than it by more than the
-  tolerance at the rule's `confidence`: the upper end of the paired bootstrap interval of
-  (depth - best), from the candidates' saved validation predictions
-  (encoder.selection.evidence), is at least -tolerance. A deeper, costlier depth must earn
-  its place with evidence; too few rows to tell means a tie, and the cheaper depth. Without
-  saved predictions (or with `confidence` null) the old test: a mean at least best -
-  tolerance, where the tolerance is the larger of the configured value and the best depth's
-  standard error when there are several seeds. Ties in cost go to the shallower depth.
+  cheapest depth that ties with it (encoder.selection.margin.within): its mean is no more
+  than the tolerance below the best's, however wide its interval, and the validation rows
+  show it within the tolerance at the rule's `confidence`: the lower end of the paired
+  bootstrap interval of (depth - best), from the candidates' saved validation predictions
+  (encoder.selection.evidence), is at least -tolerance (non-inferiority; bench/tolerance_risk.py
+  measures it against the other policies). Too few rows to tell means the best depth ships, and the
+  sentence says how many rows would settle the cheaper one. Without saved predictions (or
+  with `confidence` null) the means alone: a mean at least best - tolerance. Ties in cost
+  go to the shallower depth.
 - `ratio`: maximise metric / cost**alpha — each doubling of cost must buy a factor
   2**alpha of quality.
 - `pareto`: keep the Pareto front of (metric up, cost down) and apply `tolerance` on it;
@@ -30,21 +31,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from encoder.selection.candidate import Candidate, CostName, Family, Record, arm_label
+from encoder.selection.candidate import COST_NAMES, Candidate, CostName, Family, Record, arm_label
 from encoder.selection.evidence import RESAMPLES, Arm, Interval, compare_to_best, load_predictions
+from encoder.selection.margin import within
+from encoder.selection.reasons import quality, ratio_reason, tolerance_reason
+
+__all__ = ["COST_NAMES", "Decision", "DepthScore", "SelectionRule", "choose_depth", "ties"]
 
 RuleName = Literal["tolerance", "ratio", "pareto"]
 Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
-COST_NAMES: dict[str, str] = {
-    "flops_per_example": "FLOPs per example",
-    "latency_ms_p50": "p50 latency",
-    "onnx_latency_ms_p50": "p50 latency of the int8 ONNX model",
-    "params": "parameters",
-    "train_seconds": "train time",
-}
-# Metrics are floats computed from counts: keep Q* - tolerance from excluding a depth
-# that sits exactly on the boundary because of rounding (0.95 - 0.01 = 0.9399999...).
-_EPS = 1e-9
 
 
 class SelectionRule(BaseModel):
@@ -65,8 +60,8 @@ class SelectionRule(BaseModel):
     confidence: float | None = Field(
         0.9, gt=0, lt=1,
         description="Confidence of the paired bootstrap interval of (depth - best) on the validation rows; a cheaper "
-        "depth is within tolerance unless the interval's upper end is below -tolerance (shown worse by more). "
-        "null = compare the means only.",
+        "depth ties with the best when its mean and the interval's lower end are both at least -tolerance (the rows "
+        "show it within). null = compare the means only.",
     )
     alpha: float = Field(0.1, gt=0, description="Exponent of the cost in the ratio rule.")
     cost: CostName = Field("flops_per_example", description="Cost the rule minimises among depths within tolerance.")
@@ -103,12 +98,20 @@ class Decision(Record):
     best_depth: int = Field(description="The depth with the best mean validation metric.")
     best_family: Family = Field("scratch", description="Its family.")
     effective_tolerance: float = Field(
-        description="Tolerance applied: the configured one; comparing means only, the best depth's standard error "
-        "over seeds if larger."
+        description="Tolerance applied: the configured one, always (summaries of earlier versions, comparing means "
+        "over seeds, widened it to the best depth's standard error)."
     )
     confidence: float | None = Field(None, description="Configured confidence of the intervals (null: means only).")
     evidence: str = Field(
         "", description="How depths were compared: the paired bootstrap and its size, or why means only."
+    )
+    validation_rows: int | None = Field(
+        None, description="Validation rows the paired bootstrap compared the depths on; none by means only."
+    )
+    rows_to_resolve: int | None = Field(
+        None, description="About how many validation rows would make the interval of the cheaper depth the rows could "
+        "not settle (not shown within the tolerance, not shown beyond it) as narrow as the tolerance (widths shrink "
+        "as 1/sqrt(rows)); none when nothing was unsettled."
     )
     alpha: float = Field(description="Exponent of the cost in the ratio rule.")
     max_latency_ms: float | None = Field(None, description="Hard limit on p50 latency, if set.")
@@ -167,19 +170,17 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     scores = aggregate(eligible, rule.metric, rule.cost)
     arms = sorted(scores, key=_order)
     best = max(arms, key=lambda a: scores[a].mean)  # ties: the shallower depth
-    scores, evidence = _with_intervals(scores, eligible, best, rule)
-    paired = all(score.vs_best is not None for score in scores.values())
-    means_only_seeds = scores[best].seeds > 1 and not paired  # without the bootstrap, seeds widen the tolerance
-    effective = max(rule.tolerance, scores[best].std_error) if means_only_seeds else rule.tolerance
+    scores, evidence, rows = _with_intervals(scores, eligible, best, rule)
     front = pareto_front(list(scores.values()))
+    to_resolve = None
     if rule.rule == "ratio":
         selected = max(arms, key=lambda a: _ratio(scores[a], rule.alpha))
-        reason = _ratio_reason(selected, best, scores, rule, label)
+        reason = ratio_reason(selected, best, scores, rule, label)
     else:
         pool = {a: scores[a] for a in (front if rule.rule == "pareto" else arms)}
-        within = [a for a in pool if _within(scores[a], scores[best], effective, paired)]
-        selected = min(within, key=lambda a: (pool[a].cost, _order(a)))
-        reason = _tolerance_reason(selected, best, scores, rule, effective, label)
+        tied = [a for a in pool if ties(scores[a], scores[best], rule.tolerance)]
+        selected = min(tied, key=lambda a: (pool[a].cost, _order(a)))
+        reason, to_resolve = tolerance_reason(selected, best, scores, rule, label, rows)
     clauses = [reason + _other_families(selected, scores, rule.metric)]
     if unfinished := _not_converged(selected, best, scores, label):
         clauses.append(unfinished)
@@ -194,7 +195,8 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     return Decision(
         name=rule.rule, metric=rule.metric, tolerance=rule.tolerance, cost=rule.cost, reason="; ".join(clauses),
         selected_depth=selected[1], selected_family=selected[0], best_depth=best[1], best_family=best[0],
-        effective_tolerance=effective, confidence=rule.confidence, evidence=evidence, alpha=rule.alpha,
+        effective_tolerance=rule.tolerance, confidence=rule.confidence, evidence=evidence, validation_rows=rows,
+        rows_to_resolve=to_resolve, alpha=rule.alpha,
         max_latency_ms=rule.max_latency_ms, max_params=rule.max_params, pareto_front=[a[1] for a in front],
         pareto_families=[a[0] for a in front], scores=[scores[a] for a in arms],
     )
@@ -202,27 +204,28 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
 
 def _with_intervals(
     scores: dict[Arm, DepthScore], eligible: list[Candidate], best: Arm, rule: SelectionRule
-) -> tuple[dict[Arm, DepthScore], str]:
-    """The scores with each depth's paired interval against the best, and how depths were compared."""
+) -> tuple[dict[Arm, DepthScore], str, int | None]:
+    """The scores with each depth's paired interval against the best, how depths were compared, and on how many
+    validation rows (None by means only)."""
     if rule.confidence is None:
-        return scores, "means only (confidence: null)"
+        return scores, "means only (confidence: null)", None
     predictions = load_predictions(eligible)
     if isinstance(predictions, str):
-        return scores, f"means only: {predictions}"
+        return scores, f"means only: {predictions}", None
     seeds = {arm: [c.seed for c in eligible if _arm(c) == arm] for arm in scores}
     intervals = compare_to_best(predictions, seeds, best, rule.metric, rule.confidence)
     and_seeds = " and of seeds" if any(len(s) > 1 for s in seeds.values()) else ""
     evidence = (f"paired bootstrap: {RESAMPLES} resamples of {predictions.rows:,} validation rows{and_seeds}, "
                 f"{rule.confidence:.0%} intervals")
-    return {arm: score.model_copy(update={"vs_best": intervals[arm]}) for arm, score in scores.items()}, evidence
+    with_intervals = {arm: score.model_copy(update={"vs_best": intervals[arm]}) for arm, score in scores.items()}
+    return with_intervals, evidence, predictions.rows
 
 
-def _within(score: DepthScore, best: DepthScore, tolerance: float, paired: bool) -> bool:
-    """Whether a depth counts as tied with the best: not shown worse by more than the tolerance (the upper end
-    of its interval at least -tolerance), or, comparing means, a mean within tolerance."""
-    if paired:
-        return score.vs_best.high >= -tolerance - _EPS
-    return score.mean >= best.mean - tolerance - _EPS
+def ties(score: DepthScore, best: DepthScore, tolerance: float) -> bool:
+    """Whether a depth may ship in the best's place (encoder.selection.margin.within): its mean no more than the
+    tolerance below the best's, and, with the paired bootstrap, the lower end of its interval too."""
+    lower = score.vs_best.low if score.vs_best is not None else None
+    return within(score.mean - best.mean, tolerance, lower)
 
 
 def _not_converged(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], label) -> str:
@@ -277,7 +280,7 @@ def _other_families(selected: Arm, scores: dict[Arm, DepthScore], metric: str) -
     others = []
     for family in sorted({family for family, _ in scores} - {selected[0]}):
         best = max((a for a in scores if a[0] == family), key=lambda a: scores[a].mean)
-        others.append(f"{family} best {metric} {_quality(scores[best])} at depth {best[1]}")
+        others.append(f"{family} best {metric} {quality(scores[best])} at depth {best[1]}")
     return "".join(f"; {text}" for text in others)
 
 
@@ -309,62 +312,6 @@ def pareto_front(scores: list[DepthScore]) -> list[Arm]:
 
 def _ratio(score: DepthScore, alpha: float) -> float:
     return score.mean / max(score.cost, 1e-12) ** alpha
-
-
-def _quality(score: DepthScore) -> str:
-    spread = f" ± {score.std_error:.3f} over {score.seeds} seeds" if score.seeds > 1 else ""
-    return f"{score.mean:.3f}{spread}"
-
-
-def _tolerance_reason(
-    selected: Arm, best: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, tolerance: float, label
-) -> str:
-    """One sentence, in plain words, with the numbers behind a tolerance choice (and the intervals, when paired):
-    what the best depth gains, whether the rows can show the cheaper one worse by more than the tolerance, and
-    which ships."""
-    chosen, top, metric = scores[selected], scores[best], rule.metric
-    paired = chosen.vs_best is not None
-    if selected != best:
-        share = chosen.cost / top.cost if top.cost else math.nan
-        cost = f"at {share:.0%} of its {COST_NAMES[rule.cost]}"
-        if paired:
-            return (
-                f"{label(best)} scores {top.mean - chosen.mean:.3f} higher ({metric} {_quality(top)} vs "
-                f"{_quality(chosen)}), but the validation rows cannot show {label(selected)} worse by more than the "
-                f"{tolerance:.3g} tolerance ({_interval_words(chosen, selected, best, rule, label)}), so the cheaper "
-                f"{label(selected)} ships, {cost}"
-            )
-        return (f"{label(selected)} ships: its {metric} {_quality(chosen)} is within the {tolerance:.3g} tolerance of "
-                f"the best, {_quality(top)} at {label(best)}, {cost}")
-    cheaper = [a for a in scores if scores[a].cost < top.cost]
-    if not cheaper:
-        return (f"{label(best)} has the best {metric} {_quality(top)} and is also the cheapest by "
-                f"{COST_NAMES[rule.cost]}")
-    closest = max(cheaper, key=lambda a: (scores[a].vs_best.high if paired else scores[a].mean))
-    if paired:
-        return (
-            f"{label(best)} ships: it has the best {metric} {_quality(top)}, and the validation rows show every "
-            f"cheaper depth worse by more than the {tolerance:.3g} tolerance (closest: {label(closest)} at "
-            f"{scores[closest].mean:.3f}; {_interval_words(scores[closest], closest, best, rule, label)})"
-        )
-    return (f"{label(best)} ships: it has the best {metric} {_quality(top)}, and no cheaper depth is within the "
-            f"{tolerance:.3g} tolerance (closest: {label(closest)} at {scores[closest].mean:.3f})")
-
-
-def _interval_words(score: DepthScore, arm: Arm, best: Arm, rule: SelectionRule, label) -> str:
-    """`90% interval of depth 1 − depth 2: −0.072 to +0.037`."""
-    low, high = (f"{value:+.3f}".replace("-", "\u2212") for value in (score.vs_best.low, score.vs_best.high))
-    return f"{rule.confidence:.0%} interval of {label(arm)} \u2212 {label(best)}: {low} to {high}"
-
-
-def _ratio_reason(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, label) -> str:
-    """One sentence with the numbers behind a ratio choice."""
-    chosen, top = scores[selected], scores[best]
-    head = (f"{label(selected)} maximises {rule.metric} / ({COST_NAMES[rule.cost]})^{rule.alpha:g}: "
-            f"{_quality(chosen)} at {chosen.cost:.3g}")
-    if selected == best:
-        return head + ", also the best quality"
-    return head + f" vs best {_quality(top)} at {label(best)} for {top.cost / chosen.cost:.1f}x the cost"
 
 
 def _limits(rule: SelectionRule) -> dict[str, tuple[str, float]]:

@@ -4,13 +4,13 @@ The screen is one fine-tune of the deepest depth L with a probe on each of its l
 network trains exactly as its separate fine-tune would, so depth L is a confirmed depth, and the probes say,
 for every k < L, how much of the task its bottom k layers hold. Probes underestimate what a k-layer network
 fine-tuned on its own reaches, so the rule never decides on them; they say where to look. The search then
-confirms depths with separate fine-tunes, each compared with the best confirmed depth by the paired bootstrap:
-a depth not shown worse by more than the tolerance is tied, and the search goes cheaper; one shown worse
-rules out every shallower depth too (quality does not fall as depth grows, up to noise), and the search goes
-deeper. It starts where the screen points (the cheapest depth whose probe is within the tolerance plus the
-probes' own shortfall at depth L−1 of the best), then halves the depths still open: about log2(L) separate
-fine-tunes of fewer than L layers each, besides the screen. The rule then decides among the confirmed depths,
-with intervals, as for the grid.
+confirms depths with separate fine-tunes, each compared with the best confirmed depth by the rule's own test
+(encoder.selection.rule.ties): a depth the rows show within the tolerance is tied, and the search goes cheaper;
+one not shown within rules out every shallower depth too (quality does not fall as depth grows, up to noise),
+and the search goes deeper. It starts where the screen points (the cheapest depth whose probe is within the
+tolerance plus the probes' own shortfall at depth L−1 of the best), then halves the depths still open: about
+log2(L) separate fine-tunes of fewer than L layers each, besides the screen. The rule then decides among the
+confirmed depths, with intervals, as for the grid.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pydantic import Field
 
 from encoder.selection.candidate import Candidate, Record
-from encoder.selection.rule import Decision
+from encoder.selection.margin import within
+from encoder.selection.rule import Decision, ties
 
 
 class Search(Record):
@@ -55,17 +56,20 @@ def first_guess(screen: list[Candidate], reference: Candidate, metric: str, tole
         return reference.depth
     best = reference.metrics[metric]
     shortfall = max(0.0, best - screen[-1].metrics[metric])
-    close = [c.depth for c in screen if c.metrics[metric] >= best - tolerance - shortfall]
+    close = [c.depth for c in screen if within(c.metrics[metric] - best, tolerance + shortfall)]
     return min(close) if close else reference.depth
 
 
 def tied(decision: Decision, family: str, depth: int) -> bool:
-    """Whether a confirmed depth is not shown worse than the best confirmed one by more than the tolerance."""
+    """Whether a confirmed depth may ship in the best confirmed one's place, by the rule's own test."""
     score = next(s for s in decision.scores if (s.family, s.depth) == (family, depth))
-    if score.vs_best is not None:
-        return score.vs_best.high >= -decision.effective_tolerance - 1e-9
-    best = max(s.mean for s in decision.scores)
-    return score.mean >= best - decision.effective_tolerance - 1e-9
+    best = next(s for s in decision.scores if (s.family, s.depth) == (decision.best_family, decision.best_depth))
+    return ties(score, best, decision.tolerance)
+
+
+# What a confirmation that did not tie showed: the rows did not show it within the tolerance (it may be worse by
+# more, or the rows too few to tell; the decision's sentence says which).
+NOT_TIED = "not shown within the tolerance"
 
 
 def next_depth(low: int, high: int, guess: int | None) -> int:
@@ -78,7 +82,8 @@ def next_depth(low: int, high: int, guess: int | None) -> int:
 def search(layers: int, guess: int | None, confirm: Callable[[int], bool | None]) -> tuple[int, list[str]]:
     """The cheapest depth tied with the best, and each step: `confirm(depth)` trains a depth on its own and says
     whether it is tied with the best confirmed one (None: it failed). Depth `layers` is confirmed already (the
-    screen). What is shown worse rules out every shallower depth; what is tied, every deeper one."""
+    screen). What is not shown within the tolerance rules out every shallower depth; what is tied, every deeper
+    one."""
     low, high, steps = 1, layers, []
     while low < high:
         depth = next_depth(low, high, guess)
@@ -89,7 +94,7 @@ def search(layers: int, guess: int | None, confirm: Callable[[int], bool | None]
         else:
             low = depth + 1
         steps.append(f"depth {depth}: " + ("tied with the best" if verdict else "failed" if verdict is None
-                                           else "shown worse"))
+                                           else NOT_TIED))
     return high, steps
 
 

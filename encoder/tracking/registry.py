@@ -27,6 +27,7 @@ from encoder.deployment import Deployment
 from encoder.families import SERVING_PACKAGES, family_of
 from encoder.metrics import classification_metrics
 from encoder.selection.evidence import paired_interval
+from encoder.selection.margin import shown_worse, within
 from encoder.selection.rule import SelectionRule
 from encoder.serving import TEXT_COLUMN, read_bundle_config
 from encoder.tracking import pyfunc
@@ -237,8 +238,10 @@ def should_promote(
     Both models' labels for the same test rows are compared by the paired bootstrap at the rule's
     confidence: the challenger is promoted unless the rows show it worse than the champion by more
     than `rule.tolerance` on `rule.metric` (the upper end of the interval of challenger − champion
-    below −tolerance). A challenger as good as the champion is promoted: it learned from the newer
-    data. Without a confidence (`rule.confidence` null) the means are compared with the tolerance.
+    below −tolerance: encoder.selection.margin.shown_worse). A challenger as good as the champion is
+    promoted: it learned from the newer data, on more rows, and a nightly deployment that refused every
+    challenger on noise would never move; this is promotion's own question, not the depth rule's tie.
+    Without a confidence (`rule.confidence` null) the means are compared with the tolerance.
     """
     if champion is None:
         return Judgement(promoted=True, reason="no champion yet", rows=len(truths))
@@ -249,13 +252,13 @@ def should_promote(
     rows = f"on {len(truths):,} test rows"
     if confidence is None:
         mine, theirs = (classification_metrics(list(truths), list(labels))[metric] for labels in (challenger, champion))
-        worse = mine < theirs - tolerance
+        worse = not within(mine - theirs, tolerance)
         reason = (f"test {metric} {mine:.3f} vs champion {theirs:.3f} {rows}: "
                   + (f"worse by more than the tolerance {tolerance:g}; not promoted" if worse else
                      f"within the tolerance {tolerance:g}; promoted"))
         return Judgement(promoted=not worse, reason=reason, rows=len(truths))
     interval = paired_interval(truths, challenger, champion, metric, confidence)
-    worse = interval.high < -tolerance - 1e-9
+    worse = shown_worse(interval.high, tolerance)
     verdict = (f"shown worse by more than the tolerance {tolerance:g}; not promoted" if worse
                else "not shown worse; promoted")
     reason = f"challenger {interval.text()} vs champion {rows} ({metric}, {confidence:.0%} interval): {verdict}"

@@ -71,12 +71,38 @@ def test_variants_within_the_tolerance_ship_and_a_damaged_one_does_not(model, tm
 
     assert [(v.name, v.shipped) for v in sound.variants] == [("torch", True), ("onnx-int8", True), ("onnx", True)]
     assert sound.variant("onnx").metrics["macro_f1"] == 1.0
+    assert sound.variant("onnx").vs_torch.low == sound.variant("onnx").vs_torch.high == 0  # the same labels
     assert set(sound.variant("onnx-int8").latency_ms) == {"b1_p50", "b1_p95", "b32_p50", "b32_p95"}
     assert sound.shipped_files() == [str(tmp_path / "sound" / name) for name in ("model-int8.onnx", "model.onnx")]
     assert not broken.variant("onnx-int8").shipped and broken.variant("onnx").shipped
     assert "int8 ONNX: macro_f1" in broken.sentence and "not shipped (it loses more than the tolerance 0.05)" in \
         broken.sentence
 
+
+
+def test_the_gate_is_the_rules_predicate_a_variant_the_test_rows_do_not_show_within_does_not_ship() -> None:
+    """An int8 model 0.005 below torch on the mean (the gate before issue 30 shipped it) but disagreeing with it on
+    so many rows that its paired interval reaches −0.03: the rows do not show it within 0.01, and it stays out;
+    one whose interval clears −0.01 ships."""
+    from encoder.deployment import Variant, _judged
+    from encoder.selection.evidence import Interval
+
+    def variant(name: str, f1: float, interval: Interval | None) -> Variant:
+        return Variant(name=name, metrics={"macro_f1": f1}, latency_ms={"b1_p50": 1.0}, size_mb=1.0, shipped=False,
+                       vs_torch=interval)
+
+    measured = {"torch": variant("torch", 0.90, None),
+                "onnx-int8": variant("onnx-int8", 0.895, Interval(difference=-0.005, low=-0.03, high=0.02)),
+                "onnx": variant("onnx", 0.895, Interval(difference=-0.005, low=-0.009, high=-0.001))}
+
+    judged = _judged(measured, "macro_f1", 0.01, "")
+
+    assert [(v.name, v.shipped) for v in judged.variants] == [("torch", True), ("onnx-int8", False), ("onnx", True)]
+    assert "int8 ONNX: macro_f1 0.895 vs 0.900 (\u22120.005 [\u22120.030, +0.020])" in judged.sentence
+    assert "not shipped (the test rows do not show it within the tolerance 0.01: its interval reaches \u22120.030)" \
+        in judged.sentence
+    by_means = {**measured, "onnx-int8": measured["onnx-int8"].model_copy(update={"vs_torch": None})}
+    assert _judged(by_means, "macro_f1", 0.01, "").variant("onnx-int8").shipped  # means only: within
 
 HF_ALONE = """
 import json, sys

@@ -42,3 +42,16 @@ def test_halving_keeps_a_deep_depth_rising_fast_enough_to_catch_up_and_only_that
     assert late_bloomers(rung, kept=[1, 2], window=3, tolerance=0.01) == []  # 4 epochs are not two windows of 3
     flattened = [c.model_copy(update={"not_converged": False}) for c in rung]
     assert late_bloomers(flattened, kept=[1, 2], window=2, tolerance=0.01) == []
+
+
+def test_a_late_bloomer_exactly_the_tolerance_short_is_kept_as_the_rule_counts_its_boundary() -> None:
+    """Halving judges "within the tolerance" by the rule's own predicate (encoder.selection.margin.within), epsilon
+    included: 0.7 projected against a kept 0.8 at tolerance 0.1 is on the boundary, which `0.7 >= 0.8 - 0.1`
+    (0.7000000000000001 in floats, the test halving wrote before) missed."""
+    kept = curve(1, [0.8, 0.8, 0.8, 0.8])
+    bloomer = Candidate(depth=4, status="trained", metrics={"macro_f1": 0.41}, history=[0.1, 0.12, 0.15, 0.41],
+                        not_converged=True)  # 0.41 + (0.41 - 0.12) = 0.7 projected
+
+    assert not 0.41 + (0.41 - 0.12) >= 0.8 - 0.1
+    assert late_bloomers([kept, bloomer], kept=[1], window=2, tolerance=0.1) == [4]
+    assert late_bloomers([kept, bloomer], kept=[1], window=2, tolerance=0.09) == []

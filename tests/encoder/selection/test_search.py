@@ -56,3 +56,29 @@ def test_the_sentence_names_exactly_the_depths_only_screened() -> None:
 
     assert "; depths 1, 5 only screened;" in record.sentence()
     assert "depths 1-2, 5 only screened" in record.model_copy(update={"screened": [1, 2, 5]}).sentence()
+
+
+def decision_with(mean: float, low: float, high: float):
+    """A decision of the search between a confirmed depth 3 and the best, depth 6 at 0.92."""
+    from encoder.selection.evidence import Interval
+    from encoder.selection.rule import Decision, DepthScore
+
+    def score(depth: int, value: float, interval: Interval) -> DepthScore:
+        return DepthScore(depth=depth, family="pretrained", mean=value, std_error=0, seeds=1, cost=depth,
+                          vs_best=interval)
+
+    return Decision(name="tolerance", metric="macro_f1", tolerance=0.01, cost="flops_per_example", reason="",
+                    selected_depth=6, selected_family="pretrained", best_depth=6, best_family="pretrained",
+                    effective_tolerance=0.01, alpha=0.1, pareto_front=[3, 6],
+                    scores=[score(3, mean, Interval(difference=mean - 0.92, low=low, high=high)),
+                            score(6, 0.92, Interval(difference=0, low=0, high=0))])
+
+
+def test_a_confirmed_depth_is_tied_only_when_the_rule_would_ship_it_in_the_bests_place() -> None:
+    from encoder.selection.search import tied
+
+    assert tied(decision_with(0.915, -0.008, 0.003), "pretrained", 3)
+    # The issue's depth 3: 0.032 below, "not shown worse" by its interval's upper end: no longer tied.
+    assert not tied(decision_with(0.888, -0.060, -0.003), "pretrained", 3)
+    assert not tied(decision_with(0.915, -0.030, 0.02), "pretrained", 3)  # within on the mean, not shown within
+    assert tied(decision_with(0.92, 0.0, 0.0), "pretrained", 6)

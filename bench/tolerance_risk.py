@@ -1,0 +1,339 @@
+"""Which tie policy keeps the tolerance's promise? Every depth fine-tuned apart, several seeds, judged on test.
+
+Ground truth: for each dataset, one `depthfinder run` that trains every depth on its own (`--halving off`) with
+every seed (`--seeds`): the scratch known-depth problems (`nested-ops-1..3`, 8,000 rows, bench/depth_curves.py's
+settings, depths 1-4) and the two real files with all-MiniLM-L6-v2 (depths 1-6; bench/pretrained_depth.py says
+where it comes from). Each (depth, seed)'s validation and test predictions go to a cache file
+(`<work>/<dataset>.npz`), so the table is recomputed for new policies without retraining: a dataset whose cache
+file exists is not trained again. A depth's true quality is its test macro-F1 averaged over the seeds; a depth
+is within the tolerance in truth when that is no more than the tolerance below the best depth's.
+
+Decisions: for each validation size (`--sizes`, e.g. 100, 300 and all), `--draws` sweeps of one seed per depth
+(drawn at random) on a random subset of the validation rows of that size (all: every row), each decided by
+every policy on the same paired bootstrap (2,000 resamples, as the rule):
+
+- lenient: the rule before issue 30, "not shown worse" (the upper end of the interval at the confidence at
+  least −tolerance); it breaks the promise by construction and is shown for reference only;
+- means: the mean within the tolerance (encoder.selection.margin.within, no interval);
+- one_se: the mean minus one bootstrap standard error (the 15.9th percentile) within it too;
+- one_sided: the lower end of a one-sided interval at the confidence (the 10th percentile at 0.9);
+- non_inferior: the lower end of the two-sided interval at the confidence (the 5th percentile at 0.9), what
+  the rule ships (checked: choose_depth makes the same choice on a sample of the decisions);
+- best_mean: no tie at all, the best validation mean ships: the floor of the risk, the part that comes from
+  the validation split choosing the best (a depth truly worse that scores best by chance) and that no tie
+  policy removes.
+
+Each policy ships the cheapest depth (FLOPs per example) it admits; the best validation mean always qualifies.
+Per dataset, size and policy: risk, the share of decisions whose shipped depth is more than the tolerance below
+the best in truth (goal at most 1 − confidence), and thrift, the share that ship the cheapest depth that is in
+truth within the tolerance. A policy keeps the promise in a cell when its risk is at most the goal, or at most
+best_mean's where even that is above the goal (its ties add nothing); the default is the policy with the highest
+thrift over all decisions among those that keep it in every (dataset, size) cell (lenient and best_mean
+excluded). Last line:
+`RESULT default=<policy> worst_risk=<policy:risk,...> thrift=<policy:share,...> decisions=<n>`.
+
+`--quick` develops the script on a tiny problem in a few minutes (one built-in dataset, a tiny model, depths 1-3,
+two seeds, 20 draws); its table measures nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from depth_curves import SYNTHETIC_CONFIG, _print_table  # noqa: E402
+from pretrained_depth import DATA, DATASETS, add_cache_argument, minilm  # noqa: E402
+from sweep_cost import run_depthfinder  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SYNTHETIC = ("nested-ops-1", "nested-ops-2", "nested-ops-3")
+POLICIES = ("lenient", "means", "one_se", "one_sided", "non_inferior", "best_mean")
+REFERENCES = ("lenient", "best_mean")  # shown, never the default
+METRIC = "macro_f1"
+QUICK_CONFIG = """
+data: {dataset: topics, dataset_rows: 600}
+model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
+train: {max_epochs: 3, patience: 2, batch_size: 32, learning_rate: 0.003}
+"""
+
+
+@dataclass(frozen=True)
+class Trained:
+    """Every (depth, seed) of one dataset: validation and test predictions (class ids), cost, test truth."""
+
+    name: str
+    val_true: np.ndarray
+    test_true: np.ndarray
+    val: dict[tuple[int, int], np.ndarray]
+    test: dict[tuple[int, int], np.ndarray]
+    flops: dict[int, float]
+    test_metric: dict[tuple[int, int], float]  # the run's own test macro-F1 of each (depth, seed)
+
+    @property
+    def depths(self) -> list[int]:
+        return sorted(self.flops)
+
+    def seeds(self, depth: int) -> list[int]:
+        return sorted(seed for d, seed in self.val if d == depth)
+
+    def truth(self) -> dict[int, float]:
+        """Each depth's test macro-F1 averaged over its seeds."""
+        return {d: float(np.mean([self.test_metric[d, s] for s in self.seeds(d)])) for d in self.depths}
+
+
+def save_cache(path: Path, trained: Trained) -> None:
+    """The predictions and the run's numbers, in one .npz (atomically)."""
+    arrays = {"val_true": trained.val_true, "test_true": trained.test_true}
+    for (depth, seed), values in trained.val.items():
+        arrays[f"val_{depth}_{seed}"] = values
+        arrays[f"test_{depth}_{seed}"] = trained.test[depth, seed]
+    meta = {"name": trained.name, "flops": {str(d): f for d, f in trained.flops.items()},
+            "test_metric": [[d, s, v] for (d, s), v in trained.test_metric.items()]}
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("wb") as file:
+        np.savez(file, meta=np.array(json.dumps(meta)), **arrays)
+    partial.replace(path)
+
+
+def load_cache(path: Path) -> Trained:
+    with np.load(path, allow_pickle=False) as saved:
+        meta = json.loads(str(saved["meta"]))
+        keys = [(int(d), int(s)) for d, s, _ in meta["test_metric"]]
+        return Trained(name=meta["name"], val_true=saved["val_true"], test_true=saved["test_true"],
+                       val={k: saved[f"val_{k[0]}_{k[1]}"] for k in keys},
+                       test={k: saved[f"test_{k[0]}_{k[1]}"] for k in keys},
+                       flops={int(d): float(f) for d, f in meta["flops"].items()},
+                       test_metric={(int(d), int(s)): float(v) for d, s, v in meta["test_metric"]})
+
+
+def train(name: str, source: list[str], depths: str, seeds: str, folder: Path, *options: str) -> Trained:
+    """One `depthfinder run` of every (depth, seed) in `folder` (an interrupted one resumes there), and the
+    predictions of each: validation from its saved file, test from its bundle on the run's own test rows."""
+    import pandas as pd
+
+    from encoder.serving import load_bundle
+
+    folder.mkdir(parents=True, exist_ok=True)
+    run = run_depthfinder(source, depths, folder, "--seeds", seeds, "--halving", "off", *options)
+    candidates = [c for c in run["summary"]["candidates"] if c["status"] in ("trained", "cached")]
+    (table,) = sorted((folder / "work" / "data").glob("*.parquet"), key=lambda p: p.stat().st_mtime)[-1:]
+    test = pd.read_parquet(table, columns=["text", "label", "split"]).query("split == 'test'")
+    val, predicted, metric = {}, {}, {}
+    val_true = test_true = None
+    for c in candidates:
+        key = (c["depth"], c["seed"])
+        with np.load(c["predictions"], allow_pickle=False) as saved:
+            val_true, val[key] = saved["true"], saved["predicted"]
+        model = load_bundle(Path(c["bundle"]))
+        classes = {label: index for index, label in enumerate(model.labels)}
+        test_true = np.array([classes[label] for label in test["label"]], dtype=np.int32)
+        predicted[key] = np.array([classes[label] for label in model.predict(test["text"].tolist())], dtype=np.int32)
+        metric[key] = c["test_metrics"][METRIC]
+    flops = {c["depth"]: c["cost"]["flops_per_example"] for c in candidates}
+    return Trained(name, val_true, test_true, val, predicted, flops, metric)
+
+
+def ground_truth(args: argparse.Namespace) -> list[Trained]:
+    """Every dataset's Trained, from its cache file or trained now (and cached)."""
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    plans = _plans(args)
+    found = []
+    for name, plan in plans.items():
+        cache = work / f"{name}.npz"
+        if not cache.is_file():
+            source, depths, options = plan()
+            save_cache(cache, train(name, source, depths, args.seeds, work / name, *options))
+        found.append(load_cache(cache))
+    return found
+
+
+def _plans(args: argparse.Namespace) -> dict:
+    """Per dataset, how to train it: (source, depths, options), built only when it must be trained."""
+    if args.quick:
+        config = args.work / "quick.yaml"
+        config.write_text(QUICK_CONFIG)
+        return {"quick-topics": lambda: (["--config", str(config)], "1,2,3", [])}
+    synthetic = args.work / "synthetic.yaml"
+    synthetic.write_text(SYNTHETIC_CONFIG)
+    plans = {}
+    for name in args.datasets.split(","):
+        if name in SYNTHETIC:
+            plans[name] = lambda name=name: (["--dataset", name, "--config", str(synthetic)], args.scratch_depths, [])
+        else:
+            if not (DATA / name).is_file():
+                raise SystemExit(f"no {DATA / name}: set DEPTHFINDER_DATA (docs/benchmarks.md)")
+            plans[name] = lambda name=name: (["--data", str(DATA / name)], args.pretrained_depths,
+                                             ["--pretrained", str(minilm(args.cache))])
+    return plans
+
+
+def admitted(observed: float, resampled: np.ndarray, policy: str, tolerance: float, confidence: float) -> bool:
+    """Whether `policy` lets a depth ship in the best's place, from its observed difference and its bootstrap."""
+    from encoder.selection.evidence import interval_of
+    from encoder.selection.margin import shown_worse, within
+
+    if policy == "lenient":
+        return not shown_worse(interval_of(observed, resampled, confidence).high, tolerance)
+    if policy == "means":
+        return within(observed, tolerance)
+    percentile = {"one_se": 15.865, "one_sided": 100 * (1 - confidence)}.get(policy)
+    lower = (interval_of(observed, resampled, confidence).low if policy == "non_inferior"
+             else float(np.percentile(resampled, percentile)))
+    return within(observed, tolerance, lower)
+
+
+def decide(trained: Trained, rows: np.ndarray, seeds: dict[int, int], tolerance: float,
+           confidence: float) -> dict[str, int]:
+    """The depth each policy ships for one sweep (a seed per depth) on the validation `rows`."""
+    from encoder.selection.evidence import Predictions, metric_of, resampled_differences
+
+    true = trained.val_true[rows]
+    predicted = {("x", d, seeds[d]): trained.val[d, seeds[d]][rows] for d in trained.depths}
+    means = {d: metric_of(true, predicted["x", d, seeds[d]], METRIC) for d in trained.depths}
+    best = max(trained.depths, key=lambda d: (means[d], -trained.flops[d]))
+    differences = resampled_differences(Predictions(true, predicted), {("x", d): [seeds[d]] for d in trained.depths},
+                                        ("x", best), METRIC)
+    by_cost = sorted(trained.depths, key=lambda d: (trained.flops[d], d))
+    shipped = {policy: next(d for d in by_cost if admitted(*differences["x", d], policy, tolerance, confidence))
+               for policy in POLICIES if policy != "best_mean"}
+    return {**shipped, "best_mean": best}
+
+
+def the_rules_choice(trained: Trained, rows: np.ndarray, seeds: dict[int, int], tolerance: float,
+                     confidence: float, folder: Path) -> int:
+    """What encoder.selection.rule.choose_depth itself ships for the same sweep (its files written to `folder`)."""
+    from encoder.selection.candidate import Candidate, Cost
+    from encoder.selection.evidence import metric_of, save_predictions
+    from encoder.selection.rule import SelectionRule, choose_depth
+
+    true = trained.val_true[rows]
+    candidates = []
+    for d in trained.depths:
+        predicted = trained.val[d, seeds[d]][rows]
+        path = save_predictions(folder / f"depth-{d}.npz", true, predicted)
+        candidates.append(Candidate(depth=d, status="trained", metrics={METRIC: metric_of(true, predicted, METRIC)},
+                                    cost=Cost(flops_per_example=trained.flops[d]), predictions=str(path)))
+    return choose_depth(candidates, SelectionRule(tolerance=tolerance, confidence=confidence)).selected_depth
+
+
+def measure(trained: Trained, sizes: list[str], draws: int, tolerance: float, confidence: float,
+            checks: int) -> dict[str, dict[str, tuple[float, float, int]]]:
+    """Per validation size, per policy: (risk, thrift, decisions)."""
+    from encoder.selection.margin import within
+
+    rng = np.random.default_rng(20261201)
+    truth = trained.truth()
+    top = max(truth.values())
+    good = {d for d in trained.depths if within(truth[d] - top, tolerance)}
+    thrifty = min(good, key=lambda d: (trained.flops[d], d))
+    n = len(trained.val_true)
+    results = {}
+    for size in sizes:
+        m = n if size == "all" or int(size) >= n else int(size)
+        shipped = {policy: [] for policy in POLICIES}
+        with tempfile.TemporaryDirectory() as folder:
+            for draw in range(draws):
+                rows = np.arange(n) if m == n else np.sort(rng.choice(n, m, replace=False))
+                seeds = {d: int(rng.choice(trained.seeds(d))) for d in trained.depths}
+                choice = decide(trained, rows, seeds, tolerance, confidence)
+                if draw < checks and (rule := the_rules_choice(trained, rows, seeds, tolerance, confidence,
+                                                               Path(folder))) != choice["non_inferior"]:
+                    raise SystemExit(f"{trained.name}: the rule shipped depth {rule}, the bench's non_inferior "
+                                     f"{choice['non_inferior']}: the bench does not measure the rule")
+                for policy, depth in choice.items():
+                    shipped[policy].append(depth)
+        results[f"{m}" if m < n else f"all ({n})"] = {
+            policy: (float(np.mean([d not in good for d in depths])), float(np.mean([d == thrifty for d in depths])),
+                     len(depths)) for policy, depths in shipped.items()}
+    return results
+
+
+def default_policy(table: dict[str, dict[str, dict[str, tuple[float, float, int]]]], goal: float) -> tuple[str, str]:
+    """The most thrifty policy that keeps the promise in every cell (risk at most the goal, or at most best_mean's
+    where that is above it), and why."""
+    cells = [cell for sizes in table.values() for cell in sizes.values()]
+
+    def keeps(policy: str) -> bool:
+        return all(cell[policy][0] <= max(goal, cell["best_mean"][0]) + 1e-12 for cell in cells)
+
+    def thrift(policy: str) -> float:
+        return sum(cell[policy][1] * cell[policy][2] for cell in cells) / sum(cell[policy][2] for cell in cells)
+
+    candidates = [p for p in POLICIES if p not in REFERENCES]
+    keeping = [p for p in candidates if keeps(p)]
+    if keeping:
+        chosen = max(keeping, key=lambda p: (thrift(p), POLICIES.index(p)))  # equal thrift: the stricter
+        return chosen, (f"the most thrifty of {', '.join(keeping)} (risk at most {goal:.2f}, or at most best_mean's, "
+                        "in every cell)")
+    chosen = min(candidates, key=lambda p: (max(cell[p][0] - max(goal, cell["best_mean"][0]) for cell in cells),
+                                            -thrift(p)))
+    return chosen, "no policy kept the promise in every cell; the smallest excess risk"
+
+
+def report(found: list[Trained], table: dict, tolerance: float, confidence: float) -> None:
+    """The truth per dataset, the table, the default and the RESULT line."""
+    from encoder.selection.evidence import metric_of
+
+    for trained in found:
+        truth = trained.truth()
+        drift = max(abs(metric_of(trained.test_true, trained.test[key], METRIC) - value)
+                    for key, value in trained.test_metric.items())
+        print(f"\n{trained.name}: {len(trained.val_true):,} validation, {len(trained.test_true):,} test rows; seeds "
+              f"{', '.join(map(str, trained.seeds(trained.depths[0])))}; test {METRIC} by depth (mean over seeds): "
+              + ", ".join(f"{d}: {v:.3f}" for d, v in truth.items())
+              + f"; the stored test predictions give the run's test {METRIC} to within {drift:.4f}")
+    rows = [[name, size, *(f"{cells[p][0]:.2f} / {cells[p][1]:.2f}" for p in POLICIES), str(cells[POLICIES[0]][2])]
+            for name, sizes in table.items() for size, cells in sizes.items()]
+    print(f"\nrisk / thrift per policy (tolerance {tolerance:g}, confidence {confidence:g}; risk goal at most "
+          f"{1 - confidence:.2f})")
+    _print_table(["dataset", "validation rows", *POLICIES, "decisions"], rows)
+    goal = 1 - confidence
+    chosen, why = default_policy(table, goal)
+    print(f"\ndefault: {chosen}: {why}")
+    worst = {p: max(c[p][0] for s in table.values() for c in s.values()) for p in POLICIES}
+    pairs = {p: [c[p] for s in table.values() for c in s.values()] for p in POLICIES}
+    thrift = {p: sum(t * k for _, t, k in v) / sum(k for _, _, k in v) for p, v in pairs.items()}
+    decisions = sum(c[POLICIES[0]][2] for s in table.values() for c in s.values())
+    print(f"RESULT default={chosen} worst_risk={','.join(f'{p}:{worst[p]:.3f}' for p in POLICIES)} "
+          f"thrift={','.join(f'{p}:{thrift[p]:.3f}' for p in POLICIES)} decisions={decisions}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_cache_argument(parser)
+    parser.add_argument("--datasets", default=",".join([*SYNTHETIC, *DATASETS]),
+                        help="nested-ops-k problems and files under DEPTHFINDER_DATA")
+    parser.add_argument("--seeds", default="1,2,3,4,5")
+    parser.add_argument("--scratch-depths", default="1,2,3,4")
+    parser.add_argument("--pretrained-depths", default="1,2,3,4,5,6")
+    parser.add_argument("--sizes", default="100,300,all", help="validation rows per decision (all: every row)")
+    parser.add_argument("--draws", type=int, default=300, help="decisions per dataset and size")
+    parser.add_argument("--checks", type=int, default=10, help="decisions per cell also made by choose_depth")
+    parser.add_argument("--tolerance", type=float, default=0.01)
+    parser.add_argument("--confidence", type=float, default=0.9)
+    parser.add_argument("--work", type=Path, default=ROOT / ".depthfinder" / "tolerance-risk",
+                        help="runs and cache files (reused: a dataset with a cache file is not trained again)")
+    parser.add_argument("--quick", action="store_true", help="a tiny problem, to develop the script")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seeds, args.sizes, args.draws, args.checks = "1,2", "50,all", 20, 5
+        args.work = args.work / "quick"
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    found = ground_truth(args)
+    table = {t.name: measure(t, args.sizes.split(","), args.draws, args.tolerance, args.confidence, args.checks)
+             for t in found}
+    report(found, table, args.tolerance, args.confidence)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
