@@ -58,7 +58,7 @@ def child(model: str, policy: str, epochs: int) -> None:
         def on_train_batch_end(self, *args) -> None:
             seen.add(torch.get_num_threads())
 
-    frame = prepare_table(DataConfig(dataset="reviews-negation"))
+    frame = prepare_table(DataConfig(dataset="reviews-negation")).table
     labels = sorted(frame["label"].unique())
     model_cfg = ModelConfig(**MODELS[model])
     tokenizer = train_tokenizer(frame.loc[frame["split"] == "train", "text"], model_cfg.vocab_size)
