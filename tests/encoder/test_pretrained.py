@@ -97,20 +97,6 @@ def test_an_unusable_checkpoint_is_refused_in_one_line(spoil, message, tmp_path)
     assert "\n" not in str(error.value)
 
 
-def test_a_run_on_a_damaged_checkpoint_stops_in_one_line_before_any_work(tmp_path, monkeypatch, capsys) -> None:
-    from flows.cli import main
-
-    folder = cut(tiny_checkpoint(tmp_path / "ckpt", ["a text"], layers=2), "model.safetensors")
-    monkeypatch.chdir(tmp_path)
-    capsys.readouterr()  # what building it printed
-
-    code = main(["run", "--dataset", "topics", "--pretrained", str(folder)])
-
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "model.safetensors is not a readable safetensors file" in err
-    assert not (tmp_path / ".depthfinder").exists() and not (tmp_path / "mlflow.db").exists()
-
-
 def test_a_hub_id_that_cannot_be_fetched_is_refused_in_one_line(monkeypatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # never reach for the network in a test
     with pytest.raises(ValueError, match="'nobody/no-such-encoder': not a local folder, and the hub gave") as error:
