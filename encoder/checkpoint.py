@@ -12,7 +12,7 @@ runs) and describes a model `transformers` builds, whose layers depthfinder can 
 the weights are where `transformers` looks (model.safetensors, pytorch_model.bin, or the index of either's
 shards) and every file reads (safetensors headers are checked; a pickle is only ever unpickled with
 `weights_only=True`, which reads tensors and runs no code); no encoder weight would be left newly initialised or
-found with another shape (a pooler depthfinder does not use excepted); the tokenizer loads. Opening the same
+found with another shape (a pooler excepted: OPTIONAL_TENSORS); the tokenizer loads. Opening the same
 unchanged folder again in a process costs nothing (the result is kept).
 """
 
@@ -45,7 +45,8 @@ TOKENIZER_FILES = (TOKENIZER_FILE, "vocab.txt", "spm.model", "sentencepiece.bpe.
 # pickled weights only where a checkpoint has no safetensors.
 HUB_FILES = (CONFIG_FILE, "*.safetensors", "*.safetensors.index.json", *TOKENIZER_FILES)
 HUB_PICKLED_FILES = ("pytorch_model*.bin", "pytorch_model.bin.index.json")
-# Tensors a base model may lack in a checkpoint without harm: a pooler depthfinder does not use.
+# Tensors a base model may lack in a checkpoint without harm: a pooler (mean and [CLS] pooling do not use it; the
+# type's own head, `--pretrained-pooling head`, then starts from a new one).
 OPTIONAL_TENSORS = ("pooler.",)
 
 
@@ -111,7 +112,7 @@ def _checkpoint_at(folder: Path) -> PretrainedCheckpoint:
 def _opened(path: str, files: tuple[tuple[str, int, int], ...]) -> PretrainedCheckpoint:
     """The checkpoint at `path`, checked; kept while its files (names, sizes, times) stay as they are."""
     folder = Path(path)
-    weights = weights_files(folder, _read_config(folder))
+    weights = _weights_files(folder, _read_config(folder))
     for file in weights:
         _check_readable(folder, file)
     tokenizer_files = [folder / name for name in TOKENIZER_FILES if (folder / name).is_file()]
@@ -152,7 +153,7 @@ def _read_config(folder: Path) -> dict:
     return config
 
 
-def weights_files(folder: Path, config: dict) -> list[Path]:
+def _weights_files(folder: Path, config: dict) -> list[Path]:
     """The weights files `transformers` loads from `folder`: the one its config names, else the first of
     WEIGHTS_FILES there (an index comes with the shards it names); ValueError where it would find none."""
     named = config.get("transformers_weights")
