@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
-from encoder.pretrained import quiet_transformers
+from encoder.checkpoint import quiet_transformers
 from encoder.serving import (
     BUNDLE_FORMAT,
     CONFIG_FILE,

@@ -26,7 +26,8 @@ class ModelConfig(BaseModel):
     pretrained: str | None = Field(
         None,
         description="A pretrained encoder whose bottom layers are the pretrained family's candidates: a Hugging Face "
-        "folder (config.json, safetensors weights, a tokenizer.json, vocab.txt or SentencePiece model) or a hub id; "
+        "folder (config.json, weights as transformers finds them: safetensors, pytorch_model.bin or shards with an "
+        "index; a tokenizer.json, vocab.txt or SentencePiece model) or a hub id; "
         "BERT, RoBERTa, XLM-R, DistilBERT, DeBERTa-v2/v3, ELECTRA, ModernBERT, or another type whose layers are one "
         "list (docs/training.md).",
     )

@@ -2,8 +2,9 @@
 
 The checkpoint (encoder.checkpoint) is a Hugging Face folder, checked before any work. Candidate depth k is
 the checkpoint's embeddings plus its bottom k layers, loaded by `transformers` from the config cut to k
-layers (the layers above are never loaded), then a pooling and a linear head as in the scratch encoder.
-Weights load from safetensors only, never a pickle.
+layers (the layers above are never loaded) out of the weights the check loaded (safetensors, or a pickle
+unpickled as tensors only), in float32 whatever precision they were saved in, then a pooling and a new head:
+whatever head a task checkpoint (`*ForMaskedLM`, `*ForSequenceClassification`) holds is never reused.
 
 Supported: every encoder type of encoder.architectures (BERT, RoBERTa, XLM-R, DistilBERT,
 DeBERTa-v2/v3, ELECTRA, ModernBERT) and, by its generic rule, any type whose layers are one list.
@@ -11,12 +12,10 @@ DeBERTa-v2/v3, ELECTRA, ModernBERT) and, by its generic rule, any type whose lay
 
 from __future__ import annotations
 
-import contextlib
-import logging
-from collections.abc import Iterator
+from torch import nn
 
 from encoder.architectures import truncated_config
-from encoder.checkpoint import PretrainedCheckpoint
+from encoder.checkpoint import PretrainedCheckpoint, quiet_transformers
 from encoder.serving import PretrainedConfig, PretrainedEncoderClassifier, base_model_kwargs
 
 
@@ -24,23 +23,24 @@ def load_truncated(
     checkpoint: PretrainedCheckpoint, depth: int, n_classes: int, max_len: int, pooling: str
 ) -> PretrainedEncoderClassifier:
     """The checkpoint's embeddings and bottom `depth` layers (as its architecture defines them) with a new head
-    (pooling `head`: the type's own sequence-classification head, its pooler loaded where the checkpoint has one);
+    (pooling `head`: the type's own sequence-classification head, new, on its pooler where the checkpoint has one);
     ValueError for a depth above L."""
-    from transformers import MODEL_MAPPING, AutoConfig, AutoModel, AutoModelForSequenceClassification
+    from transformers import MODEL_MAPPING, AutoConfig
 
     if not 1 <= depth <= checkpoint.layers:
         raise ValueError(
             f"depth {depth} is beyond the pretrained checkpoint's {checkpoint.layers} layers ({checkpoint.path})"
         )
-    config = truncated_config(AutoConfig.from_pretrained(checkpoint.path), depth)
-    with quiet_transformers():  # the layers above `depth` (and a new head) are reported: expected here
+    config = truncated_config(AutoConfig.from_pretrained(checkpoint.path, trust_remote_code=False), depth)
+    with quiet_transformers():  # the layers above `depth` (and a task checkpoint's head) are reported: expected
         if pooling == "head":
             config.num_labels = n_classes
-            encoder = AutoModelForSequenceClassification.from_pretrained(checkpoint.path, config=config,
-                                                                         use_safetensors=True)
+            encoder = _with_new_head(checkpoint.path, config)
         else:
-            encoder = AutoModel.from_pretrained(checkpoint.path, config=config, use_safetensors=True,
-                                                **base_model_kwargs(MODEL_MAPPING[type(config)]))
+            model_class = MODEL_MAPPING[type(config)]
+            encoder = model_class.from_pretrained(checkpoint.path, config=config, weights_only=True,
+                                                  **base_model_kwargs(model_class))
+    encoder.float()  # a half-precision checkpoint fine-tunes in float32, as the head and the optimiser expect
     encoder.train()  # from_pretrained leaves it in eval mode: no dropout while fine-tuning
     positions = getattr(config, "max_position_embeddings", None)
     if isinstance(positions, int):
@@ -51,20 +51,16 @@ def load_truncated(
     return PretrainedEncoderClassifier(cfg, encoder)
 
 
-@contextlib.contextmanager
-def quiet_transformers() -> Iterator[None]:
-    """transformers' warnings and progress bars silenced (its load reports, "Writing model shards")."""
-    logger = logging.getLogger("transformers")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    from transformers.utils import logging as hf_logging
+def _with_new_head(path: str, config: object) -> nn.Module:
+    """The type's sequence-classification model with a new head on the checkpoint's base model (its pooler too,
+    where the type's head uses one and the checkpoint has it): a task checkpoint's own head, trained for other
+    labels, is left out."""
+    from transformers import MODEL_MAPPING, AutoModelForSequenceClassification
 
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()  # "Loading weights: 100%" on every candidate
-    try:
-        yield
-    finally:
-        hf_logging.enable_progress_bar()
-        hf_logging.set_verbosity(verbosity)
-        logger.setLevel(level)
+    model = AutoModelForSequenceClassification.from_config(config)
+    body_class = MODEL_MAPPING[type(config)]
+    pooler = {"add_pooling_layer": getattr(model.base_model, "pooler", None) is not None}
+    body = body_class.from_pretrained(path, config=config, weights_only=True,
+                                      **(pooler if base_model_kwargs(body_class) else {}))
+    model.base_model.load_state_dict(body.state_dict())
+    return model

@@ -1,6 +1,8 @@
 """Tiny pretrained checkpoints built in the test, never downloaded: random encoders of each type depthfinder
 truncates, saved with `save_pretrained` (safetensors) beside a tokenizer made with `tokenizers` (a
-tokenizer.json, or only its vocab.txt) or with `sentencepiece` (an spm.model, as DeBERTa-v3 ships)."""
+tokenizer.json, or only its vocab.txt) or with `sentencepiece` (an spm.model, as DeBERTa-v3 ships); and the
+same weights in the other forms checkpoints ship them in: legacy names, a pickle, shards with an index, a task
+model's (base-model prefix and head)."""
 
 from __future__ import annotations
 
@@ -109,6 +111,62 @@ def cut(folder: Path, name: str, keep: float = 0.5) -> Path:
     """The checkpoint folder with file `name` cut to a share of its bytes."""
     data = (folder / name).read_bytes()
     (folder / name).write_bytes(data[: int(len(data) * keep)])
+    return folder
+
+
+def with_legacy_names(folder: Path) -> Path:
+    """model.safetensors with its LayerNorm tensors named as older checkpoints name them (gamma, beta)."""
+    from safetensors.torch import load_file, save_file
+
+    legacy = {"LayerNorm.weight": "LayerNorm.gamma", "LayerNorm.bias": "LayerNorm.beta"}
+    state = load_file(folder / "model.safetensors")
+    renamed = {}
+    for key, value in state.items():
+        for new, old in legacy.items():
+            key = key.replace(new, old)
+        renamed[key] = value
+    save_file(renamed, folder / "model.safetensors", metadata={"format": "pt"})
+    return folder
+
+
+def resaved(folder: Path, pickled: bool = False, shards: int = 1) -> Path:
+    """The weights in model.safetensors saved again: as a pickle (`torch.save`; transformers 5 writes safetensors
+    only) and in `shards` files with an index naming each tensor's file, as transformers names them."""
+    from safetensors.torch import load_file, save_file
+
+    state = load_file(folder / "model.safetensors")
+    (folder / "model.safetensors").unlink()
+    stem, suffix = ("pytorch_model", ".bin") if pickled else ("model", ".safetensors")
+    keys = list(state)
+    parts = [keys[i::shards] for i in range(shards)]
+    names = [f"{stem}{suffix}"] if shards == 1 else [f"{stem}-{i + 1:05d}-of-{shards:05d}{suffix}" for i in
+                                                     range(shards)]
+    for name, part in zip(names, parts, strict=True):
+        tensors = {key: state[key] for key in part}
+        if pickled:
+            torch.save(tensors, folder / name)
+        else:
+            save_file(tensors, folder / name, metadata={"format": "pt"})
+    if shards > 1:
+        index = {"metadata": {"total_size": sum(t.numel() * t.element_size() for t in state.values())},
+                 "weight_map": {key: name for name, part in zip(names, parts, strict=True) for key in part}}
+        (folder / f"{stem}{suffix}.index.json").write_text(json.dumps(index))
+    return folder
+
+
+def with_task_head(folder: Path, task: str, num_labels: int = 2) -> Path:
+    """The weights saved as a task model's (`masked-lm` or `sequence-classification`): the base model's tensors
+    under its prefix (`bert.`) beside the task's own head."""
+    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification
+
+    config = AutoConfig.from_pretrained(folder, num_labels=num_labels)
+    model = {"masked-lm": AutoModelForMaskedLM, "sequence-classification": AutoModelForSequenceClassification}[
+        task].from_config(config)
+    base = AutoModel.from_pretrained(folder).state_dict()
+    model.base_model.load_state_dict({key: value for key, value in base.items() if key in
+                                      model.base_model.state_dict()})
+    (folder / "model.safetensors").unlink()
+    model.save_pretrained(folder)
     return folder
 
 

@@ -1,8 +1,11 @@
 """End to end with a pretrained family: one decision over scratch and pretrained depths, halving within the
-pretrained family, the registered model holding only its layers, and the checkpoint's content in the fingerprint."""
+pretrained family, the registered model holding only its layers, and the checkpoint's content in the fingerprint;
+checkpoints in every form transformers loads get past the checks, and those it cannot load whole are refused in
+one line before the audit."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from pathlib import Path
@@ -10,6 +13,7 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 import pytest
+import torch
 from mlflow import MlflowClient
 
 from encoder.checkpoint import resolve_checkpoint
@@ -18,7 +22,15 @@ from encoder.serving import load_bundle
 from expectations.table.datasets import DATASETS
 from flows.cli import main
 from flows.summary import RunSummary
-from tests.encoder.tiny_checkpoint import tiny_checkpoint
+from tests.encoder.tiny_checkpoint import (
+    cut,
+    resaved,
+    tiny_checkpoint,
+    with_config,
+    with_legacy_names,
+    with_task_head,
+    without,
+)
 
 CONFIG = """
 data: {dataset: topics, dataset_rows: 600}
@@ -133,3 +145,95 @@ def test_a_pretrained_candidate_serves_raw_text_through_mlflows_scoring_server(r
     expected = load_bundle(Path(deepest.bundle)).predict(["goal!"])
     assert row["label"] == expected[0]
     assert "transformers==" in Path(mlflow.pyfunc.get_model_dependencies(uri)).read_text()
+
+
+def _poisoned(folder: Path) -> Path:
+    """Only a pytorch_model.bin whose pickle would create `planted` in the folder when unpickled without
+    weights_only."""
+    resaved(folder, pickled=True)
+    torch.save({**torch.load(folder / "pytorch_model.bin", weights_only=True), "extra": _Payload(folder / "planted")},
+               folder / "pytorch_model.bin")
+    return folder
+
+
+class _Payload:
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def _drop(folder: Path, key: str) -> Path:
+    from safetensors.torch import load_file, save_file
+
+    state = load_file(folder / "model.safetensors")
+    del state[key]
+    save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
+    return folder
+
+
+REFUSED = {
+    "remote code (auto_map)": (lambda f: with_config(f, auto_map={"AutoModel": "modeling_x.X"}),
+                               "it asks for code of its own"),
+    "a truncated pytorch_model.bin": (lambda f: cut(resaved(f, pickled=True), "pytorch_model.bin"),
+                                      "pytorch_model.bin is not a readable PyTorch weights file"),
+    "a pickle that would run code": (_poisoned, "pytorch_model.bin is a pickle that holds more than tensors"),
+    "a truncated model.safetensors": (lambda f: cut(f, "model.safetensors"),
+                                      "model.safetensors is not a readable safetensors file"),
+    "a missing shard": (lambda f: without(resaved(f, shards=2), "model-00001-of-00002.safetensors"),
+                        "names the shard 'model-00001-of-00002.safetensors', which is not a file in the folder"),
+    "a shape mismatch": (lambda f: with_config(f, intermediate_size=48),
+                         "tensor encoder.layer.0.intermediate.dense.weight has shape [64, 32] in the weights"),
+    "a missing encoder weight": (lambda f: _drop(f, "encoder.layer.1.attention.self.key.bias"),
+                                 "the weights lack encoder.layer.1.attention.self.key.bias that config.json implies"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_a_checkpoint_transformers_cannot_load_whole_exits_2_in_one_line_before_the_audit(
+    case: str, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    import expectations.audit.run
+
+    spoil, named = REFUSED[case]
+    folder = spoil(tiny_checkpoint(tmp_path / "checkpoint", ["a text"], layers=2))
+    monkeypatch.setattr(expectations.audit.run, "run_audit", lambda *a, **k: pytest.fail("the audit ran"))
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    capsys.readouterr()  # what building it printed
+
+    code = main(["run", "--dataset", "topics", "--pretrained", str(folder)])
+
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert named in err and str(folder) in err and "Traceback" not in err
+    assert list((tmp_path / "work").iterdir()) == []  # no work folder, no MLflow store
+    assert not (folder / "planted").exists()
+
+
+# The two the CLI refused before (tests/encoder/test_checkpoint.py loads every form, and compares the weights).
+ACCEPTED = {
+    "LayerNorm gamma/beta names": with_legacy_names,
+    "only pytorch_model.bin, of a BertForMaskedLM": lambda f: resaved(with_task_head(f, "masked-lm"), pickled=True),
+}
+
+
+@pytest.mark.parametrize("case", list(ACCEPTED))
+def test_a_checkpoint_transformers_loads_gets_past_every_check_to_the_run(case, tmp_path, monkeypatch) -> None:
+    import flows.retrain
+    import flows.server
+
+    class Started(Exception):
+        """The run itself was reached: every check before it passed."""
+
+    def retrain(**config):
+        raise Started(config["model"].pretrained)
+
+    folder = ACCEPTED[case](tiny_checkpoint(tmp_path / "checkpoint", ["a text"], layers=2))
+    monkeypatch.setattr(flows.server, "prefect_api", contextlib.nullcontext)
+    monkeypatch.setattr(flows.retrain, "retrain", retrain)
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(Started, match=str(folder)):
+        main(["run", "--dataset", "topics", "--pretrained", str(folder)])
