@@ -20,8 +20,9 @@ from pydantic import BaseModel
 
 from encoder.config import Family, ModelConfig
 from encoder.tracking.credentials import hide_credentials, redact, redact_log_records
-from flows.config import RegistryConfig, RunConfig, SweepConfig, load_run_config
+from flows.config import RegistryConfig, RunConfig, SweepConfig, check_model_name, first_error, load_run_config
 from flows.deploy import NIGHTLY_CRON
+from flows.faults import FAULTS, one_line
 from flows.signals import EXIT_CODES, stop_on_signals
 
 # Nothing phones home, and the libraries' start-up chatter stays out of the terminal
@@ -308,23 +309,35 @@ def _run(args: argparse.Namespace) -> int:
     check_run(config, outputs=[args.summary_json])
     from flows.retrain import retrain
 
-    with prefect_api():
+    FAULTS.withhold(config.registry.workdir)
+    with prefect_api(FAULTS.server_output()):
         state = retrain(**dict(config), force=args.force, return_state=True)
     from flows.summary import RunSummary
 
     summary = state.result(raise_on_failure=False)
     if not isinstance(summary, RunSummary):
-        print(f"depthfinder: the run failed: {_failure(state.message, summary, config, args.summary_json)}",
-              file=sys.stderr)
+        cause = _failure(state.message, summary, config, args.summary_json)
+        print(f"depthfinder: the run failed: {cause}; {FAULTS.write(_error(summary))}", file=sys.stderr)
         return 1
     _write_json(args.summary_json, summary.to_dict())
     print(format_summary(summary))
+    _report_withheld()
     return 0 if state.is_completed() else 1
 
 
-def _failure(message: str | None, error: object, config: RunConfig, *outputs: Path | None) -> str:
-    """Why a run failed, in a phrase; for a full disk, the folder that is full (the one with least space left of
-    those the run writes to)."""
+def _error(result: object) -> BaseException | None:
+    return result if isinstance(result, BaseException) else None
+
+
+def _report_withheld() -> None:
+    """A command that ended well but logged errors on the way (a retried write, a failed candidate) says where."""
+    if FAULTS.withheld:
+        print(f"depthfinder: {FAULTS.withheld} error(s) were logged on the way; {FAULTS.write()}", file=sys.stderr)
+
+
+def _failure(message: str | None, error: object, config: RunConfig | None, *outputs: Path | None) -> str:
+    """Why a command failed, in a phrase; for a full disk, the folder that is full (the one with least space left
+    of those the run writes to)."""
     import shutil
 
     from encoder.tracking.runs import SQLITE, resolve_tracking_uri
@@ -332,11 +345,13 @@ def _failure(message: str | None, error: object, config: RunConfig, *outputs: Pa
 
     full = full_disk(error) if isinstance(error, BaseException) else None
     if full is None:
-        return redact(message or str(error))
-    uri = resolve_tracking_uri(config.registry.tracking_uri)
-    folders = [Path(config.registry.workdir), *(Path(path).parent for path in outputs if path is not None)]
-    if uri.startswith(SQLITE):
-        folders.append(Path(uri.removeprefix(SQLITE)).parent)
+        return redact(one_line(message or _described(error)))
+    folders = [Path(path).parent for path in outputs if path is not None]
+    if config is not None:
+        folders.append(Path(config.registry.workdir))
+        uri = resolve_tracking_uri(config.registry.tracking_uri)
+        if uri.startswith(SQLITE):
+            folders.append(Path(uri.removeprefix(SQLITE)).parent)
     folders = [folder.resolve() for folder in folders if folder.exists()]
     free = {folder: shutil.disk_usage(folder).free for folder in folders}
     fullest = min(free, key=free.get) if free else None
@@ -346,6 +361,13 @@ def _failure(message: str | None, error: object, config: RunConfig, *outputs: Pa
         where = getattr(full, "filename2", None) or getattr(full, "filename", None) or "a folder it writes to"
     return f"no space left on device under {where}; free some space and run the same command again: what " \
            "finished is kept"
+
+
+def _described(error: object) -> str:
+    """An exception as `Type: message`; anything else as itself."""
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return str(error)
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -362,14 +384,17 @@ def _audit(args: argparse.Namespace) -> int:
     check_prefect_api()
     from flows.audit import audit_data
 
-    with prefect_api():
+    FAULTS.withhold(config.registry.workdir)
+    with prefect_api(FAULTS.server_output()):
         state = audit_data(config.data, config.audit, config.registry.workdir, args.data_docs, return_state=True)
     report = state.result(raise_on_failure=False)
     if not isinstance(report, AuditReport):
-        print(f"depthfinder: the audit failed: {state.message or report}", file=sys.stderr)
+        cause = _failure(state.message, report, config, args.report_json)
+        print(f"depthfinder: the audit failed: {cause}; {FAULTS.write(_error(report))}", file=sys.stderr)
         return 1
     _write_json(args.report_json, report.to_dict())
     print(f"Audit: {'passed' if report.success else 'failed'}", *audit_lines(report), sep="\n")
+    _report_withheld()
     return 0 if state.is_completed() else 1
 
 
@@ -401,7 +426,9 @@ def _predict(args: argparse.Namespace) -> int:
 def _check_store_exists(tracking_uri: str) -> None:
     """A SQLite store that a command only reads must exist (MLflow would create an empty one)."""
     from encoder.tracking.runs import SQLITE
+    from flows.preflight import check_store_uri
 
+    check_store_uri(tracking_uri)
     database = tracking_uri.removeprefix(SQLITE)
     if tracking_uri.startswith(SQLITE) and not Path(database).is_file():
         raise UsageError(f"no MLflow database at {database}; run `depthfinder run` first or pass --tracking-uri")
@@ -497,7 +524,7 @@ def _unlock(args: argparse.Namespace) -> int:
     from flows.preflight import check_prefect_api
     from flows.server import prefect_api
 
-    RegistryConfig(model_name=args.model_name)  # the name's rules
+    check_model_name(args.model_name)
     path = lock_path(args.workdir, args.model_name)
     if is_locked(path):
         raise UsageError(
@@ -519,7 +546,7 @@ def _registry_client(args: argparse.Namespace):
     from encoder.tracking.runs import client_of
     from flows.preflight import check_tracking_store
 
-    RegistryConfig(model_name=args.model_name)  # the name's rules
+    check_model_name(args.model_name)
     _check_store_exists(args.tracking_uri)
     check_tracking_store(args.tracking_uri)
     client = client_of(args.tracking_uri)
@@ -596,11 +623,26 @@ def main(argv: list[str] | None = None) -> int:
             code = EXIT_CODES.get(STOP.signal_name, 130)
             STOP.clear()
             return code
-        if not isinstance(exc, ValueError):  # UsageError, or raised at the boundary: config, input, preflight
+        if isinstance(exc, SystemExit):  # --help
             raise
-        message = redact(str(exc))
-        print(message if message.startswith("depthfinder") else f"depthfinder: {message}", file=sys.stderr)
-    return 2
+        if isinstance(exc, ValueError):  # UsageError, or raised at the boundary: config, input, preflight
+            message = redact(_usage_line(exc))
+            print(message if message.startswith("depthfinder") else f"depthfinder: {message}", file=sys.stderr)
+            return 2
+        # A fault (a disk, a server, a bug): its cause in one line, its trace in the log.
+        print(f"depthfinder: {_failure(None, exc, None)}; {FAULTS.write(exc)}", file=sys.stderr)
+        return 1
+    finally:
+        FAULTS.close()
+
+
+def _usage_line(error: ValueError) -> str:
+    """Bad input in one line: a pydantic error's first problem, or the message's first line."""
+    from pydantic import ValidationError
+
+    if isinstance(error, ValidationError):
+        return first_error(error, None)
+    return one_line(str(error))
 
 
 def _interrupted(signal_name: str, what: str | None) -> str:

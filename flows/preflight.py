@@ -8,6 +8,7 @@ seconds instead of after the sweep.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,6 +23,7 @@ REACHABLE_SECONDS = 5.0
 def check_run(config: RunConfig, outputs: Iterable[Path | None] = ()) -> None:
     """Check the output files, the work folder, the accelerator, the checkpoint, the Prefect API, the Dask
     scheduler, the MLflow store, its experiment and the champion."""
+    check_store_uri(config.registry.tracking_uri)
     for path in outputs:
         if path is not None:
             check_writable(path, "output file")
@@ -102,6 +104,7 @@ def check_tracking_store(tracking_uri: str, experiment: str | None = None) -> No
     experiment, if it exists, is not deleted."""
     from encoder.tracking.runs import SQLITE, ensure_sqlite_store, resolve_tracking_uri
 
+    check_store_uri(tracking_uri)
     uri = resolve_tracking_uri(tracking_uri)
     if uri.startswith(SQLITE):
         database = Path(uri.removeprefix(SQLITE))
@@ -116,9 +119,34 @@ def check_tracking_store(tracking_uri: str, experiment: str | None = None) -> No
         _check_experiment(uri, experiment)
 
 
+def check_store_uri(tracking_uri: str) -> None:
+    """The tracking URI names a kind of store that MLflow's registry takes and that outlives the process."""
+    scheme = match.group(1) if (match := re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", tracking_uri)) else tracking_uri
+    if scheme.split("+", 1)[0].lower() not in STORE_SCHEMES:
+        raise ValueError(f"tracking URI {tracking_uri!r} is not a store depthfinder can use: give sqlite:///PATH, a "
+                         "tracking server (http://HOST:PORT) or a database (postgresql://, mysql://, mssql://); "
+                         "a plain path or file:// is MLflow's file store, in maintenance mode "
+                         "(`mlflow migrate-filestore` moves one into a database)")
+    if _in_memory_sqlite(tracking_uri):
+        raise ValueError(f"tracking URI {tracking_uri} is an in-memory SQLite database, which is gone when the process "
+                         "that opened it ends: a run opens its store in several processes and its registry must "
+                         "outlive it; give a file, e.g. sqlite:///mlflow.db")
+
+
+def _in_memory_sqlite(uri: str) -> bool:
+    """`sqlite://`, `sqlite:///`, `sqlite:///:memory:` or a `mode=memory` URI filename: SQLAlchemy's in-memory forms."""
+    scheme, _, rest = uri.partition("://")
+    path = rest.removeprefix("/").split("?", 1)[0]
+    return scheme.split("+", 1)[0] == "sqlite" and (path in ("", ":memory:") or "mode=memory" in rest)
+
+
 # Database stores MLflow's SQLAlchemy store takes (a dialect, optionally +driver), and the connect timeout
 # argument of their default drivers.
 DATABASES = {"postgresql": "connect_timeout", "mysql": "connect_timeout", "mssql": "timeout"}
+
+
+# The schemes of the stores that hold MLflow's runs and registry (a database's may name a driver: postgresql+psycopg2).
+STORE_SCHEMES = ("sqlite", "http", "https", *DATABASES, "databricks", "databricks-uc", "uc")
 
 
 def _check_database(uri: str) -> None:

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from prefect.client.orchestration import SyncPrefectClient
@@ -36,11 +36,12 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _temporary_server_class() -> type:
+def _temporary_server_class(output: IO[bytes] | None) -> type:
     from prefect.server.api.server import SubprocessASGIServer
 
     class TemporaryServer(SubprocessASGIServer):
-        """Prefect's temporary server, started in its own session and tied to this process's life."""
+        """Prefect's temporary server, started in its own session and tied to this process's life; its output
+        goes to `output` (None: this process's)."""
 
         def _run_uvicorn_command(self) -> subprocess.Popen:
             import prefect
@@ -60,7 +61,7 @@ def _temporary_server_class() -> type:
                 **get_current_settings().to_environment_variables(exclude_unset=True),
             }
             return subprocess.Popen(
-                command, env=environment, start_new_session=True,
+                command, env=environment, start_new_session=True, stdout=output, stderr=output,
                 preexec_fn=(lambda: _die_with_parent(parent)) if sys.platform == "linux" else None,
             )
 
@@ -68,15 +69,16 @@ def _temporary_server_class() -> type:
 
 
 @contextlib.contextmanager
-def prefect_api() -> Iterator[None]:
-    """Use the configured Prefect server (PREFECT_API_URL), or a temporary one for the duration."""
+def prefect_api(output: IO[bytes] | None = None) -> Iterator[None]:
+    """Use the configured Prefect server (PREFECT_API_URL), or a temporary one for the duration, whose output
+    (its errors and their tracebacks) goes to `output` (None: this process's)."""
     global _temporary_url
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
 
     if PREFECT_API_URL.value():
         yield
         return
-    server = _temporary_server_class()()
+    server = _temporary_server_class(output)()
     try:  # a signal while it starts stops it too
         server.start(timeout=max(STARTUP_TIMEOUT_S, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()))
         _temporary_url = server.api_url

@@ -1,0 +1,151 @@
+"""What a command that fails leaves on the terminal: one line with the cause and the path of a log with the rest.
+
+Prefect logs a failed task and flow with their tracebacks, MLflow logs every SQL error it catches, and the
+Prefect temporary server prints its own: a full disk gave 2-25 tracebacks and up to 1,124 lines under the
+one line that said what was wrong. While a command works (`FAULTS.withhold`), every console handler shows
+progress lines as before and withholds errors and tracebacks; those, the temporary server's output and the
+trace of the error that ended the command go into `<work folder>/logs/<time>-<pid>.log`, written only when
+the command failed or something was withheld. The log is redacted like every other line (user-info of URIs).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import sys
+import tempfile
+import threading
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from encoder.tracking.credentials import redact
+
+LOGS = "logs"
+# Records kept for the log: the last this many (a long run's progress lines, and every withheld one near the end).
+KEPT_RECORDS = 20_000
+_FORMAT = logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+
+
+class FaultLog(logging.Filter):
+    """The records a command's console handlers withheld (and those they showed, for context), kept for a log."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.folder: Path | None = None
+        self.records: collections.deque[str] = collections.deque(maxlen=KEPT_RECORDS)
+        self.withheld = 0
+        self._server_output: IO[bytes] | None = None
+        self._handlers: list[logging.Handler] = []
+        self._hooks: tuple[Any, Any] | None = None
+
+    def withhold(self, folder: Path) -> None:
+        """From now on (until `close`) the console shows no error or traceback; the log goes under `folder`.
+
+        Called once the command's libraries are imported (their handlers exist then); again, it also takes
+        the handlers made since.
+        """
+        self.folder = Path(folder)
+        for handler in _console_handlers():
+            if handler not in self._handlers:
+                handler.addFilter(self)
+                self._handlers.append(handler)
+        if self._hooks is None:  # a thread's or a finaliser's traceback is printed by a hook, not logged
+            self._hooks = (threading.excepthook, sys.unraisablehook)
+            threading.excepthook, sys.unraisablehook = _log_thread_error, _log_unraisable
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record for the log; let through to the console only those without an error or a trace."""
+        if getattr(record, "_fault_log_seen", False):  # shown by a handler nearer its logger
+            return not getattr(record, "_fault_log_withheld", False)
+        withheld = record.levelno >= logging.ERROR or bool(record.exc_info) or bool(record.exc_text)
+        record._fault_log_seen, record._fault_log_withheld = True, withheld
+        self.records.append(redact(_FORMAT.format(record)))
+        self.withheld += withheld
+        return not withheld
+
+    def server_output(self) -> IO[bytes]:
+        """Where the Prefect temporary server writes its output: a file that goes away when it is closed."""
+        if self._server_output is None:
+            self._server_output = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close)
+        return self._server_output
+
+    def write(self, error: BaseException | None = None) -> str:
+        """Write the log (the records, the server's output, the trace of `error`); a phrase naming where.
+
+        The work folder first, then the temporary folder (the work folder may be the disk that is full).
+        """
+        text = self._text(error)
+        name = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{os.getpid()}.log"
+        problem = "no folder to write it in"
+        for folder in (self.folder, Path(tempfile.gettempdir()) / "depthfinder"):
+            if folder is None:
+                continue
+            path = folder.absolute() / LOGS / name
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+                return f"the full trace is in {path}"
+            except OSError as exc:
+                problem = f"{exc.strerror or exc} in {path.parent}"
+                path.unlink(missing_ok=True)
+        return f"the full trace could not be written ({problem})"
+
+    def _text(self, error: BaseException | None) -> str:
+        parts = ["\n".join(self.records)]
+        if self._server_output is not None:
+            self._server_output.seek(0)
+            output = self._server_output.read().decode("utf-8", errors="replace").strip()
+            if output:
+                parts.append(f"--- the Prefect temporary server's output ---\n{redact(output)}")
+        if error is not None:
+            trace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+            parts.append(f"--- the error that ended the command ---\n{redact(trace)}")
+        return "\n\n".join(part for part in parts if part) + "\n"
+
+    def close(self) -> None:
+        """Give the console back its errors, and forget what was kept."""
+        for handler in self._handlers:
+            handler.removeFilter(self)
+        if self._hooks is not None:
+            threading.excepthook, sys.unraisablehook = self._hooks
+        if self._server_output is not None:
+            self._server_output.close()
+        self._reset()
+
+
+FAULTS = FaultLog()
+
+
+def one_line(text: str) -> str:
+    """The first non-empty line of `text` (an error message that carries a traceback or SQL below it)."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), text.strip())
+
+
+def _console_handlers() -> list[logging.Handler]:
+    """The handlers of every logger (and logging's last resort) that write to a stream rather than a file."""
+    loggers = [logging.getLogger(), *(logger for logger in logging.root.manager.loggerDict.values()
+                                      if isinstance(logger, logging.Logger))]
+    handlers = [handler for logger in loggers for handler in logger.handlers]
+    if logging.lastResort is not None:
+        handlers.append(logging.lastResort)
+    return [handler for handler in dict.fromkeys(handlers)
+            if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler)]
+
+
+def _log_thread_error(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is not SystemExit:
+        name = args.thread.name if args.thread is not None else "a thread"
+        logging.getLogger("depthfinder").error("an error ended %s", name,
+                                               exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
+
+
+def _log_unraisable(unraisable: Any) -> None:
+    logging.getLogger("depthfinder").error(
+        "%s: %r", unraisable.err_msg or "an exception was ignored", unraisable.object,
+        exc_info=(unraisable.exc_type, unraisable.exc_value, unraisable.exc_traceback))
