@@ -197,10 +197,17 @@ def load_run_config(path: Path | None, overrides: dict[str, dict[str, Any]]) -> 
 
 
 def _read_yaml(path: Path) -> dict[str, dict[str, Any]]:
-    if not path.is_file():
+    if not path.exists():
         raise ValueError(f"config file {path} does not exist")
+    if not path.is_file():
+        raise ValueError(f"config file {path} is not a file")
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ValueError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
+    except RecursionError:  # the parser recurses once per level
+        raise ValueError(f"config file {path} nests deeper than it can be read; a config is sections "
+                         f"({', '.join(RunConfig.model_fields)}) of settings") from None
     except UnicodeDecodeError as exc:
         byte = exc.object[exc.start]
         raise ValueError(f"config file {path} is not UTF-8 (byte 0x{byte:02x} at offset {exc.start})") from None

@@ -12,8 +12,12 @@ import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flows.config import RunConfig, SweepConfig
+
+if TYPE_CHECKING:
+    from encoder.families import Family
 
 # A tracking server that does not answer within this many seconds is reported as unreachable
 # (MLflow's own retries take minutes).
@@ -86,8 +90,28 @@ def check_families(config: RunConfig) -> None:
     can have every depth asked of it."""
     from encoder.families import open_families
 
-    for family in open_families(config.families, config.model):
+    families = open_families(config.families, config.model)
+    for family in families:
         family.check_depths(family.depths(config.sweep.depths))
+    check_hard_limits(config, families)
+
+
+def check_hard_limits(config: RunConfig, families: list[Family]) -> None:
+    """A hard limit that no candidate can meet, where that is certain before training: the parameter count (a
+    family's fewest, at its shallowest depth). Latency is known only once a candidate is trained and measured."""
+    from encoder.selection.candidate import arm_label
+
+    limit = config.sweep.max_params
+    if limit is None:
+        return
+    shallowest = {family.name: 1 if config.sweep.strategy == "search" else min(family.depths(config.sweep.depths))
+                  for family in families}  # the search screens every depth from 1
+    fewest = {family.name: family.fewest_params(shallowest[family.name], config.model) for family in families}
+    name = min(fewest, key=fewest.get)
+    if fewest[name] > limit:
+        smallest = arm_label(name, shallowest[name], named=len(families) > 1 or None)
+        raise ValueError(f"setting sweep.max_params: no candidate can have as few as {limit:,} parameters: the "
+                         f"smallest, {smallest}, has at least {fewest[name]:,}")
 
 
 def check_prefect_api() -> None:
