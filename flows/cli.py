@@ -8,6 +8,7 @@ libraries are imported only by the command that needs them.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ from encoder.config import Family, ModelConfig
 from encoder.tracking.credentials import hide_credentials, redact, redact_log_records
 from flows.config import RegistryConfig, RunConfig, SweepConfig, check_model_name, first_error, load_run_config
 from flows.deploy import NIGHTLY_CRON
-from flows.faults import FAULTS, one_line
+from flows.faults import FAULTS, Fault, file_size_limit, one_line
 from flows.signals import EXIT_CODES, stop_on_signals
 
 # Nothing phones home, and the libraries' start-up chatter stays out of the terminal
@@ -336,16 +337,28 @@ def _report_withheld() -> None:
 
 
 def _failure(message: str | None, error: object, config: RunConfig | None, *outputs: Path | None) -> str:
-    """Why a command failed, in a phrase; for a full disk, the folder that is full (the one with least space left
-    of those the run writes to)."""
-    import shutil
+    """Why a command failed, in a phrase: for a full disk the folder that is full, for a file at the file-size limit
+    the limit, for a Prefect temporary server that fails what it logged."""
+    from tasks.tracking import cause_with, full_disk
 
+    exc = error if isinstance(error, BaseException) else None
+    if (full := full_disk(exc)) is not None:
+        return _full_disk(full, config, outputs)
+    if (large := cause_with(exc, (errno.EFBIG,))) is not None:
+        return _file_too_large(large)
+    phrase = redact(one_line(message or _described(error)))
+    if said := FAULTS.server_said():
+        limit = file_size_limit()
+        phrase += f"; the Prefect temporary server logged {one_line(said)}" + (
+            f" (this process may write no file over {limit // 2**10} KiB: ulimit -f)"
+            if limit is not None and "disk I/O error" in said else "")
+    return phrase
+
+
+def _full_disk(full: BaseException, config: RunConfig | None, outputs: tuple[Path | None, ...]) -> str:
+    """The folder that is full: the one with least space left of those the command writes to."""
     from encoder.tracking.runs import SQLITE, resolve_tracking_uri
-    from tasks.tracking import full_disk
 
-    full = full_disk(error) if isinstance(error, BaseException) else None
-    if full is None:
-        return redact(one_line(message or _described(error)))
     folders = [Path(path).parent for path in outputs if path is not None]
     if config is not None:
         folders.append(Path(config.registry.workdir))
@@ -363,8 +376,24 @@ def _failure(message: str | None, error: object, config: RunConfig | None, *outp
            "finished is kept"
 
 
+def _file_too_large(error: BaseException) -> str:
+    """A write past the file-size limit (`ulimit -f`), or past the largest file the file system takes."""
+    path = getattr(error, "filename2", None) or getattr(error, "filename", None) or "a file"
+    limit = file_size_limit()
+    largest = f"the largest file this process may write ({limit // 2**10} KiB: ulimit -f)" if limit is not None \
+        else "the largest file its file system takes"
+    return f"{path} would grow past {largest}; raise the limit and run the same command again: what finished is kept"
+
+
 def _described(error: object) -> str:
-    """An exception as `Type: message`; anything else as itself."""
+    """An exception as `Type: message` (a Fault, an HTTP error as what it says); anything else as itself."""
+    import httpx
+
+    if isinstance(error, Fault):
+        return str(error)
+    if isinstance(error, httpx.HTTPStatusError):  # Prefect's too; its message runs on with advice on HTTP
+        request, response = error.request, error.response
+        return f"{request.method} {request.url} was answered {response.status_code} {response.reason_phrase}"
     if isinstance(error, BaseException):
         return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return str(error)
@@ -410,6 +439,7 @@ def _predict(args: argparse.Namespace) -> int:
         raise UsageError(f"text {shown} of {len(texts)} is empty; a label of no text means nothing")
     _check_store_exists(args.tracking_uri)
     check_tracking_store(args.tracking_uri)
+    FAULTS.withhold()
     use_store(args.tracking_uri)
     try:
         classifier = open_classifier(args.model)
@@ -454,6 +484,7 @@ def _export(args: argparse.Namespace) -> int:
     check_writable(args.to, "export folder", folder=True)
     _check_store_exists(args.tracking_uri)
     check_tracking_store(args.tracking_uri)
+    FAULTS.withhold()
     use_store(args.tracking_uri)
     try:
         artifacts = vouch(args.model)
@@ -549,6 +580,7 @@ def _registry_client(args: argparse.Namespace):
     check_model_name(args.model_name)
     _check_store_exists(args.tracking_uri)
     check_tracking_store(args.tracking_uri)
+    FAULTS.withhold()
     client = client_of(args.tracking_uri)
     try:
         client.get_registered_model(args.model_name)
@@ -611,6 +643,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with stop_on_signals():
             args = build_parser().parse_args(argv)
+            FAULTS.folder = Path(getattr(args, "workdir", None) or RegistryConfig().workdir)  # the run's, once read
             if getattr(args, "tracking_uri", None):
                 args.tracking_uri = hide_credentials(args.tracking_uri)
             code = args.handler(args)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -27,6 +28,10 @@ LOGS = "logs"
 # Records kept for the log: the last this many (a long run's progress lines, and every withheld one near the end).
 KEPT_RECORDS = 20_000
 _FORMAT = logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+
+
+class Fault(RuntimeError):
+    """A fault whose message says all a person needs (shown without its type's name)."""
 
 
 class FaultLog(logging.Filter):
@@ -44,13 +49,15 @@ class FaultLog(logging.Filter):
         self._handlers: list[logging.Handler] = []
         self._hooks: tuple[Any, Any] | None = None
 
-    def withhold(self, folder: Path) -> None:
-        """From now on (until `close`) the console shows no error or traceback; the log goes under `folder`.
+    def withhold(self, folder: Path | None = None) -> None:
+        """From now on (until `close`) the console shows no error or traceback; the log goes under `folder` (None:
+        the one already set).
 
         Called once the command's libraries are imported (their handlers exist then); again, it also takes
         the handlers made since.
         """
-        self.folder = Path(folder)
+        if folder is not None:
+            self.folder = Path(folder)
         for handler in _console_handlers():
             if handler not in self._handlers:
                 handler.addFilter(self)
@@ -74,6 +81,15 @@ class FaultLog(logging.Filter):
         if self._server_output is None:
             self._server_output = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close)
         return self._server_output
+
+    def server_said(self) -> str | None:
+        """The last error the Prefect temporary server logged (`sqlalchemy.exc.OperationalError: ...`), or None."""
+        if self._server_output is None:
+            return None
+        self._server_output.seek(0)
+        text = self._server_output.read().decode("utf-8", errors="replace")
+        errors = re.findall(r"^[\w.]*(?:Error|Exception): .+$", text, flags=re.MULTILINE)
+        return redact(errors[-1].strip()) if errors else None
 
     def write(self, error: BaseException | None = None) -> str:
         """Write the log (the records, the server's output, the trace of `error`); a phrase naming where.
@@ -120,6 +136,14 @@ class FaultLog(logging.Filter):
 
 
 FAULTS = FaultLog()
+
+
+def file_size_limit() -> int | None:
+    """The largest file this process may write, in bytes (`ulimit -f`), or None when there is no limit."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def one_line(text: str) -> str:

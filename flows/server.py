@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from prefect.client.orchestration import SyncPrefectClient
 
 PR_SET_PDEATHSIG = 1
+# Prefect starts its temporary server again, on another port, each time it exits while starting (exit code 3: the
+# port was taken, or its database cannot be written), for as long as the start-up timeout allows: minutes.
+STARTS = 3
 # Prefect waits 20 s for its temporary server by default; on a busy 2-core machine (a migration of a fresh
 # database, another run starting beside it) that was seen to run out. A setting above this is kept.
 STARTUP_TIMEOUT_S = 120
@@ -47,6 +50,11 @@ def _temporary_server_class(output: IO[bytes] | None) -> type:
             import prefect
             from prefect.settings import get_current_settings
 
+            from flows.faults import Fault
+
+            self.starts = getattr(self, "starts", 0) + 1
+            if self.starts > STARTS:
+                raise Fault(f"the Prefect temporary server exited {STARTS} times while starting")
             parent = os.getpid()
             command = [
                 sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
