@@ -8,7 +8,6 @@ libraries are imported only by the command that needs them.
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
 import shutil
@@ -23,7 +22,7 @@ from encoder.config import Family, ModelConfig
 from encoder.tracking.credentials import hide_credentials, redact, redact_log_records
 from flows.config import RegistryConfig, RunConfig, SweepConfig, check_model_name, first_error, load_run_config
 from flows.deploy import NIGHTLY_CRON
-from flows.faults import FAULTS, Fault, file_size_limit, one_line
+from flows.faults import FAULTS, cause_of, one_line
 from flows.signals import EXIT_CODES, stop_on_signals
 
 # Nothing phones home, and the libraries' start-up chatter stays out of the terminal
@@ -317,7 +316,7 @@ def _run(args: argparse.Namespace) -> int:
 
     summary = state.result(raise_on_failure=False)
     if not isinstance(summary, RunSummary):
-        cause = _failure(state.message, summary, config, args.summary_json)
+        cause = cause_of(state.message, summary, config, args.summary_json)
         print(f"depthfinder: the run failed: {cause}; {FAULTS.write(_error(summary))}", file=sys.stderr)
         return 1
     _write_json(args.summary_json, summary.to_dict())
@@ -334,69 +333,6 @@ def _report_withheld() -> None:
     """A command that ended well but logged errors on the way (a retried write, a failed candidate) says where."""
     if FAULTS.withheld:
         print(f"depthfinder: {FAULTS.withheld} error(s) were logged on the way; {FAULTS.write()}", file=sys.stderr)
-
-
-def _failure(message: str | None, error: object, config: RunConfig | None, *outputs: Path | None) -> str:
-    """Why a command failed, in a phrase: for a full disk the folder that is full, for a file at the file-size limit
-    the limit, for a Prefect temporary server that fails what it logged."""
-    from tasks.tracking import cause_with, full_disk
-
-    exc = error if isinstance(error, BaseException) else None
-    if (full := full_disk(exc)) is not None:
-        return _full_disk(full, config, outputs)
-    if (large := cause_with(exc, (errno.EFBIG,))) is not None:
-        return _file_too_large(large)
-    phrase = redact(one_line(message or _described(error)))
-    if said := FAULTS.server_said():
-        limit = file_size_limit()
-        phrase += f"; the Prefect temporary server logged {one_line(said)}" + (
-            f" (this process may write no file over {limit // 2**10} KiB: ulimit -f)"
-            if limit is not None and "disk I/O error" in said else "")
-    return phrase
-
-
-def _full_disk(full: BaseException, config: RunConfig | None, outputs: tuple[Path | None, ...]) -> str:
-    """The folder that is full: the one with least space left of those the command writes to."""
-    from encoder.tracking.runs import SQLITE, resolve_tracking_uri
-
-    folders = [Path(path).parent for path in outputs if path is not None]
-    if config is not None:
-        folders.append(Path(config.registry.workdir))
-        uri = resolve_tracking_uri(config.registry.tracking_uri)
-        if uri.startswith(SQLITE):
-            folders.append(Path(uri.removeprefix(SQLITE)).parent)
-    folders = [folder.resolve() for folder in folders if folder.exists()]
-    free = {folder: shutil.disk_usage(folder).free for folder in folders}
-    fullest = min(free, key=free.get) if free else None
-    if fullest is not None and free[fullest] < 2**20:
-        where = f"{fullest} ({free[fullest] / 2**10:.0f} KiB free)"
-    else:  # a copy names its source first and its target second
-        where = getattr(full, "filename2", None) or getattr(full, "filename", None) or "a folder it writes to"
-    return f"no space left on device under {where}; free some space and run the same command again: what " \
-           "finished is kept"
-
-
-def _file_too_large(error: BaseException) -> str:
-    """A write past the file-size limit (`ulimit -f`), or past the largest file the file system takes."""
-    path = getattr(error, "filename2", None) or getattr(error, "filename", None) or "a file"
-    limit = file_size_limit()
-    largest = f"the largest file this process may write ({limit // 2**10} KiB: ulimit -f)" if limit is not None \
-        else "the largest file its file system takes"
-    return f"{path} would grow past {largest}; raise the limit and run the same command again: what finished is kept"
-
-
-def _described(error: object) -> str:
-    """An exception as `Type: message` (a Fault, an HTTP error as what it says); anything else as itself."""
-    import httpx
-
-    if isinstance(error, Fault):
-        return str(error)
-    if isinstance(error, httpx.HTTPStatusError):  # Prefect's too; its message runs on with advice on HTTP
-        request, response = error.request, error.response
-        return f"{request.method} {request.url} was answered {response.status_code} {response.reason_phrase}"
-    if isinstance(error, BaseException):
-        return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    return str(error)
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -418,7 +354,7 @@ def _audit(args: argparse.Namespace) -> int:
         state = audit_data(config.data, config.audit, config.registry.workdir, args.data_docs, return_state=True)
     report = state.result(raise_on_failure=False)
     if not isinstance(report, AuditReport):
-        cause = _failure(state.message, report, config, args.report_json)
+        cause = cause_of(state.message, report, config, args.report_json)
         print(f"depthfinder: the audit failed: {cause}; {FAULTS.write(_error(report))}", file=sys.stderr)
         return 1
     _write_json(args.report_json, report.to_dict())
@@ -556,6 +492,7 @@ def _unlock(args: argparse.Namespace) -> int:
     from flows.server import prefect_api
 
     check_model_name(args.model_name)
+    _check_folder(args.workdir)
     path = lock_path(args.workdir, args.model_name)
     if is_locked(path):
         raise UsageError(
@@ -568,6 +505,11 @@ def _unlock(args: argparse.Namespace) -> int:
     print(f"The retrain lock of {args.model_name!r} is free ({path} has no live holder; "
           f"{taken} slot(s) of the Prefect limit retrain-{args.model_name} freed).")
     return 0
+
+
+def _check_folder(workdir: Path) -> None:
+    if workdir.exists() and not workdir.is_dir():
+        raise UsageError(f"--workdir {workdir} is not a folder")
 
 
 def _registry_client(args: argparse.Namespace):
@@ -621,6 +563,7 @@ def _rollback(args: argparse.Namespace) -> int:
     from encoder.tracking.history import roll_back
     from flows.lock import LockBusy, holding_now
 
+    _check_folder(args.workdir)
     client = _registry_client(args)
     try:
         with holding_now(args.model_name, args.workdir):
@@ -663,7 +606,7 @@ def main(argv: list[str] | None = None) -> int:
             print(message if message.startswith("depthfinder") else f"depthfinder: {message}", file=sys.stderr)
             return 2
         # A fault (a disk, a server, a bug): its cause in one line, its trace in the log.
-        print(f"depthfinder: {_failure(None, exc, None)}; {FAULTS.write(exc)}", file=sys.stderr)
+        print(f"depthfinder: {cause_of(None, exc, None)}; {FAULTS.write(exc)}", file=sys.stderr)
         return 1
     finally:
         FAULTS.close()

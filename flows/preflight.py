@@ -19,6 +19,9 @@ from flows.config import RunConfig, SweepConfig
 if TYPE_CHECKING:
     from encoder.families import Family
 
+# Bytes of a parameter's float32 weight, which every candidate holds in this machine's memory when it is built
+# (training needs four times as much: its gradient and AdamW's two moments).
+WEIGHT_BYTES = 4
 # A tracking server that does not answer within this many seconds is reported as unreachable
 # (MLflow's own retries take minutes).
 REACHABLE_SECONDS = 5.0
@@ -97,21 +100,27 @@ def check_families(config: RunConfig) -> None:
 
 
 def check_hard_limits(config: RunConfig, families: list[Family]) -> None:
-    """A hard limit that no candidate can meet, where that is certain before training: the parameter count (a
-    family's fewest, at its shallowest depth). Latency is known only once a candidate is trained and measured."""
+    """What the parameter count rules out before training, where that is certain: a hard limit no candidate can
+    meet, or weights too large for this machine's memory. The fewest a family's candidates can have are those of
+    its shallowest depth (Family.fewest_params). Latency is known only once a candidate is trained and measured."""
+    import psutil
+
     from encoder.selection.candidate import arm_label
 
-    limit = config.sweep.max_params
-    if limit is None:
-        return
     shallowest = {family.name: 1 if config.sweep.strategy == "search" else min(family.depths(config.sweep.depths))
                   for family in families}  # the search screens every depth from 1
     fewest = {family.name: family.fewest_params(shallowest[family.name], config.model) for family in families}
     name = min(fewest, key=fewest.get)
-    if fewest[name] > limit:
-        smallest = arm_label(name, shallowest[name], named=len(families) > 1 or None)
-        raise ValueError(f"setting sweep.max_params: no candidate can have as few as {limit:,} parameters: the "
-                         f"smallest, {smallest}, has at least {fewest[name]:,}")
+    smallest = f"the smallest, {arm_label(name, shallowest[name], named=len(families) > 1 or None)}, has at least " \
+               f"{fewest[name]:,}"
+    limit = config.sweep.max_params
+    if limit is not None and fewest[name] > limit:
+        raise ValueError(f"setting sweep.max_params: no candidate can have as few as {limit:,} parameters: {smallest}")
+    memory = psutil.virtual_memory().total + psutil.swap_memory().total
+    if fewest[name] * WEIGHT_BYTES > memory:
+        raise ValueError(f"no candidate fits in this machine's {memory / 1e9:.1f} GB of memory: {smallest} parameters "
+                         f"({fewest[name] * WEIGHT_BYTES / 1e9:.1f} GB of float32 weights alone); make the model "
+                         "settings (d_model, d_ff, max_len, vocab_size) smaller")
 
 
 def check_prefect_api() -> None:

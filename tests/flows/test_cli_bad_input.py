@@ -123,6 +123,14 @@ CASES = {
         None, ["run", "--dataset", "topics", "--max-params", "1"],
         "sweep.max_params: no candidate can have as few as 1 parameters: the smallest, depth 1, has at least",
     ),
+    "a model whose smallest candidate no machine has the memory for": (
+        "data: {dataset: topics}\nmodel: {d_model: 1000000, n_heads: 4, d_ff: 4000000}\n",
+        ["run", "--config", "c.yaml"], "no candidate fits in this machine's",
+    ),
+    "an empty checkpoint name": (None, ["run", "--dataset", "topics", "--pretrained="], "model.pretrained"),
+    "a work folder that is a file, to unlock": (
+        "", ["unlock", "--workdir", "w"], "--workdir w is not a folder"
+    ),
     "a history of a name no model can have": (
         None, ["history", "--model", "a b/c"], "model name 'a b/c' is not one depthfinder registers"
     ),

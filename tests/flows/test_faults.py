@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from flows import cli
+from flows import cli, faults
 from flows.faults import FaultLog
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,14 +118,14 @@ def test_a_fault_outside_a_run_is_one_line_naming_the_log_and_exit_1(tmp_path: P
     (None, "mlflow.db would grow past the largest file its file system takes"),
 ])
 def test_a_file_at_the_file_size_limit_is_named_with_the_limit(limit: int | None, said: str, monkeypatch) -> None:
-    monkeypatch.setattr(cli, "file_size_limit", lambda: limit)
+    monkeypatch.setattr(faults, "file_size_limit", lambda: limit)
     try:
         try:
             raise OSError(errno.EFBIG, "File too large", "mlflow.db")
         except OSError as cause:
             raise RuntimeError("Task run encountered an exception") from cause
     except RuntimeError as error:
-        line = cli._failure("Flow run encountered an exception", error, None)
+        line = faults.cause_of("Flow run encountered an exception", error, None)
 
     assert line == f"{said}; raise the limit and run the same command again: what finished is kept"
 
@@ -181,3 +181,50 @@ def test_a_run_that_fails_for_a_fault_says_its_cause_in_one_line_and_keeps_the_t
     with contextlib.closing(sqlite3.connect(tmp_path / "mlflow.db")) as store:
         assert store.execute("SELECT COUNT(*) FROM registered_models").fetchone() == (0,)
         assert store.execute("SELECT status FROM runs").fetchall() == [("FAILED",)]
+
+
+def _limited(limit: int) -> None:
+    """In the child, before exec: no file may grow past `limit` bytes (writes beyond fail with EFBIG)."""
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+@pytest.mark.slow
+def test_a_run_at_the_file_size_limit_says_so_in_one_line_and_the_rerun_completes(tmp_path: Path) -> None:
+    """A fresh Prefect home and MLflow store under `ulimit -f 3000`: the temporary server's database outgrows it."""
+    (tmp_path / "run.yaml").write_text(CONFIG)
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path), "PREFECT_HOME": str(tmp_path / "p")}
+    environment.pop("PREFECT_API_URL", None)
+    command = [sys.executable, "-m", "flows.cli", "run", "--config", "run.yaml"]
+
+    first = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600,
+                           preexec_fn=lambda: _limited(3000 * 2**10))
+
+    lines = first.stderr.strip().splitlines()
+    assert first.returncode == 1, first.stderr[-3000:]
+    assert "Traceback" not in first.stderr and [line for line in lines if line.startswith("depthfinder:")] == lines[-1:]
+    assert "(3000 KiB: ulimit -f)" in lines[-1] or "no file over 3000 KiB: ulimit -f" in lines[-1], lines[-1]
+    assert "; the full trace is in " in lines[-1]
+
+    second = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+
+
+@pytest.mark.slow  # the store's creation race itself: tests/encoder/tracking/test_store.py, in make test
+def test_two_runs_of_different_models_started_together_on_a_new_store_both_succeed(prefect_server, tmp_path):
+    from prefect.settings import PREFECT_API_URL
+
+    (tmp_path / "run.yaml").write_text(CONFIG)
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_API_URL": PREFECT_API_URL.value()}
+    names = ("first", "second")
+    runs = [subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--config", "run.yaml", "--model-name", name],
+                             cwd=tmp_path, env=environment, stdout=subprocess.DEVNULL,
+                             stderr=(tmp_path / f"{name}.err").open("w")) for name in names]
+    codes = [run.wait(timeout=600) for run in runs]
+
+    assert codes == [0, 0], [(tmp_path / f"{name}.err").read_text()[-2000:] for name in names]
+    with contextlib.closing(sqlite3.connect(tmp_path / "mlflow.db")) as store:
+        assert sorted(store.execute("SELECT name FROM registered_models")) == [("first",), ("second",)]
