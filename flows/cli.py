@@ -1,8 +1,8 @@
 """The `depthfinder` command line: run, audit, predict, deploy, datasets, unlock.
 
 Exit codes: 0 success; 1 the audit blocked training, what changed stopped the night, or a run failed;
-2 bad input or usage; 130 / 143 stopped by SIGINT / SIGTERM. Errors are one line on stderr; heavy
-libraries are imported only by the command that needs them.
+2 bad input or usage; 130 / 143 stopped by SIGINT / SIGTERM. Errors are one line on stderr; a fault's line names
+the log that holds its traces (flows/faults.py); heavy libraries are imported only by the command that needs them.
 """
 
 from __future__ import annotations
@@ -586,7 +586,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with stop_on_signals():
             args = build_parser().parse_args(argv)
-            FAULTS.folder = Path(getattr(args, "workdir", None) or RegistryConfig().workdir)  # the run's, once read
+            # Where a fault's log goes: the work folder given, else the default (run and audit: the config's).
+            FAULTS.folder = Path(getattr(args, "workdir", None) or RegistryConfig().workdir)
             if getattr(args, "tracking_uri", None):
                 args.tracking_uri = hide_credentials(args.tracking_uri)
             code = args.handler(args)
