@@ -70,7 +70,8 @@ class Family(ABC):
     @abstractmethod
     def fewest_params(self, depth: int, model: ModelConfig) -> int:
         """The fewest parameters a candidate of `depth` can have, whatever the data (two classes, and for a learnt
-        vocabulary its special tokens alone): known before training, for the hard limit on parameters."""
+        vocabulary its special tokens alone): known before training, so a hard limit or a memory no candidate fits
+        is refused before any work."""
 
 
 

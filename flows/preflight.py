@@ -28,8 +28,9 @@ REACHABLE_SECONDS = 5.0
 
 
 def check_run(config: RunConfig, outputs: Iterable[Path | None] = ()) -> None:
-    """Check the output files, the work folder, the accelerator, the checkpoint, the Prefect API, the Dask
-    scheduler, the MLflow store, its experiment and the champion."""
+    """Check the kind of MLflow store, the output files, the work folder, the accelerator, the checkpoint, what the
+    parameter count rules out, the Prefect API, the Dask scheduler, the MLflow store, its experiment and the
+    champion."""
     check_store_uri(config.registry.tracking_uri)
     for path in outputs:
         if path is not None:
@@ -120,7 +121,7 @@ def check_hard_limits(config: RunConfig, families: list[Family]) -> None:
     if fewest[name] * WEIGHT_BYTES > memory:
         raise ValueError(f"no candidate fits in this machine's {memory / 1e9:.1f} GB of memory: {smallest} parameters "
                          f"({fewest[name] * WEIGHT_BYTES / 1e9:.1f} GB of float32 weights alone); make the model "
-                         "settings (d_model, d_ff, max_len, vocab_size) smaller")
+                         "smaller (model.d_model, d_ff, max_len, vocab_size, or a smaller checkpoint)")
 
 
 def check_prefect_api() -> None:
