@@ -24,7 +24,7 @@ class ModelConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     pretrained: str | None = Field(
-        None,
+        None, min_length=1,
         description="A pretrained encoder whose bottom layers are the pretrained family's candidates: a Hugging Face "
         "folder (config.json, weights as transformers finds them: safetensors, pytorch_model.bin or shards with an "
         "index; a tokenizer.json, vocab.txt or SentencePiece model) or a hub id; "

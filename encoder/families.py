@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pandas as pd
+import torch
 from tokenizers import Tokenizer
 
 from encoder.checkpoint import PretrainedCheckpoint, open_tokenizer, resolve_checkpoint
@@ -66,6 +67,12 @@ class Family(ABC):
     def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> Network:
         """An untrained (scratch) or pretrained-initialised candidate network of `depth`."""
 
+    @abstractmethod
+    def fewest_params(self, depth: int, model: ModelConfig) -> int:
+        """The fewest parameters a candidate of `depth` can have, whatever the data (two classes, and for a learnt
+        vocabulary its special tokens alone): known before training, so a hard limit or a memory no candidate fits
+        is refused before any work."""
+
 
 
 @dataclass(frozen=True)
@@ -97,11 +104,20 @@ class Scratch(Family):
         return str(path)
 
     def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> EncoderClassifier:
-        return EncoderClassifier(EncoderConfig(
-            vocab_size=tokenizer.get_vocab_size(), n_classes=n_classes, depth=depth, d_model=model.d_model,
-            n_heads=model.n_heads, d_ff=model.d_ff, max_len=model.max_len, dropout=model.dropout,
-            pooling=model.pooling,
-        ))
+        return EncoderClassifier(_scratch_config(depth, n_classes, model, tokenizer.get_vocab_size()))
+
+    def fewest_params(self, depth: int, model: ModelConfig) -> int:
+        from encoder.tokenizer import SPECIAL_TOKENS
+
+        with torch.device("meta"):  # shapes only: a deep, wide network allocates nothing
+            return EncoderClassifier(_scratch_config(depth, 2, model, len(SPECIAL_TOKENS))).num_params()
+
+
+def _scratch_config(depth: int, n_classes: int, model: ModelConfig, vocab_size: int) -> EncoderConfig:
+    return EncoderConfig(
+        vocab_size=vocab_size, n_classes=n_classes, depth=depth, d_model=model.d_model, n_heads=model.n_heads,
+        d_ff=model.d_ff, max_len=model.max_len, dropout=model.dropout, pooling=model.pooling,
+    )
 
 
 
@@ -154,6 +170,20 @@ class Pretrained(Family):
 
     def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> Network:
         return load_truncated(self.checkpoint, depth, n_classes, model.max_len, model.pretrained_pooling)
+
+    def fewest_params(self, depth: int, model: ModelConfig) -> int:
+        """The checkpoint's config cut to `depth` layers, built on the meta device (no weights read)."""
+        from transformers import AutoConfig
+
+        from encoder.architectures import truncated_config
+        from encoder.serving import PretrainedConfig, PretrainedEncoderClassifier
+
+        config = truncated_config(AutoConfig.from_pretrained(self.checkpoint.path), depth)
+        config.num_labels = 2
+        cfg = PretrainedConfig(encoder=config.to_dict(), n_classes=2, max_len=model.max_len,
+                               pooling=model.pretrained_pooling, pad_id=0, layers=depth)
+        with torch.device("meta"):
+            return PretrainedEncoderClassifier(cfg).num_params()
 
 
 

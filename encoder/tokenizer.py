@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 PAD, UNK, CLS, SEP = "[PAD]", "[UNK]", "[CLS]", "[SEP]"
+SPECIAL_TOKENS = (PAD, UNK, CLS, SEP)  # every vocabulary holds them, first
 PAD_ID = 0  # PAD is the first special token, so its id is 0
 SUBWORD_PREFIX = "##"
 
@@ -26,7 +27,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int) -> Tokenizer:
     reserved = [f"{SUBWORD_PREFIX}{c}" for c in _word_characters(texts)]
     trained = _wordpiece(models.WordPiece(unk_token=UNK, continuing_subword_prefix=SUBWORD_PREFIX))
     trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size, special_tokens=[PAD, UNK, CLS, SEP, *reserved],
+        vocab_size=vocab_size, special_tokens=[*SPECIAL_TOKENS, *reserved],
         continuing_subword_prefix=SUBWORD_PREFIX, show_progress=False,
     )
     trained.train_from_iterator(texts, trainer=trainer)
@@ -34,7 +35,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int) -> Tokenizer:
     # would match a literal "##a" in a text).
     vocab = trained.get_vocab(with_added_tokens=False)
     tokenizer = _wordpiece(models.WordPiece(vocab, unk_token=UNK, continuing_subword_prefix=SUBWORD_PREFIX))
-    tokenizer.add_special_tokens([PAD, UNK, CLS, SEP])
+    tokenizer.add_special_tokens(list(SPECIAL_TOKENS))
     tokenizer.post_processor = processors.TemplateProcessing(
         single=f"{CLS} $A", special_tokens=[(CLS, tokenizer.token_to_id(CLS))]
     )

@@ -1,8 +1,8 @@
 """The `depthfinder` command line: run, audit, predict, deploy, datasets, unlock.
 
 Exit codes: 0 success; 1 the audit blocked training, what changed stopped the night, or a run failed;
-2 bad input or usage; 130 / 143 stopped by SIGINT / SIGTERM. Errors are one line on stderr; heavy
-libraries are imported only by the command that needs them.
+2 bad input or usage; 130 / 143 stopped by SIGINT / SIGTERM. Errors are one line on stderr; a fault's line names
+the log that holds its traces (flows/faults.py); heavy libraries are imported only by the command that needs them.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from pydantic import BaseModel
 
 from encoder.config import Family, ModelConfig
 from encoder.tracking.credentials import hide_credentials, redact, redact_log_records
-from flows.config import RegistryConfig, RunConfig, SweepConfig, load_run_config
+from flows.config import RegistryConfig, RunConfig, SweepConfig, check_model_name, first_error, load_run_config
 from flows.deploy import NIGHTLY_CRON
+from flows.faults import FAULTS, cause_of, one_line
 from flows.signals import EXIT_CODES, stop_on_signals
 
 # Nothing phones home, and the libraries' start-up chatter stays out of the terminal
@@ -309,44 +310,30 @@ def _run(args: argparse.Namespace) -> int:
     check_run(config, outputs=[args.summary_json])
     from flows.retrain import retrain
 
-    with prefect_api():
+    FAULTS.withhold(config.registry.workdir)
+    with prefect_api(FAULTS.server_output()):
         state = retrain(**dict(config), force=args.force, return_state=True)
     from flows.summary import RunSummary
 
     summary = state.result(raise_on_failure=False)
     if not isinstance(summary, RunSummary):
-        print(f"depthfinder: the run failed: {_failure(state.message, summary, config, args.summary_json)}",
-              file=sys.stderr)
+        cause = cause_of(state.message, summary, config, args.summary_json)
+        print(f"depthfinder: the run failed: {cause}; {FAULTS.write(_error(summary))}", file=sys.stderr)
         return 1
     _write_json(args.summary_json, summary.to_dict())
     print(format_summary(summary))
+    _report_withheld()
     return 0 if state.is_completed() else 1
 
 
-def _failure(message: str | None, error: object, config: RunConfig, *outputs: Path | None) -> str:
-    """Why a run failed, in a phrase; for a full disk, the folder that is full (the one with least space left of
-    those the run writes to)."""
-    import shutil
+def _error(result: object) -> BaseException | None:
+    return result if isinstance(result, BaseException) else None
 
-    from encoder.tracking.runs import SQLITE, resolve_tracking_uri
-    from tasks.tracking import full_disk
 
-    full = full_disk(error) if isinstance(error, BaseException) else None
-    if full is None:
-        return redact(message or str(error))
-    uri = resolve_tracking_uri(config.registry.tracking_uri)
-    folders = [Path(config.registry.workdir), *(Path(path).parent for path in outputs if path is not None)]
-    if uri.startswith(SQLITE):
-        folders.append(Path(uri.removeprefix(SQLITE)).parent)
-    folders = [folder.resolve() for folder in folders if folder.exists()]
-    free = {folder: shutil.disk_usage(folder).free for folder in folders}
-    fullest = min(free, key=free.get) if free else None
-    if fullest is not None and free[fullest] < 2**20:
-        where = f"{fullest} ({free[fullest] / 2**10:.0f} KiB free)"
-    else:  # a copy names its source first and its target second
-        where = getattr(full, "filename2", None) or getattr(full, "filename", None) or "a folder it writes to"
-    return f"no space left on device under {where}; free some space and run the same command again: what " \
-           "finished is kept"
+def _report_withheld() -> None:
+    """A command that ended well but logged errors on the way (a retried write, a failed candidate) says where."""
+    if FAULTS.withheld:
+        print(f"depthfinder: {FAULTS.withheld} error(s) were logged on the way; {FAULTS.write()}", file=sys.stderr)
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -363,14 +350,17 @@ def _audit(args: argparse.Namespace) -> int:
     check_prefect_api()
     from flows.audit import audit_data
 
-    with prefect_api():
+    FAULTS.withhold(config.registry.workdir)
+    with prefect_api(FAULTS.server_output()):
         state = audit_data(config.data, config.audit, config.registry.workdir, args.data_docs, return_state=True)
     report = state.result(raise_on_failure=False)
     if not isinstance(report, AuditReport):
-        print(f"depthfinder: the audit failed: {state.message or report}", file=sys.stderr)
+        cause = cause_of(state.message, report, config, args.report_json)
+        print(f"depthfinder: the audit failed: {cause}; {FAULTS.write(_error(report))}", file=sys.stderr)
         return 1
     _write_json(args.report_json, report.to_dict())
     print(f"Audit: {'passed' if report.success else 'failed'}", *audit_lines(report), sep="\n")
+    _report_withheld()
     return 0 if state.is_completed() else 1
 
 
@@ -386,6 +376,7 @@ def _predict(args: argparse.Namespace) -> int:
         raise UsageError(f"text {shown} of {len(texts)} is empty; a label of no text means nothing")
     _check_store_exists(args.tracking_uri)
     check_tracking_store(args.tracking_uri)
+    FAULTS.withhold()
     use_store(args.tracking_uri)
     try:
         classifier = open_classifier(args.model)
@@ -402,7 +393,9 @@ def _predict(args: argparse.Namespace) -> int:
 def _check_store_exists(tracking_uri: str) -> None:
     """A SQLite store that a command only reads must exist (MLflow would create an empty one)."""
     from encoder.tracking.runs import SQLITE
+    from flows.preflight import check_store_uri
 
+    check_store_uri(tracking_uri)
     database = tracking_uri.removeprefix(SQLITE)
     if tracking_uri.startswith(SQLITE) and not Path(database).is_file():
         raise UsageError(f"no MLflow database at {database}; run `depthfinder run` first or pass --tracking-uri")
@@ -432,6 +425,7 @@ def _export(args: argparse.Namespace) -> int:
     check_writable(args.to, "export folder", folder=True)
     _check_store_exists(args.tracking_uri)
     check_tracking_store(args.tracking_uri)
+    FAULTS.withhold()
     use_store(args.tracking_uri)
     try:
         artifacts = vouch(args.model)
@@ -516,7 +510,8 @@ def _unlock(args: argparse.Namespace) -> int:
     from flows.preflight import check_prefect_api
     from flows.server import prefect_api
 
-    RegistryConfig(model_name=args.model_name)  # the name's rules
+    check_model_name(args.model_name)
+    _check_folder(args.workdir)
     path = lock_path(args.workdir, args.model_name)
     if is_locked(path):
         raise UsageError(
@@ -531,6 +526,11 @@ def _unlock(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_folder(workdir: Path) -> None:
+    if workdir.exists() and not workdir.is_dir():
+        raise UsageError(f"--workdir {workdir} is not a folder")
+
+
 def _registry_client(args: argparse.Namespace):
     """A client of the registry holding `args.model_name`, or UsageError when there is no such model."""
     from mlflow.exceptions import MlflowException
@@ -538,9 +538,10 @@ def _registry_client(args: argparse.Namespace):
     from encoder.tracking.runs import client_of
     from flows.preflight import check_tracking_store
 
-    RegistryConfig(model_name=args.model_name)  # the name's rules
+    check_model_name(args.model_name)
     _check_store_exists(args.tracking_uri)
     check_tracking_store(args.tracking_uri)
+    FAULTS.withhold()
     client = client_of(args.tracking_uri)
     try:
         client.get_registered_model(args.model_name)
@@ -581,6 +582,7 @@ def _rollback(args: argparse.Namespace) -> int:
     from encoder.tracking.history import roll_back
     from flows.lock import LockBusy, holding_now
 
+    _check_folder(args.workdir)
     client = _registry_client(args)
     try:
         with holding_now(args.model_name, args.workdir):
@@ -603,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with stop_on_signals():
             args = build_parser().parse_args(argv)
+            # Where a fault's log goes: the work folder given, else the default (run and audit: the config's).
+            FAULTS.folder = Path(getattr(args, "workdir", None) or RegistryConfig().workdir)
             if getattr(args, "tracking_uri", None):
                 args.tracking_uri = hide_credentials(args.tracking_uri)
             code = args.handler(args)
@@ -615,11 +619,26 @@ def main(argv: list[str] | None = None) -> int:
             code = EXIT_CODES.get(STOP.signal_name, 130)
             STOP.clear()
             return code
-        if not isinstance(exc, ValueError):  # UsageError, or raised at the boundary: config, input, preflight
+        if isinstance(exc, SystemExit):  # --help
             raise
-        message = redact(str(exc))
-        print(message if message.startswith("depthfinder") else f"depthfinder: {message}", file=sys.stderr)
-    return 2
+        if isinstance(exc, ValueError):  # UsageError, or raised at the boundary: config, input, preflight
+            message = redact(_usage_line(exc))
+            print(message if message.startswith("depthfinder") else f"depthfinder: {message}", file=sys.stderr)
+            return 2
+        # A fault (a disk, a server, a bug): its cause in one line, its trace in the log.
+        print(f"depthfinder: {cause_of(None, exc, None)}; {FAULTS.write(exc)}", file=sys.stderr)
+        return 1
+    finally:
+        FAULTS.close()
+
+
+def _usage_line(error: ValueError) -> str:
+    """Bad input in one line: a pydantic error's first problem, or the message's first line."""
+    from pydantic import ValidationError
+
+    if isinstance(error, ValidationError):
+        return first_error(error, None)
+    return one_line(str(error))
 
 
 def _interrupted(signal_name: str, what: str | None) -> str:

@@ -6,6 +6,7 @@ them as forms) and what is logged to MLflow.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -174,6 +175,13 @@ class RunConfig(BaseModel):
         return self.sweep.families or (["pretrained"] if self.model.pretrained else ["scratch"])
 
 
+def check_model_name(name: str) -> None:
+    """ValueError in one line when `name` cannot be a registered model's name (the rule of RegistryConfig)."""
+    if not re.fullmatch(MODEL_NAME_PATTERN, name):
+        rule = RegistryConfig.model_fields["model_name"].description.removeprefix("Registered model name: ")
+        raise ValueError(f"model name {name!r} is not one depthfinder registers: {rule[:-1]}, at most 100 characters")
+
+
 def load_run_config(path: Path | None, overrides: dict[str, dict[str, Any]]) -> RunConfig:
     """Read a YAML config (sections named like RunConfig's fields) and apply CLI overrides.
 
@@ -191,14 +199,21 @@ def load_run_config(path: Path | None, overrides: dict[str, dict[str, Any]]) -> 
     try:
         return RunConfig.model_validate(sections)
     except ValidationError as exc:
-        raise ValueError(_first_error(exc, path)) from None
+        raise ValueError(first_error(exc, path)) from None
 
 
 def _read_yaml(path: Path) -> dict[str, dict[str, Any]]:
-    if not path.is_file():
+    if not path.exists():
         raise ValueError(f"config file {path} does not exist")
+    if not path.is_file():
+        raise ValueError(f"config file {path} is not a file")
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ValueError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
+    except RecursionError:  # the parser recurses once per level
+        raise ValueError(f"config file {path} nests deeper than it can be read; a config is sections "
+                         f"({', '.join(RunConfig.model_fields)}) of settings") from None
     except UnicodeDecodeError as exc:
         byte = exc.object[exc.start]
         raise ValueError(f"config file {path} is not UTF-8 (byte 0x{byte:02x} at offset {exc.start})") from None
@@ -216,7 +231,8 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark is not None else problem
 
 
-def _first_error(exc: ValidationError, path: Path | None) -> str:
+def first_error(exc: ValidationError, path: Path | None) -> str:
+    """A validation error's first problem in one line: `setting sweep.depths (in c.yaml): ...`."""
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"]) or "config"
     source = f" (in {path})" if path is not None else ""

@@ -8,20 +8,30 @@ seconds instead of after the sweep.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flows.config import RunConfig, SweepConfig
 
+if TYPE_CHECKING:
+    from encoder.families import Family
+
+# Bytes of a parameter's float32 weight, which every candidate holds in this machine's memory when it is built
+# (training needs four times as much: its gradient and AdamW's two moments).
+WEIGHT_BYTES = 4
 # A tracking server that does not answer within this many seconds is reported as unreachable
 # (MLflow's own retries take minutes).
 REACHABLE_SECONDS = 5.0
 
 
 def check_run(config: RunConfig, outputs: Iterable[Path | None] = ()) -> None:
-    """Check the output files, the work folder, the accelerator, the checkpoint, the Prefect API, the Dask
-    scheduler, the MLflow store, its experiment and the champion."""
+    """Check the kind of MLflow store, the output files, the work folder, the accelerator, the checkpoint, what the
+    parameter count rules out, the Prefect API, the Dask scheduler, the MLflow store, its experiment and the
+    champion."""
+    check_store_uri(config.registry.tracking_uri)
     for path in outputs:
         if path is not None:
             check_writable(path, "output file")
@@ -84,8 +94,34 @@ def check_families(config: RunConfig) -> None:
     can have every depth asked of it."""
     from encoder.families import open_families
 
-    for family in open_families(config.families, config.model):
+    families = open_families(config.families, config.model)
+    for family in families:
         family.check_depths(family.depths(config.sweep.depths))
+    check_hard_limits(config, families)
+
+
+def check_hard_limits(config: RunConfig, families: list[Family]) -> None:
+    """What the parameter count rules out before training, where that is certain: a hard limit no candidate can
+    meet, or weights too large for this machine's memory. The fewest a family's candidates can have are those of
+    its shallowest depth (Family.fewest_params). Latency is known only once a candidate is trained and measured."""
+    import psutil
+
+    from encoder.selection.candidate import arm_label
+
+    shallowest = {family.name: 1 if config.sweep.strategy == "search" else min(family.depths(config.sweep.depths))
+                  for family in families}  # the search screens every depth from 1
+    fewest = {family.name: family.fewest_params(shallowest[family.name], config.model) for family in families}
+    name = min(fewest, key=fewest.get)
+    smallest = f"the smallest, {arm_label(name, shallowest[name], named=len(families) > 1 or None)}, has at least " \
+               f"{fewest[name]:,}"
+    limit = config.sweep.max_params
+    if limit is not None and fewest[name] > limit:
+        raise ValueError(f"setting sweep.max_params: no candidate can have as few as {limit:,} parameters: {smallest}")
+    memory = psutil.virtual_memory().total + psutil.swap_memory().total
+    if fewest[name] * WEIGHT_BYTES > memory:
+        raise ValueError(f"no candidate fits in this machine's {memory / 1e9:.1f} GB of memory: {smallest} parameters "
+                         f"({fewest[name] * WEIGHT_BYTES / 1e9:.1f} GB of float32 weights alone); make the model "
+                         "smaller (model.d_model, d_ff, max_len, vocab_size, or a smaller checkpoint)")
 
 
 def check_prefect_api() -> None:
@@ -102,6 +138,7 @@ def check_tracking_store(tracking_uri: str, experiment: str | None = None) -> No
     experiment, if it exists, is not deleted."""
     from encoder.tracking.runs import SQLITE, ensure_sqlite_store, resolve_tracking_uri
 
+    check_store_uri(tracking_uri)
     uri = resolve_tracking_uri(tracking_uri)
     if uri.startswith(SQLITE):
         database = Path(uri.removeprefix(SQLITE))
@@ -116,9 +153,34 @@ def check_tracking_store(tracking_uri: str, experiment: str | None = None) -> No
         _check_experiment(uri, experiment)
 
 
+def check_store_uri(tracking_uri: str) -> None:
+    """The tracking URI names a kind of store that MLflow's registry takes and that outlives the process."""
+    scheme = match.group(1) if (match := re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", tracking_uri)) else tracking_uri
+    if scheme.split("+", 1)[0].lower() not in STORE_SCHEMES:
+        raise ValueError(f"tracking URI {tracking_uri!r} is not a store depthfinder can use: give sqlite:///PATH, a "
+                         "tracking server (http://HOST:PORT) or a database (postgresql://, mysql://, mssql://); "
+                         "a plain path or file:// is MLflow's file store, in maintenance mode "
+                         "(`mlflow migrate-filestore` moves one into a database)")
+    if _in_memory_sqlite(tracking_uri):
+        raise ValueError(f"tracking URI {tracking_uri} is an in-memory SQLite database, which is gone when the process "
+                         "that opened it ends: a run opens its store in several processes and its registry must "
+                         "outlive it; give a file, e.g. sqlite:///mlflow.db")
+
+
+def _in_memory_sqlite(uri: str) -> bool:
+    """`sqlite://`, `sqlite:///`, `sqlite:///:memory:` or a `mode=memory` URI filename: SQLAlchemy's in-memory forms."""
+    scheme, _, rest = uri.partition("://")
+    path = rest.removeprefix("/").split("?", 1)[0]
+    return scheme.split("+", 1)[0] == "sqlite" and (path in ("", ":memory:") or "mode=memory" in rest)
+
+
 # Database stores MLflow's SQLAlchemy store takes (a dialect, optionally +driver), and the connect timeout
 # argument of their default drivers.
 DATABASES = {"postgresql": "connect_timeout", "mysql": "connect_timeout", "mssql": "timeout"}
+
+
+# The schemes of the stores that hold MLflow's runs and registry (a database's may name a driver: postgresql+psycopg2).
+STORE_SCHEMES = ("sqlite", "http", "https", *DATABASES, "databricks", "databricks-uc", "uc")
 
 
 def _check_database(uri: str) -> None:

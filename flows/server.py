@@ -16,12 +16,15 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from prefect.client.orchestration import SyncPrefectClient
 
 PR_SET_PDEATHSIG = 1
+# Prefect starts its temporary server again, on another port, each time it exits while starting (exit code 3: the
+# port was taken, or its database cannot be written), for as long as the start-up timeout allows: minutes.
+STARTS = 3
 # Prefect waits 20 s for its temporary server by default; on a busy 2-core machine (a migration of a fresh
 # database, another run starting beside it) that was seen to run out. A setting above this is kept.
 STARTUP_TIMEOUT_S = 120
@@ -36,16 +39,22 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _temporary_server_class() -> type:
+def _temporary_server_class(output: IO[bytes] | None) -> type:
     from prefect.server.api.server import SubprocessASGIServer
 
     class TemporaryServer(SubprocessASGIServer):
-        """Prefect's temporary server, started in its own session and tied to this process's life."""
+        """Prefect's temporary server, started in its own session and tied to this process's life; its output
+        goes to `output` (None: this process's)."""
 
         def _run_uvicorn_command(self) -> subprocess.Popen:
             import prefect
             from prefect.settings import get_current_settings
 
+            from flows.faults import Fault
+
+            self.starts = getattr(self, "starts", 0) + 1
+            if self.starts > STARTS:
+                raise Fault(f"the Prefect temporary server exited {STARTS} times while starting")
             parent = os.getpid()
             command = [
                 sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
@@ -60,7 +69,7 @@ def _temporary_server_class() -> type:
                 **get_current_settings().to_environment_variables(exclude_unset=True),
             }
             return subprocess.Popen(
-                command, env=environment, start_new_session=True,
+                command, env=environment, start_new_session=True, stdout=output, stderr=output,
                 preexec_fn=(lambda: _die_with_parent(parent)) if sys.platform == "linux" else None,
             )
 
@@ -68,15 +77,16 @@ def _temporary_server_class() -> type:
 
 
 @contextlib.contextmanager
-def prefect_api() -> Iterator[None]:
-    """Use the configured Prefect server (PREFECT_API_URL), or a temporary one for the duration."""
+def prefect_api(output: IO[bytes] | None = None) -> Iterator[None]:
+    """Use the configured Prefect server (PREFECT_API_URL), or a temporary one for the duration, whose output
+    (its errors and their tracebacks) goes to `output` (None: this process's)."""
     global _temporary_url
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
 
     if PREFECT_API_URL.value():
         yield
         return
-    server = _temporary_server_class()()
+    server = _temporary_server_class(output)()
     try:  # a signal while it starts stops it too
         server.start(timeout=max(STARTUP_TIMEOUT_S, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()))
         _temporary_url = server.api_url

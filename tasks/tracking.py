@@ -27,25 +27,32 @@ from expectations.changes.report import ChangeReport
 NOT_PASSING = (ValueError, TypeError, KeyError, Interrupted)
 # A disk that is full, over quota or read-only stays so for the seconds between retries.
 DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+SQLITE_FULL = "database or disk is full"
 
 
 def passing_fault(task: Any, task_run: Any, state: Any) -> bool:
-    """Whether a failed attempt is worth another: not for bad input, bugs, a stop request or a full disk."""
+    """Whether a failed attempt is worth another: not for bad input, bugs, a stop request, a full disk or a file
+    at the process's file-size limit."""
     try:
         state.result()
     except NOT_PASSING:
         return False
     except Exception as exc:
-        return full_disk(exc) is None
+        return full_disk(exc) is None and cause_with(exc, (errno.EFBIG,)) is None
     return False
 
 
 def full_disk(exc: BaseException | None) -> BaseException | None:
     """The error in `exc` or its causes that says a disk is full (an OSError, or SQLite's own words), or None."""
+    return cause_with(exc, DISK_ERRNOS, SQLITE_FULL)
+
+
+def cause_with(exc: BaseException | None, errnos: tuple[int, ...], words: str | None = None) -> BaseException | None:
+    """The error in `exc` or its causes that is an OSError with one of `errnos` (or whose message holds `words`)."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if (isinstance(exc, OSError) and exc.errno in DISK_ERRNOS) or "database or disk is full" in str(exc):
+        if (isinstance(exc, OSError) and exc.errno in errnos) or (words is not None and words in str(exc)):
             return exc
         exc = exc.__cause__ or exc.__context__
     return None

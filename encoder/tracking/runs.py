@@ -6,6 +6,7 @@ The active MLflow run is thread-local, so every call names its run id explicitly
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import logging
@@ -81,7 +82,10 @@ def ensure_sqlite_store(database: Path) -> None:
 
     MLflow migrates a new database in place, so a first run that ran out of disk space (or was
     killed) left a store that every later run failed on. Here the migrations run on a temporary
-    file beside it, which takes the real name only once they have all succeeded.
+    file beside it, which takes the real name only once they have all succeeded, and only if no
+    other process gave that name a store first: two runs starting together on a new store once
+    both published theirs, and the one whose store was replaced under it found it "a readonly
+    database".
 
     Raises:
         ValueError: naming the database and how to recover.
@@ -96,11 +100,26 @@ def ensure_sqlite_store(database: Path) -> None:
         client = MlflowClient(tracking_uri=SQLITE + str(partial))
         client.search_experiments(max_results=1)
         client.search_registered_models(max_results=1)
-        os.replace(partial, database)
+        _publish(partial, database)
     except Exception as exc:
         raise ValueError(f"cannot create the MLflow database {database}: {str(exc).splitlines()[0]}") from None
     finally:
         partial.unlink(missing_ok=True)
+
+
+def _publish(partial: Path, database: Path) -> None:
+    """Give `partial` the name `database` unless another process has given it a store first."""
+    if database.exists() and database.stat().st_size == 0:  # an empty file (touched, or SQLite's): no store yet
+        os.replace(partial, database)
+        return
+    try:
+        os.link(partial, database)  # fails if the name is taken, where a rename would replace it
+    except FileExistsError:
+        _refuse_half_migrated(database)  # the winner's, published only once whole
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV):
+            raise
+        os.replace(partial, database)  # a file system without hard links: the rename, as before
 
 
 def _refuse_half_migrated(database: Path) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import io
 import json
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +56,8 @@ def load_labelled_table(config: DataConfig) -> LoadedTable:
     if config.dataset is not None:
         raw = get_dataset(config.dataset).generate(config.dataset_rows, config.seed)
         return canonical_table(raw, config, source=f"dataset {config.dataset!r}")
-    return canonical_table(read_table(Path(config.path)), config, source=str(config.path))
+    with _fits_in_memory(Path(config.path)):
+        return canonical_table(read_table(Path(config.path)), config, source=str(config.path))
 
 
 # --- reading --------------------------------------------------------------------------
@@ -73,7 +75,28 @@ def read_table(path: Path) -> pd.DataFrame:
             f"{path}: unknown file type {path.suffix or '(no extension)'!r}; "
             f"expected one of {', '.join(sorted(_READERS))}"
         )
-    return reader(path)
+    with _fits_in_memory(path):
+        return reader(path)
+
+
+@contextlib.contextmanager
+def _fits_in_memory(path: Path) -> Iterator[None]:
+    """A MemoryError (pyarrow's ArrowMemoryError is one too) while the block reads `path`, said in one line."""
+    try:
+        yield
+    except MemoryError:
+        raise ValueError(f"{path}: the file ({_size(path)}) does not fit in the memory this process may use; give "
+                         "it more memory, or a sample of the table") from None
+
+
+def _size(path: Path) -> str:
+    """A file's size in the largest unit that keeps it at 1 or more: `6.2 GB`."""
+    size, unit = float(path.stat().st_size), "bytes"
+    for larger in ("KB", "MB", "GB", "TB"):
+        if size < 1000:
+            break
+        size, unit = size / 1000, larger
+    return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
 
 
 def _read_utf8(path: Path) -> str:
@@ -123,6 +146,8 @@ def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
     except pd.errors.ParserWarning:
         raise ValueError(f"{path}: not a readable {kind} file: {_field_count_mismatch(text, sep)}") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as error:
+        if "out of memory" in str(error):  # pandas' C tokenizer says so in a ParserError
+            raise MemoryError(str(error)) from None
         raise ValueError(f"{path}: not a readable {kind} file: {_first_line(error)}") from None
 
 
@@ -149,6 +174,9 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
             record = json.loads(line)
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}: line {number} is not valid JSON ({error.msg}, column {error.colno})") from None
+        except RecursionError:  # the decoder recurses once per level
+            raise ValueError(f"{path}: line {number} nests deeper than it can be read; expected an object of "
+                             "texts, labels and other plain values") from None
         if not isinstance(record, dict):
             raise ValueError(f"{path}: line {number} is a JSON {type(record).__name__}; expected an object")
         records.append(record)
@@ -159,6 +187,8 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     """A Parquet file via pyarrow."""
     try:
         return pd.read_parquet(path)
+    except MemoryError:
+        raise
     except Exception as error:  # pyarrow raises several unrelated types for a bad file
         raise ValueError(f"{path}: not a readable Parquet file: {_first_line(error)}") from None
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from flows.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _write(path: Path, content: str | bytes) -> Path:
@@ -91,6 +96,46 @@ CASES = {
     "an empty text to label": (
         None, ["predict", "--model", "models:/m@champion", "--text", ""], "text 1 of 1 is empty"
     ),
+    "an in-memory tracking store, which cannot hold a registry across the run's processes": (
+        None, ["run", "--dataset", "topics", "--tracking-uri", "sqlite://"], "sqlite:// is an in-memory SQLite database"
+    ),
+    "an in-memory store named as a file": (
+        None, ["run", "--dataset", "topics", "--tracking-uri", "sqlite:///:memory:"], "in-memory SQLite database"
+    ),
+    "an in-memory store to read": (
+        None, ["history", "--model", "m", "--tracking-uri", "sqlite://"], "in-memory SQLite database"
+    ),
+    "a file store": (None, ["run", "--dataset", "topics", "--tracking-uri", "mlruns"], "MLflow's file store"),
+    "a store of no known kind": (
+        None, ["predict", "--model", "models:/m@champion", "--text", "hi", "--tracking-uri", "nope://x"],
+        "tracking URI 'nope://x' is not a store depthfinder can use",
+    ),
+    "a config nested 20,000 deep": (
+        "data: {dataset: topics}\nsweep: {depths: " + "[" * 20_000 + "]" * 20_000 + "}\n",
+        ["run", "--config", "c.yaml"], "config file c.yaml nests deeper than it can be read",
+    ),
+    "a config that is a folder": (None, ["run", "--config", "."], "config file . is not a file"),
+    "a JSONL line nested 20,000 deep": (
+        '{"text": "a", "label": "x"}\n{"text": "b", "label": "y", "meta": ' + "[" * 20_000 + "]" * 20_000 + "}\n",
+        ["audit", "--data", "t.jsonl"], "t.jsonl: line 2 nests deeper than it can be read",
+    ),
+    "a hard limit on parameters that no candidate can meet": (
+        None, ["run", "--dataset", "topics", "--max-params", "1"],
+        "sweep.max_params: no candidate can have as few as 1 parameters: the smallest, depth 1, has at least",
+    ),
+    "a model whose smallest candidate no machine has the memory for": (
+        "data: {dataset: topics}\nmodel: {d_model: 1000000, n_heads: 4, d_ff: 4000000}\n",
+        ["run", "--config", "c.yaml"], "no candidate fits in this machine's",
+    ),
+    "an empty checkpoint name": (None, ["run", "--dataset", "topics", "--pretrained="], "model.pretrained"),
+    "a work folder that is a file, to unlock": (
+        "", ["unlock", "--workdir", "w"], "--workdir w is not a folder"
+    ),
+    "a history of a name no model can have": (
+        None, ["history", "--model", "a b/c"], "model name 'a b/c' is not one depthfinder registers"
+    ),
+    "a rollback of a name no model can have": (None, ["rollback", "--model", "a b/c"], "model name 'a b/c'"),
+    "an unlock of a name no model can have": (None, ["unlock", "--model-name", "a b/c"], "model name 'a b/c'"),
 }
 
 
@@ -181,3 +226,49 @@ def test_a_run_into_a_deleted_experiment_exits_2_and_says_how_to_restore_it(tmp_
     assert code == 2 and err.count("\n") == 1
     assert "MLflow experiment 'nightly' is deleted" in err and "mlflow experiments restore --experiment-id" in err
     assert not (tmp_path / ".depthfinder").exists()
+
+
+@pytest.mark.parametrize(("name", "reader", "error"), [
+    ("t.csv", "read_csv", MemoryError()),
+    ("t.parquet", "read_parquet", __import__("pyarrow").lib.ArrowMemoryError("malloc of size 6442450944 failed")),
+])
+def test_a_table_too_large_for_memory_is_said_in_one_line_with_its_size(
+    name: str, reader: str, error: MemoryError, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    import pandas as pd
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_bytes(b"x" * 2_500)
+
+    def out_of_memory(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(pd, reader, out_of_memory)
+
+    code = main(["run", "--data", name])
+
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{name}: the file (2.5 KB) does not fit in the memory this process may use" in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == [name]
+
+
+def test_a_table_larger_than_the_memory_limit_is_said_in_one_line(tmp_path: Path) -> None:
+    """A real limit (RLIMIT_AS) 30 MB above what the process holds, and a 40 MB table."""
+    row = "a text of a few words to label,positive\n"
+    (tmp_path / "big.csv").write_text("text,label\n" + row * (40 * 2**20 // len(row)))
+    script = (
+        "import resource, sys, psutil\n"
+        "import pandas, pyarrow, expectations.table.load\n"
+        "from flows.cli import main\n"
+        "limit = psutil.Process().memory_info().vms + 30 * 2**20\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+        "sys.exit(main(['audit', '--data', 'big.csv']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip() == ("depthfinder: big.csv: the file (41.9 MB) does not fit in the memory this process "
+                                   "may use; give it more memory, or a sample of the table")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["big.csv"]

@@ -22,7 +22,7 @@ class RecordingServer:
 @pytest.mark.parametrize(("setting", "expected"), [(20, server.STARTUP_TIMEOUT_S), (300, 300)])
 def test_the_temporary_server_gets_time_to_start_on_a_busy_machine(monkeypatch, setting, expected) -> None:
     """Prefect's own 20 s ran out on a loaded 2-core machine; a longer setting is kept."""
-    monkeypatch.setattr(server, "_temporary_server_class", lambda: RecordingServer)
+    monkeypatch.setattr(server, "_temporary_server_class", lambda output: RecordingServer)
     monkeypatch.setattr(server, "_drain_workers", lambda: None)
     RecordingServer.waited = []
     settings = temporary_settings(updates={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: setting},

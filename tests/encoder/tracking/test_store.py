@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 
+from encoder.tracking import runs
 from encoder.tracking.runs import ensure_sqlite_store
 from flows.cli import main
 
@@ -90,3 +93,44 @@ def test_a_half_migrated_store_is_refused_with_how_to_recover(tmp_path, monkeypa
     assert "mv " in err
     with pytest.raises(ValueError, match="half-migrated"):
         ensure_sqlite_store(tmp_path / "mlflow.db")
+
+
+def test_two_runs_creating_a_new_store_at_once_share_the_one_published_first(tmp_path, monkeypatch) -> None:
+    """Both find no store and migrate one of their own; the second to finish must not replace the first's, which
+    a run may be writing to already (it then fails with "attempt to write a readonly database")."""
+    database = tmp_path / "mlflow.db"
+    both_migrated, second_may_publish = threading.Barrier(2, timeout=120), threading.Event()
+
+    class Migrating(runs.MlflowClient):
+        def search_registered_models(self, *args, **kwargs):  # the last step of the migration
+            found = super().search_registered_models(*args, **kwargs)
+            both_migrated.wait()
+            if threading.current_thread().name == "second":
+                second_may_publish.wait(timeout=120)
+            return found
+
+    monkeypatch.setattr(runs, "MlflowClient", Migrating)
+    errors: list[BaseException] = []
+
+    def create() -> None:
+        try:
+            ensure_sqlite_store(database)
+        except BaseException as exc:
+            errors.append(exc)
+
+    first, second = (threading.Thread(target=create, name=name) for name in ("first", "second"))
+    first.start()
+    second.start()
+    first.join(timeout=120)
+    with contextlib.closing(sqlite3.connect(database)) as run:  # a run that started on the first store
+        run.execute("CREATE TABLE probe (step INTEGER)")
+        run.commit()
+        second_may_publish.set()
+        second.join(timeout=120)
+        run.execute("INSERT INTO probe VALUES (1)")
+        run.commit()
+
+    assert errors == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["mlflow.db"]  # no partial file left
+    with contextlib.closing(sqlite3.connect(database)) as store:
+        assert store.execute("SELECT step FROM probe").fetchall() == [(1,)]
