@@ -34,10 +34,10 @@ test-exhaustive: $(STAMP)
 
 # The team stack on this machine (docs/operations.md): PostgreSQL, MLflow and Prefect servers, a worker, Dask.
 stack-up: $(STAMP)
-	$(BIN)/python -m flows.stack up
+	$(BIN)/python -m runtime.stack up
 
 stack-down: $(STAMP)
-	$(BIN)/python -m flows.stack down
+	$(BIN)/python -m runtime.stack down
 
 # The integration suite against the stack: uses the one `make stack-up` started, else brings up its own.
 test-stack: $(STAMP)
@@ -47,7 +47,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 docs: $(STAMP)
-	$(BIN)/python -m flows.reference --write docs
+	$(BIN)/python -m cli.reference --write docs
 
 # Refresh constraints.txt: the newest versions pyproject admits, resolved in a fresh environment
 # with every extra, then pinned (torch and its CUDA packages stay free).

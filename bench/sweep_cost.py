@@ -28,7 +28,7 @@ def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str)
     """`depthfinder run` on a data source (`--data PATH` or `--dataset NAME`) in its own folder,
     with its defaults unless `options` say otherwise (`depths` "": each family's default); the
     summary, its wall time, the chosen depth and the test macro-F1 of the model that ships."""
-    from flows.cli import main
+    from cli.main import main
 
     started = time.perf_counter()
     code = main([

@@ -30,6 +30,7 @@ class ModelConfig(BaseModel):
         "index; a tokenizer.json, vocab.txt or SentencePiece model) or a hub id; "
         "BERT, RoBERTa, XLM-R, DistilBERT, DeBERTa-v2/v3, ELECTRA, ModernBERT, or another type whose layers are one "
         "list (docs/training.md).",
+        json_schema_extra={"flag": "--pretrained"},
     )
 
     d_model: int = Field(128, strict=True, ge=8, description="Width of the residual stream (scratch).")
@@ -51,6 +52,7 @@ class ModelConfig(BaseModel):
         "head (exported as a sentence-transformers folder); or head, the type's own sequence-classification head "
         "([CLS] and its pooler for BERT), which makes the model a standard AutoModelForSequenceClassification, "
         "registered also as a Hugging Face folder.",
+        json_schema_extra={"flag": "--pretrained-pooling"},
     )
 
     @model_validator(mode="after")
@@ -66,7 +68,8 @@ class TrainConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     max_epochs: int = Field(
-        20, strict=True, ge=1, description="Upper bound on epochs; early stopping usually ends sooner."
+        20, strict=True, ge=1, description="Upper bound on epochs; early stopping usually ends sooner.",
+        json_schema_extra={"flag": "--max-epochs"},
     )
     min_epochs: int = Field(
         10, strict=True, ge=1,

@@ -21,17 +21,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # torch is imported where threads are set, so the CLI can set OpenMP's environment first
+from runtime.environment import OPENMP_ENVIRONMENT
+
+if TYPE_CHECKING:  # torch is imported where threads are set, so the process guard can set OpenMP's environment first
     from torch import nn
+
+# The policy's other half, OpenMP's wait policy, is environment that OpenMP reads once, when torch loads: the process
+# guard (runtime.guard) sets OPENMP_ENVIRONMENT before the CLI imports torch; a value the user set wins.
+__all__ = ["MIN_WORK_PER_THREAD", "OPENMP_ENVIRONMENT", "torch_threads", "training_threads", "usable_cores"]
 
 # Multiply-adds of one block per training step (batch x tokens x the block's weights) below which a
 # second thread gains too little to risk the barrier: measured by bench/contention.py (1 vs 2 threads
 # on a quiet 2-core machine: ~1.15x faster at 2e8, ~1.6x at 6e8).
 MIN_WORK_PER_THREAD = 4e8
-# Environment that OpenMP reads once, when torch loads: a thread that waits at a barrier sleeps soon
-# instead of spinning for ~300k iterations on a core another process could use. Set by the CLI before
-# torch is imported; a value the user set wins.
-OPENMP_ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def usable_cores() -> int:

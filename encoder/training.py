@@ -19,12 +19,12 @@ from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoi
 
 from encoder.datamodule import TextDataModule
 from encoder.families import Family, Scratch
-from encoder.interrupt import STOP, StopRequest
 from encoder.metrics import classification_metrics
 from encoder.module import DepthClassifier
 from encoder.probes import LayerProbes
 from encoder.serving import Network, TextClassifier, encode_texts, pad_batch
 from encoder.threads import torch_threads, training_threads
+from runtime.interrupt import STOP, StopRequest
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence

@@ -27,8 +27,8 @@ from expectations.audit.config import AuditConfig
 from expectations.audit.report import AuditReport, audit_markdown
 from expectations.table.config import DataConfig
 from flows.config import RunConfig
-from flows.signals import stop_on_signals
 from flows.summary import AuditInforms
+from runtime.guard import process_guard
 from tasks.audit import audit_dataset
 from tasks.data import drop_flagged_rows, prepare_dataset
 
@@ -41,7 +41,7 @@ def audit_data(
     data_docs: Path | None = None,
 ) -> AuditReport | State:
     """Audit a labelled table (GX Data Docs under `data_docs`, if given); the run fails when a check blocks training."""
-    with stop_on_signals():
+    with process_guard():
         dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
         report = audit_dataset(dataset, audit, str(data_docs) if data_docs else None)
     publish_audit(report)

@@ -1,7 +1,9 @@
 """The run's settings: one frozen model per concern, loaded from YAML with CLI overrides.
 
 The same objects are the CLI's target, the Prefect flow's parameters (so the UI renders
-them as forms) and what is logged to MLflow.
+them as forms) and what is logged to MLflow. A setting that is also a flag of `depthfinder
+run` says so on its field, `json_schema_extra={"flag": "--name"}`: the CLI is built from
+these declarations (cli/flags.py), and so is the flag column of docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ from encoder.selection.rule import SelectionRule
 from expectations.audit.config import AuditConfig
 from expectations.changes.config import ChangesConfig
 from expectations.table.config import DataConfig
+from runtime.credentials import hide_credentials
 
 DATA_SOURCES = {"path", "dataset"}
 MAX_WORKERS = 256  # more candidates at once than any one machine or local cluster trains: a typo
 MAX_DEPTH = 64  # deeper than any encoder in use (BERT-large: 24 layers): a typo, not a candidate
 # A registered model name also names a lock file and a Prefect limit, and sits in models:/NAME/VERSION URIs.
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+# Where runs and models are recorded unless told: MLflow's own default store, a SQLite file in the working folder.
+TRACKING_URI = "sqlite:///mlflow.db"
 
 
 class SweepConfig(SelectionRule):
@@ -35,25 +40,30 @@ class SweepConfig(SelectionRule):
         description=f"Candidate depths (encoder blocks; 1 to {MAX_DEPTH}) of every family; null = "
         f"{', '.join(map(str, SCRATCH_DEPTHS))} from scratch, and 1, 2, 4, ... up to and including the pretrained "
         "checkpoint's layer count.",
+        json_schema_extra={"flag": "--depths"},
     )
     families: list[Family] | None = Field(
         None, min_length=1,
         description="Which encoders to sweep, chosen among together: scratch (depthfinder's own, trained from "
         "scratch) and pretrained (the bottom layers of model.pretrained, fine-tuned); null = pretrained when "
         "model.pretrained is set, else scratch.",
+        json_schema_extra={"flag": "--families"},
     )
     seeds: list[Annotated[StrictInt, Field(ge=0, le=SEED_MAX)]] = Field(
-        [1], min_length=1, description="Seeds trained per depth (0 to 2^32 - 1); the rule uses their mean."
+        [1], min_length=1, description="Seeds trained per depth (0 to 2^32 - 1); the rule uses their mean.",
+        json_schema_extra={"flag": "--seeds"},
     )
     strategy: Literal["grid", "search"] = Field(
         "grid", description="How depths are learned: grid, one fine-tune of each depth (halving may prune); search, "
         "every depth 1..L of a family screened by one fine-tune of depth L with a probe on each layer, then separate "
         "fine-tunes only of the depths the screen cannot rule out (about log2(L) of them): every depth answered "
         "for about two fine-tunes (docs/selection.md).",
+        json_schema_extra={"flag": "--strategy"},
     )
     halving: Literal["auto", "on", "off"] = Field(
         "auto", description="Successive halving: train every depth for halving_epochs, keep the better half by the "
         "rule, double the budget, until two depths are left; they train to the end. auto = on with 4 or more depths.",
+        json_schema_extra={"flag": "--halving"},
     )
     halving_epochs: int | None = Field(
         None, strict=True, ge=1,
@@ -65,6 +75,7 @@ class SweepConfig(SelectionRule):
         description="Give candidates still improving when their budget ended (not_converged) extend_epochs more, "
         "from their last state with a restarted learning-rate schedule, before the rule decides; null = on in the "
         "nightly deployment, off in `depthfinder run`.",
+        json_schema_extra={"flag": "--extend-unconverged"},
     )
     extend_epochs: int | None = Field(
         None, strict=True, ge=1, description="Epochs of such an extension; null = half the recipe's max_epochs."
@@ -74,15 +85,21 @@ class SweepConfig(SelectionRule):
         description="Before the sweep, train the shallowest and deepest depth of each family for the first halving "
         "budget at 1/3, 1 and 3 times the recipe's peak learning rate, and report whether the best rate moves with "
         "depth (the 1x runs are the sweep's own first epochs, reused).",
+        json_schema_extra={"flag": "--check-lr"},
     )
     task_runner: Literal["threads", "processes", "dask"] = Field(
-        "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster."
+        "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster.",
+        json_schema_extra={"flag": "--task-runner"},
     )
     workers: int = Field(
         1, strict=True, ge=1, le=MAX_WORKERS,
         description="Candidates trained at once (Dask: workers of a local cluster).",
+        json_schema_extra={"flag": "--workers"},
     )
-    dask_address: str | None = Field(None, description="Scheduler of an existing Dask cluster; a local one otherwise.")
+    dask_address: str | None = Field(
+        None, description="Scheduler of an existing Dask cluster; a local one otherwise.",
+        json_schema_extra={"flag": "--dask-address"},
+    )
 
     @field_validator("depths")
     @classmethod
@@ -139,15 +156,22 @@ class RegistryConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    tracking_uri: str = Field("sqlite:///mlflow.db", description="MLflow tracking and registry URI.")
+    tracking_uri: str = Field(
+        TRACKING_URI, description="MLflow tracking and registry URI.", json_schema_extra={"flag": "--tracking-uri"}
+    )
     experiment: str = Field(
-        "depthfinder", min_length=1, pattern=r"\S", description="MLflow experiment of the sweep runs."
+        "depthfinder", min_length=1, pattern=r"\S", description="MLflow experiment of the sweep runs.",
+        json_schema_extra={"flag": "--experiment"},
     )
     model_name: str = Field(
         "depthfinder", pattern=MODEL_NAME_PATTERN,
         description="Registered model name: letters, digits, '.', '_' and '-', starting with a letter or digit.",
+        json_schema_extra={"flag": "--model-name"},
     )
-    workdir: Path = Field(Path(".depthfinder"), description="Folder for prepared data, tokenizers and checkpoints.")
+    workdir: Path = Field(
+        Path(".depthfinder"), description="Folder for prepared data, tokenizers and checkpoints.",
+        json_schema_extra={"flag": "--workdir"},
+    )
 
 
 class RunConfig(BaseModel):
@@ -173,6 +197,14 @@ class RunConfig(BaseModel):
     def families(self) -> list[Family]:
         """The families this run sweeps, in order: as configured, else the one the model settings imply."""
         return self.sweep.families or (["pretrained"] if self.model.pretrained else ["scratch"])
+
+
+def without_credentials(config: RunConfig) -> RunConfig:
+    """`config` with the credentials of its tracking URI kept in this process's environment (runtime.credentials):
+    what is passed on, logged and stored from here on carries none."""
+    registry = config.registry
+    hidden = registry.model_copy(update={"tracking_uri": hide_credentials(registry.tracking_uri)})
+    return config.model_copy(update={"registry": hidden})
 
 
 def check_model_name(name: str) -> None:

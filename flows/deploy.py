@@ -18,13 +18,14 @@ if TYPE_CHECKING:
 NIGHTLY = "nightly-retrain"
 AUDIT = "audit-on-demand"
 NIGHTLY_CRON = "0 2 * * *"
+NIGHTLY_TIMEZONE = "UTC"  # an IANA name
 
 
 def server_problem() -> str | None:
     """Why the configured Prefect server cannot hold a schedule, or None when it can."""
     from prefect.settings import PREFECT_API_URL
 
-    from flows.server import START_SERVER, api_problem
+    from runtime.server import START_SERVER, api_problem
 
     if not PREFECT_API_URL.value():
         return f"a schedule needs a running Prefect server, and none is configured: {START_SERVER}"
@@ -59,7 +60,9 @@ def nightly_settings(config: RunConfig) -> RunConfig:
     return config.model_copy(update={"sweep": sweep, "changes": changes})
 
 
-def nightly_deployment(config: RunConfig, cron: str = NIGHTLY_CRON, timezone: str = "UTC") -> RunnerDeployment:
+def nightly_deployment(
+    config: RunConfig, cron: str = NIGHTLY_CRON, timezone: str = NIGHTLY_TIMEZONE
+) -> RunnerDeployment:
     """The retrain flow with `config` as its default parameters, on a cron schedule in `timezone`."""
     from prefect.deployments.runner import EntrypointType
     from prefect.schedules import Cron
@@ -95,7 +98,7 @@ def audit_deployment(config: RunConfig) -> RunnerDeployment:
     )
 
 
-def serve(config: RunConfig, cron: str = NIGHTLY_CRON, timezone: str = "UTC") -> None:
+def serve(config: RunConfig, cron: str = NIGHTLY_CRON, timezone: str = NIGHTLY_TIMEZONE) -> None:
     """Serve the nightly retrain and the on-demand audit until interrupted."""
     from prefect import serve as prefect_serve
 

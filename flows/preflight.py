@@ -126,7 +126,7 @@ def check_hard_limits(config: RunConfig, families: list[Family]) -> None:
 
 def check_prefect_api() -> None:
     """A configured Prefect server answers (none configured: a temporary one is started)."""
-    from flows.server import api_problem
+    from runtime.server import api_problem
 
     if problem := api_problem():
         raise ValueError(problem)
@@ -189,7 +189,7 @@ def _check_database(uri: str) -> None:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
-    from encoder.tracking.credentials import redact, store_uri
+    from runtime.credentials import redact, store_uri
 
     shown, real = redact(uri), store_uri(uri)
     try:
@@ -214,8 +214,8 @@ def _check_database(uri: str) -> None:
 
 
 def _check_experiment(tracking_uri: str, experiment: str) -> None:
-    from encoder.tracking.credentials import redact
     from encoder.tracking.runs import client_of
+    from runtime.credentials import redact
 
     found = client_of(tracking_uri).get_experiment_by_name(experiment)
     if found is not None and found.lifecycle_stage == "deleted":
@@ -267,7 +267,7 @@ def check_champion(tracking_uri: str, model_name: str) -> None:
 def _check_tracking_server(uri: str) -> None:
     import httpx
 
-    from encoder.tracking.credentials import redact, store_uri
+    from runtime.credentials import redact, store_uri
 
     shown, uri = redact(uri), store_uri(uri)
     try:

@@ -22,7 +22,6 @@ from encoder.config import ModelConfig, TrainConfig
 from encoder.families import Family
 from encoder.selection.candidate import Candidate
 from encoder.selection.rule import Decision, choose_depth
-from encoder.tracking.credentials import hide_credentials, redact_log_records
 from encoder.tracking.records import KnownVersion, ModelVersionRef
 from encoder.tracking.runs import SweepRun, code_version, ending, flatten, resolve_tracking_uri
 from expectations.audit.config import AuditConfig
@@ -31,14 +30,14 @@ from expectations.changes.report import ChangeReport, Policy, changes_lines, cha
 from expectations.table.config import DataConfig
 from flows.audit import audit_informs, publish_audit
 from flows.card import model_card
-from flows.config import RegistryConfig, RunConfig, SweepConfig
-from flows.lock import one_retrain_at_a_time
+from flows.config import RegistryConfig, RunConfig, SweepConfig, without_credentials
 from flows.preflight import check_run
 from flows.report import DESCRIPTION_LIMIT, decision_markdown, outcome
 from flows.review import flow_run_name, label_flow_run, night, outcome_tags, run_title
-from flows.signals import stop_on_signals
 from flows.summary import RunAudit, RunSummary
 from flows.sweep import check_learning_rates, sweep_depths
+from runtime.guard import process_guard
+from runtime.lock import one_retrain_at_a_time
 from tasks.audit import audit_dataset
 from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
@@ -76,13 +75,13 @@ def retrain(
     second waits for the first. SIGINT or SIGTERM stops it within a training step: its MLflow
     runs end KILLED, nothing is registered, and a rerun continues from what was finished.
     """
-    redact_log_records()  # started by a worker, not the CLI
-    registry = registry.model_copy(update={"tracking_uri": hide_credentials(registry.tracking_uri)})
     config = RunConfig(data=data, audit=audit, changes=changes, model=model, train=train, sweep=sweep,
                        registry=registry)
-    workdir = Path(registry.workdir)
-    with stop_on_signals():
-        check_run(config)
+    with process_guard() as guard:
+        if guard.outermost:  # a worker or a deployment started it: the CLI did not check it or take its credentials
+            config = without_credentials(config)
+            check_run(config)
+        registry, workdir = config.registry, Path(config.registry.workdir)
         dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
         label_flow_run(name=run_title(registry.model_name, data, dataset.data_hash))
         with one_retrain_at_a_time(registry.model_name, workdir):

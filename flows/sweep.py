@@ -8,7 +8,6 @@ from prefect import get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 
-from encoder.interrupt import Interrupted
 from encoder.selection.candidate import Candidate, still_rising
 from encoder.selection.halving import Halving, Rung, halving_summary, kept_count, late_bloomers, rank_depths
 from encoder.selection.learning_rate import RATE_FACTORS, RateCheck, RateTrial, judge_rates
@@ -16,6 +15,7 @@ from encoder.selection.rule import choose_depth
 from encoder.selection.search import NOT_TIED, Search, first_guess, search, tied
 from encoder.tracking.runs import SweepRun
 from flows.config import SweepConfig
+from runtime.interrupt import Interrupted
 from tasks.tracking import mark_pruned, record_cached_candidate, tag_convergence
 from tasks.train import Training, train_depth
 

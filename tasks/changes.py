@@ -14,8 +14,8 @@ from prefect.cache_policies import NONE
 from expectations.changes.compare import ChampionScores
 from expectations.changes.config import ChangesConfig
 from expectations.changes.report import ChangeReport
+from runtime.retries import RETRIES
 from tasks.data import PreparedData
-from tasks.tracking import RETRIES
 
 # Where a registered version's run keeps the table it was trained on: data/<table_hash>.parquet.
 TABLE_ARTIFACTS = "data"

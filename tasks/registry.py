@@ -9,14 +9,14 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from encoder.deployment import Deployment
-from encoder.interrupt import STOP
 from encoder.selection.candidate import Candidate
 from encoder.selection.rule import SelectionRule
 from encoder.tracking.records import KnownVersion, ModelVersionRef, Registration
 from encoder.tracking.runs import SweepRun, client_of, use_store
+from runtime.interrupt import STOP
+from runtime.retries import RETRIES
 from tasks.changes import TABLE_ARTIFACTS
 from tasks.data import TRAINING_COLUMNS, PreparedData
-from tasks.tracking import RETRIES
 
 
 @task(cache_policy=NONE)

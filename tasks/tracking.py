@@ -2,67 +2,24 @@
 and the decision.
 
 Their work is I/O against the tracking server, which can fail for a moment (a restart, a
-locked SQLite file): they retry with backoff. A ValueError or TypeError is a bug or bad
+locked SQLite file): they retry with backoff (runtime.retries). A ValueError or TypeError is a bug or bad
 input, not a passing fault, and is not retried.
 """
 
 from __future__ import annotations
 
-import errno
 import time
 from pathlib import Path
 from typing import Any
 
 from prefect import task
-from prefect.cache_policies import NONE
-from prefect.tasks import exponential_backoff
 
-from encoder.interrupt import Interrupted
 from encoder.selection.candidate import Candidate
 from encoder.tracking import runs
 from encoder.tracking.runs import SweepRun, log_folder, set_tags
 from expectations.audit.report import FLAGGED_ROWS, AuditReport
 from expectations.changes.report import ChangeReport
-
-NOT_PASSING = (ValueError, TypeError, KeyError, Interrupted)
-# A disk that is full, over quota or read-only stays so for the seconds between retries.
-DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
-SQLITE_FULL = "database or disk is full"
-
-
-def passing_fault(task: Any, task_run: Any, state: Any) -> bool:
-    """Whether a failed attempt is worth another: not for bad input, bugs, a stop request, a full disk or a file
-    at the process's file-size limit."""
-    try:
-        state.result()
-    except NOT_PASSING:
-        return False
-    except Exception as exc:
-        return full_disk(exc) is None and cause_with(exc, (errno.EFBIG,)) is None
-    return False
-
-
-def full_disk(exc: BaseException | None) -> BaseException | None:
-    """The error in `exc` or its causes that says a disk is full (an OSError, or SQLite's own words), or None."""
-    return cause_with(exc, DISK_ERRNOS, SQLITE_FULL)
-
-
-def cause_with(exc: BaseException | None, errnos: tuple[int, ...], words: str | None = None) -> BaseException | None:
-    """The error in `exc` or its causes that is an OSError with one of `errnos` (or whose message holds `words`)."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if (isinstance(exc, OSError) and exc.errno in errnos) or (words is not None and words in str(exc)):
-            return exc
-        exc = exc.__cause__ or exc.__context__
-    return None
-
-
-# Retries of tasks whose work is I/O against MLflow or the Prefect API: 2, 4, 8 s apart.
-RETRIES: dict[str, Any] = {
-    "retries": 3, "retry_delay_seconds": exponential_backoff(backoff_factor=2), "retry_condition_fn": passing_fault,
-    "cache_policy": NONE,
-}
+from runtime.retries import RETRIES
 
 
 @task(**RETRIES)

@@ -27,9 +27,7 @@ from prefect.states import Cancelled, State
 
 from encoder.config import ModelConfig, TrainConfig
 from encoder.families import Family
-from encoder.interrupt import Interrupted
 from encoder.selection.candidate import Candidate, Cost, arm_label
-from encoder.tracking.credentials import store_uri
 from encoder.tracking.runs import (
     SweepRun,
     code_version,
@@ -40,8 +38,10 @@ from encoder.tracking.runs import (
     set_tags,
     start_child_run,
 )
+from runtime.credentials import store_uri
+from runtime.interrupt import Interrupted
+from runtime.retries import RETRIES
 from tasks.data import TRAINING_COLUMNS, PreparedData
-from tasks.tracking import RETRIES
 
 
 class EpochLog(Callback):

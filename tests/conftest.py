@@ -5,10 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import OFFLINE_DEFAULTS
+from runtime.environment import set_environment_defaults
 
-for key, value in OFFLINE_DEFAULTS.items():
-    os.environ.setdefault(key, value)
+set_environment_defaults()  # offline, and OpenMP's wait policy before torch loads, as the CLI's process guard does
 
 # The real datasets (docs/benchmarks.md): where DEPTHFINDER_DATA says, else the copies in the repository's data/.
 REAL_DATA = Path(os.environ.get("DEPTHFINDER_DATA", Path(__file__).resolve().parents[1] / "data"))

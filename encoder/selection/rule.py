@@ -53,20 +53,37 @@ class SelectionRule(BaseModel):
 
     rule: RuleName = Field(
         "tolerance", description="tolerance: cheapest within tolerance of the best; ratio: max metric/cost^alpha; "
-        "pareto: tolerance on the Pareto front."
+        "pareto: tolerance on the Pareto front.",
+        json_schema_extra={"flag": "--rule"},
     )
-    metric: Metric = Field("macro_f1", description="Validation metric the rule chooses by.")
-    tolerance: float = Field(0.01, ge=0, description="Quality a cheaper depth may give up against the best.")
+    metric: Metric = Field(
+        "macro_f1", description="Validation metric the rule chooses by.",
+        json_schema_extra={"flag": "--metric"},
+    )
+    tolerance: float = Field(
+        0.01, ge=0, description="Quality a cheaper depth may give up against the best.",
+        json_schema_extra={"flag": "--tolerance"},
+    )
     confidence: float | None = Field(
         0.9, gt=0, lt=1,
         description="Confidence of the paired bootstrap interval of (depth - best) on the validation rows; a cheaper "
         "depth ties with the best when its mean and the interval's lower end are both at least -tolerance (the rows "
         "show it within). null = compare the means only.",
+        json_schema_extra={"flag": "--confidence"},
     )
     alpha: float = Field(0.1, gt=0, description="Exponent of the cost in the ratio rule.")
-    cost: CostName = Field("flops_per_example", description="Cost the rule minimises among depths within tolerance.")
-    max_latency_ms: float | None = Field(None, gt=0, description="Hard limit on p50 latency at batch 1.")
-    max_params: int | None = Field(None, strict=True, gt=0, description="Hard limit on parameter count.")
+    cost: CostName = Field(
+        "flops_per_example", description="Cost the rule minimises among depths within tolerance.",
+        json_schema_extra={"flag": "--cost"},
+    )
+    max_latency_ms: float | None = Field(
+        None, gt=0, description="Hard limit on p50 latency at batch 1.",
+        json_schema_extra={"flag": "--max-latency-ms"},
+    )
+    max_params: int | None = Field(
+        None, strict=True, gt=0, description="Hard limit on parameter count.",
+        json_schema_extra={"flag": "--max-params"},
+    )
 
 
 class DepthScore(Record):

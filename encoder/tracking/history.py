@@ -5,7 +5,7 @@ previous-champion) is recorded as a registered-model tag `depthfinder.move.<seq>
 the move as JSON: time, alias, version, the version it left, why, and the run (or person)
 that moved it. The history therefore lives wherever the registry lives (SQLite, a tracking
 server on PostgreSQL) and needs nothing else. Moves happen under the model's retrain lock
-(flows.lock), so sequence numbers never collide; the alias moves first and the record
+(runtime.lock), so sequence numbers never collide; the alias moves first and the record
 follows, and `history_problems` says when a move is missing (a process killed between the
 two), instead of showing a history that disagrees with the registry.
 """

@@ -23,10 +23,10 @@ import mlflow
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
-from encoder.interrupt import Interrupted
 from encoder.selection.candidate import Candidate, arm_label
-from encoder.tracking.credentials import store_uri
-from encoder.tracking.liveness import ProcessIdentity, this_process
+from runtime.credentials import store_uri
+from runtime.interrupt import Interrupted
+from runtime.liveness import ProcessIdentity, this_process
 
 PARENT_TAG = "mlflow.parentRunId"
 RUN_NAME_TAG = "mlflow.runName"
@@ -34,14 +34,14 @@ MODEL_TAG = "depthfinder.model_name"
 PROCESS_TAG = "depthfinder.process"  # the process that runs it (pid, host, start), to tell an abandoned run
 SQLITE = "sqlite:///"
 # The packages whose source decides what a run computes.
-SOURCE_PACKAGES = ("encoder", "expectations", "flows", "tasks")
+SOURCE_PACKAGES = ("encoder", "expectations", "flows", "runtime", "tasks")
 
 
 @dataclass(frozen=True)
 class SweepRun:
     """Where a sweep's parent run lives; small enough to pass to tasks."""
 
-    tracking_uri: str  # as it may be shown: credentials are never in it (encoder.tracking.credentials)
+    tracking_uri: str  # as it may be shown: credentials are never in it (runtime.credentials)
     experiment_id: str
     run_id: str
     model_name: str = ""

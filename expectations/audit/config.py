@@ -17,12 +17,18 @@ class AuditConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    strict: bool = Field(False, description="Warnings block training too.")
+    strict: bool = Field(False, description="Warnings block training too.", json_schema_extra={"flag": "--strict"})
     drop: list[DropKind] = Field(
         [],
         description="Rows to drop before the audit and training, counted in the report: conflicts (texts "
         "with two labels), empty (texts without a letter or digit), leaks (val/test rows whose text or "
         "near-duplicate is in an earlier split).",
+        # A switch per kind, each adding its kind to the list.
+        json_schema_extra={"flag": "--drop-{}", "each": {
+            "conflicts": "Drop rows whose text also appears with another label before the audit (counted).",
+            "empty": "Drop rows whose text has no letter or digit before the audit (counted).",
+            "leaks": "Drop val/test rows whose text or a near-copy is in an earlier split before the audit (counted).",
+        }},
     )
     max_empty_text_fraction: float = Field(
         0.01,

@@ -14,6 +14,7 @@ class ChangesConfig(BaseModel):
         None,
         description="Skip the retrain when no change reaches a retrain threshold; null: on in the nightly "
         "deployment, off in `depthfinder run` (which retrains on any change).",
+        json_schema_extra={"flag": "--skip-minor"},
     )
     retrain_added_fraction: float = Field(
         0.05, ge=0, le=1, description="Rows added since the champion, as a share of its table, that retrain."

@@ -16,13 +16,13 @@ import torch
 from mlflow.tracking import MlflowClient
 
 import encoder.deployment
+from cli.main import main
 from encoder.bundle import save_bundle, save_hf_folder
 from encoder.checkpoint import resolve_checkpoint
 from encoder.deployment import OnnxNetwork, export_onnx, measure_deployment
 from encoder.pretrained import load_truncated
 from encoder.serving import TextClassifier, load_tokenizer
 from encoder.tracking.registry import log_text_classifier, register_version
-from flows.cli import main
 from tests.encoder.keyword_task import LABELS, keyword_frame
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 

@@ -20,12 +20,12 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
+from cli.main import main
 from encoder.bundle import save_bundle, save_sentence_transformers_folder
 from encoder.checkpoint import resolve_checkpoint
 from encoder.pretrained import load_truncated
 from encoder.serving import TextClassifier, load_tokenizer
 from encoder.tracking.registry import log_text_classifier, register_version
-from flows.cli import main
 from tests.encoder.keyword_task import LABELS, keyword_frame
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 from tests.encoder.tiny_models import tiny_network, tiny_tokenizer

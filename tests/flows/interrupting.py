@@ -21,7 +21,7 @@ from pathlib import Path
 
 import encoder.tracking.registry
 import tasks.train
-from flows.cli import main
+from cli.main import main
 
 INTERRUPTED_DEPTH = 2
 INTERRUPTED_AFTER_EPOCH = 2
@@ -136,9 +136,9 @@ def alias_moved(how: str) -> None:
 
 def summary(how: str) -> None:
     """When everything is registered, as the summary is written."""
-    import flows.cli
+    import cli.pipeline
 
-    fire_when(flows.cli, "_write_json", how, before=True)
+    fire_when(cli.pipeline, "_write_json", how, before=True)
 
 
 MOMENTS = {

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from expectations.table.datasets import DATASETS
-from flows.cli import main
 
 
 @pytest.fixture

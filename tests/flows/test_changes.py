@@ -8,8 +8,8 @@ import shutil
 import pandas as pd
 from mlflow import MlflowClient
 
+from cli.main import main
 from expectations.table.datasets import DATASETS
-from flows.cli import main
 
 TINY_ONE_DEPTH = """
 data: {path: night.csv}

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from cli.main import main
 from encoder.selection.candidate import still_rising
-from flows.cli import main
 from tests.flows.test_retrain import TINY
 
 EXTENDED = TINY.replace("sweep: {depths: [1, 2]}",

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from cli.pipeline import folders_written
 from flows.config import RunConfig
-from flows.faults import cause_of
-from tasks.tracking import full_disk
+from runtime.faults import cause_of, full_disk
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """
@@ -44,7 +44,7 @@ def namespaces_allowed() -> bool:
 def test_a_store_that_fills_up_is_named_and_the_rerun_completes_once_there_is_space(tmp_path: Path) -> None:
     (tmp_path / "run.yaml").write_text(CONFIG)
     (tmp_path / "store").mkdir()
-    run = f"{sys.executable} -m flows.cli run --config run.yaml --tracking-uri sqlite:///store/mlflow.db"
+    run = f"{sys.executable} -m cli run --config run.yaml --tracking-uri sqlite:///store/mlflow.db"
     script = (
         "mount -t tmpfs -o size=1400k tmpfs store\n"
         f"{run} > first.out 2> first.err; echo $? > first.code\n"
@@ -91,8 +91,9 @@ def test_a_full_disk_names_the_fullest_folder_the_run_writes_to(tmp_path: Path, 
     monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(0, 0, free[Path(path)]))
     error = OSError(errno.ENOSPC, "No space left on device", "a.txt", None, str(tmp_path / "store" / "b.txt"))
 
-    line = cause_of("Flow run encountered an exception", error, config)
+    line = cause_of("Flow run encountered an exception", error, folders_written(config))
 
     assert line.startswith(f"no space left on device under {tmp_path / 'store'} (10 KiB free)")
     free[tmp_path / "store"] = 10**9  # no folder looks full: the file the error names
-    assert cause_of(None, error, config).startswith(f"no space left on device under {tmp_path / 'store' / 'b.txt'}")
+    line = cause_of(None, error, folders_written(config))
+    assert line.startswith(f"no space left on device under {tmp_path / 'store' / 'b.txt'}")

@@ -7,7 +7,7 @@ import json
 import pytest
 from mlflow import MlflowClient
 
-from flows.cli import main
+from cli.main import main
 from tests.flows.test_retrain import TINY
 
 FOUR_DEPTHS = (

@@ -18,8 +18,8 @@ import psutil
 import pytest
 from mlflow import MlflowClient
 
-from flows.cli import main
-from flows.lock import is_locked, lock_path
+from cli.main import main
+from runtime.lock import is_locked, lock_path
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """

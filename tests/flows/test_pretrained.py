@@ -16,11 +16,11 @@ import pytest
 import torch
 from mlflow import MlflowClient
 
+from cli.main import main
 from encoder.checkpoint import resolve_checkpoint
 from encoder.selection.rule import choose_depth
 from encoder.serving import load_bundle
 from expectations.table.datasets import DATASETS
-from flows.cli import main
 from flows.summary import RunSummary
 from tests.encoder.tiny_checkpoint import (
     cut,
@@ -222,7 +222,7 @@ ACCEPTED = {
 @pytest.mark.parametrize("case", list(ACCEPTED))
 def test_a_checkpoint_transformers_loads_gets_past_every_check_to_the_run(case, tmp_path, monkeypatch) -> None:
     import flows.retrain
-    import flows.server
+    import runtime.server
 
     class Started(Exception):
         """The run itself was reached: every check before it passed."""
@@ -231,7 +231,7 @@ def test_a_checkpoint_transformers_loads_gets_past_every_check_to_the_run(case, 
         raise Started(config["model"].pretrained)
 
     folder = ACCEPTED[case](tiny_checkpoint(tmp_path / "checkpoint", ["a text"], layers=2))
-    monkeypatch.setattr(flows.server, "prefect_api", contextlib.nullcontext)
+    monkeypatch.setattr(runtime.server, "prefect_api", contextlib.nullcontext)
     monkeypatch.setattr(flows.retrain, "retrain", retrain)
     monkeypatch.chdir(tmp_path)
 

@@ -7,7 +7,7 @@ import json
 from mlflow import MlflowClient
 
 import encoder.training
-from flows.cli import main
+from cli.main import main
 from tests.flows.test_retrain import TINY
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from flows.cli import main
+from cli.main import main
 
 TINY = """
 data: {dataset: topics, dataset_rows: 600}

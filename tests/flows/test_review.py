@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from flows.cli import main
+from cli.main import main
 
 CONFIG = """
 data: {dataset: topics, dataset_rows: 400}

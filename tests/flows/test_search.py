@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from encoder.selection.search import Search
 from expectations.table.datasets import DATASETS
-from flows.cli import main
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")

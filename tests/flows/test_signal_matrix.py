@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from cli.main import main
 from encoder.tracking.registry import JUDGED, PENDING
 from expectations.table.datasets import DATASETS
-from flows.cli import main
-from flows.lock import is_locked, lock_path
+from runtime.lock import is_locked, lock_path
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from mlflow import MlflowClient
 
 import tasks.train
-from flows.cli import main
+from cli.main import main
 from tests.flows.test_retrain import TINY
 
 

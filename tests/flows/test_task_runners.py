@@ -7,7 +7,7 @@ import json
 import pytest
 from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
-from flows.cli import main
+from cli.main import main
 from flows.config import SweepConfig
 from flows.sweep import task_runner
 from tests.flows.test_retrain import TINY

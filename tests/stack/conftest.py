@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.stack import Ports, Stack, down, status, up
+from runtime.stack import Ports, Stack, down, status, up
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,10 +22,10 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
-from encoder.tracking.liveness import ProcessIdentity
 from encoder.tracking.runs import PROCESS_TAG
-from flows.services import basic_auth_header, bin_path, healthy, stop_group
-from flows.stack import POOL, Stack, up
+from runtime.liveness import ProcessIdentity
+from runtime.services import basic_auth_header, bin_path, healthy, stop_group
+from runtime.stack import POOL, Stack, up
 from tests.stack.conftest import free_port
 
 pytestmark = pytest.mark.stack

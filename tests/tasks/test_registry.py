@@ -91,7 +91,7 @@ def test_the_champion_answers_the_scoring_server_with_raw_text(registry) -> None
 
 
 def test_cli_predict_reads_a_file_of_texts(registry, tmp_path: Path, capsys) -> None:
-    from flows.cli import main
+    from cli.main import main
 
     folder, _, sweep, _, _ = registry
     (tmp_path / "in.csv").write_text("body\nnot bad\ngreat\n")

@@ -11,10 +11,10 @@ import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
 
+from cli.main import main
 from encoder.bundle import save_bundle
 from encoder.tracking.loading import foreign, open_classifier, vouch
 from encoder.tracking.registry import log_text_classifier, register_version
-from flows.cli import main
 from tests.encoder.tiny_models import LABELS, TRAIN_TEXTS, tiny_tokenizer, trained_network
 
 # Code that leaves a mark when it runs: a model carrying it must never get that far.

@@ -263,8 +263,8 @@ def test_the_champion_at_a_moment_is_the_last_move_before_it(client: MlflowClien
 def test_rollback_moves_champion_back_and_loses_cleanly_to_a_running_retrain(
     client: MlflowClient, nights: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    from flows.cli import main
-    from flows.lock import holding_now
+    from cli.main import main
+    from runtime.lock import holding_now
 
     first, third = nights[0]["version"], nights[2]["version"]
     where = ["--model", MODEL_NAME, "--tracking-uri", mlflow.get_tracking_uri(), "--workdir", str(tmp_path)]

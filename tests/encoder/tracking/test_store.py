@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from cli.main import main
 from encoder.tracking import runs
 from encoder.tracking.runs import ensure_sqlite_store
-from flows.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.cli import main
-from flows.lock import _file_lock, is_locked, lock_path, one_retrain_at_a_time, read_holder
+from cli.main import main
+from runtime.lock import _file_lock, is_locked, lock_path, one_retrain_at_a_time, read_holder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,8 +49,8 @@ HOLD_THE_LOCK = """
 import sys, time
 from pathlib import Path
 from prefect import flow
-from flows.lock import one_retrain_at_a_time
-from flows.server import prefect_api
+from runtime.lock import one_retrain_at_a_time
+from runtime.server import prefect_api
 
 @flow(name="holder")
 def hold() -> None:

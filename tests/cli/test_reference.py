@@ -3,9 +3,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from cli.reference import DOCUMENTS, REGENERATE, build_records_reference, build_reference, cli_flags
 from expectations.table.datasets import get_dataset
 from flows.config import RunConfig, load_run_config
-from flows.reference import DOCUMENTS, REGENERATE, build_records_reference, build_reference, cli_flags
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -23,8 +23,8 @@ from typing import IO
 
 from prefect import get_run_logger
 
-from encoder.tracking.liveness import ProcessIdentity, this_process
-from flows.server import server_is_persistent
+from runtime.liveness import ProcessIdentity, this_process
+from runtime.server import server_is_persistent
 
 LEASE_SECONDS = 60.0
 POLL_SECONDS = 0.5

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import main
+from cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -197,7 +197,8 @@ def test_predict_with_unknown_model_exits_2(tmp_path: Path, monkeypatch, capsys)
 
 
 def test_sweep_flags_reach_the_config() -> None:
-    from flows.cli import _overrides, build_parser
+    from cli.flags import settings_given
+    from cli.main import build_parser
     from flows.config import load_run_config
 
     args = build_parser().parse_args([
@@ -205,7 +206,7 @@ def test_sweep_flags_reach_the_config() -> None:
         "--max-latency-ms", "2.5", "--max-params", "1000000", "--task-runner", "dask", "--workers", "2",
         "--dask-address", "tcp://127.0.0.1:8786",
     ])
-    sweep = load_run_config(None, _overrides(args)).sweep
+    sweep = load_run_config(None, settings_given(args)).sweep
 
     assert (sweep.seeds, sweep.rule, sweep.cost) == ([1, 2], "pareto", "latency_ms_p50")
     assert (sweep.max_latency_ms, sweep.max_params) == (2.5, 1_000_000)
@@ -260,7 +261,7 @@ def test_a_table_larger_than_the_memory_limit_is_said_in_one_line(tmp_path: Path
     script = (
         "import resource, sys, psutil\n"
         "import pandas, pyarrow, expectations.table.load\n"
-        "from flows.cli import main\n"
+        "from cli.main import main\n"
         "limit = psutil.Process().memory_info().vms + 30 * 2**20\n"
         "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
         "sys.exit(main(['audit', '--data', 'big.csv']))\n"

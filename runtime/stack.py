@@ -1,9 +1,9 @@
 """The team stack on one machine: PostgreSQL, MLflow and Prefect servers on it, a worker, and a Dask cluster.
 
-    python -m flows.stack up      # or: make stack-up     (idempotent: starts what is not running)
-    python -m flows.stack status  #                        (what runs, where; exit 1 when something is down)
-    python -m flows.stack env     # the settings that point depthfinder at it, as shell exports
-    python -m flows.stack down    # or: make stack-down
+    python -m runtime.stack up      # or: make stack-up     (idempotent: starts what is not running)
+    python -m runtime.stack status  #                        (what runs, where; exit 1 when something is down)
+    python -m runtime.stack env     # the settings that point depthfinder at it, as shell exports
+    python -m runtime.stack down    # or: make stack-down
 
 Everything listens on 127.0.0.1 (PostgreSQL on a Unix socket only) and lives under one
 folder (`--home`, default `.stack`): the database cluster, the MLflow artifact root, the
@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from flows.services import HOST, alive, bin_path, healthy, listening, stop_group, wait_for
+from runtime.services import HOST, alive, bin_path, healthy, listening, stop_group, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout the worker runs flows from (prefect.yaml's pull step)
 POOL = "depthfinder"
@@ -347,7 +347,7 @@ def status(stack: Stack) -> list[tuple[str, int | None, bool]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.stack", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m runtime.stack", description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=["up", "down", "status", "env"])
     parser.add_argument("--home", type=Path, default=Path(os.environ.get("DEPTHFINDER_STACK", ".stack")),
                         help="the stack's folder (default: .stack, or $DEPTHFINDER_STACK)")
@@ -357,10 +357,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             up(stack)
         except (RuntimeError, subprocess.SubprocessError) as error:
-            print(f"flows.stack: {error}", file=sys.stderr)
+            print(f"runtime.stack: {error}", file=sys.stderr)
             return 1
         print(f"stack up in {stack.home}: MLflow {stack.mlflow_uri}, Prefect {stack.prefect_api}, "
-              f"Dask {stack.dask_address}; `python -m flows.stack env` prints the settings")
+              f"Dask {stack.dask_address}; `python -m runtime.stack env` prints the settings")
     elif args.action == "down":
         down(stack)
         print(f"stack down (data kept in {stack.home}; delete the folder to start afresh)")

@@ -50,7 +50,7 @@ def _temporary_server_class(output: IO[bytes] | None) -> type:
             import prefect
             from prefect.settings import get_current_settings
 
-            from flows.faults import Fault
+            from runtime.faults import Fault
 
             self.starts = getattr(self, "starts", 0) + 1
             if self.starts > STARTS:
@@ -140,7 +140,7 @@ def api_problem() -> str | None:
     from prefect import get_client
     from prefect.settings import PREFECT_API_URL
 
-    from encoder.tracking.credentials import redact
+    from runtime.credentials import redact
 
     url = PREFECT_API_URL.value()
     if not url:

@@ -1,8 +1,8 @@
 """The configuration and report references, generated from the pydantic models so the docs cannot drift.
 
-docs/configuration.md documents every setting (from the config models and the CLI); docs/reports.md
+docs/configuration.md documents every setting (from the config models and the flags they declare); docs/reports.md
 every field of `summary.json` and of the audit report (from the typed records). `python -m
-flows.reference` prints both; `--write docs` (`make docs`) writes them. tests/flows/test_reference.py
+cli.reference` prints both; `--write docs` (`make docs`) writes them. tests/cli/test_reference.py
 fails when a committed document is stale.
 """
 
@@ -20,10 +20,10 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
 
-from flows import cli
+from cli.commands import commands
 from flows.config import DATA_SOURCES, RunConfig
 
-REGENERATE = "make docs (or: python -m flows.reference --write docs)"
+REGENERATE = "make docs (or: python -m cli.reference --write docs)"
 
 # Sections where exactly one of some settings must be given (DataConfig._one_source).
 ONE_OF = {"data": DATA_SOURCES}
@@ -87,35 +87,9 @@ def build_reference() -> str:
 
 
 def cli_flags() -> dict[tuple[str, str], list[str]]:
-    """Flags of `depthfinder run` by the (section, setting) they set.
-
-    Found by giving `flows.cli._overrides` one flag at a time, so the table follows the CLI without a copy of it.
-    """
-    parser = cli.build_parser()
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    actions = [action for action in commands.choices["run"]._actions if action.option_strings]
-    blank = {action.dest: None for action in actions}
-    always_set = _settings_given(cli._overrides(argparse.Namespace(**blank)))
-    flags: dict[tuple[str, str], list[str]] = {}
-    for action in actions:
-        given = True if action.nargs == 0 else object()
-        probe = argparse.Namespace(**{**blank, action.dest: given})
-        for setting in sorted(_settings_given(cli._overrides(probe)) - always_set):
-            flags.setdefault(setting, []).append(_flag_text(action))
-    return flags
-
-
-def _flag_text(action: argparse.Action) -> str:
-    """`--tolerance`; `--[no-]extend-unconverged` for a flag that comes in both forms."""
-    if isinstance(action, argparse.BooleanOptionalAction):
-        return action.option_strings[0].replace("--", "--[no-]", 1)
-    return max(action.option_strings, key=len)
-
-
-def _settings_given(overrides: dict[str, dict[str, Any]]) -> set[tuple[str, str]]:
-    return {
-        (section, key) for section, values in overrides.items() for key, value in values.items() if value is not None
-    }
+    """Flags of `depthfinder run` by the (section, setting) they set: the declarations its parser is built from."""
+    run = next(command for command in commands() if command.name == "run")
+    return {(flag.section, flag.name): flag.texts() for flag in run.flags if flag.section is not None}
 
 
 def _sections(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, type[BaseModel], bool]]:
@@ -213,7 +187,7 @@ def _check_example() -> None:
     try:
         RunConfig.model_validate(yaml.safe_load(EXAMPLE_YAML))
     except ValidationError as exc:
-        raise ValueError(f"EXAMPLE_YAML in flows/reference.py no longer validates: {exc}") from None
+        raise ValueError(f"EXAMPLE_YAML in cli/reference.py no longer validates: {exc}") from None
 
 
 def build_records_reference() -> str:
@@ -295,7 +269,7 @@ DOCUMENTS = {"configuration.md": build_reference, "reports.md": build_records_re
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.reference", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m cli.reference", description=__doc__.splitlines()[0])
     parser.add_argument("--write", type=Path, metavar="FOLDER", help="write the documents here instead of printing")
     args = parser.parse_args(argv)
     for name, build in DOCUMENTS.items():

@@ -1,7 +1,7 @@
 """Stopping training when the process is asked to stop (SIGINT, SIGTERM).
 
 The flow's main thread gets the signal; candidates train in worker threads, which a signal
-cannot reach. The signal handler (flows/signals.py) calls `STOP.request`, and the
+cannot reach. The signal handler (runtime/signals.py) calls `STOP.request`, and the
 `StopOnRequest` callback (encoder.training) ends training at the next batch by raising `Interrupted`, so a
 run stops within one optimiser step instead of at the end of its sweep.
 

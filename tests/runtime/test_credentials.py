@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from encoder.tracking.credentials import HELD_URI, hide_credentials, redact, redact_log_records, store_uri
-from flows.cli import main
+from cli.main import main
+from runtime.credentials import HELD_URI, hide_credentials, redact, redact_log_records, store_uri
 
 SECRET = "s3cr3t-Pa55"
 

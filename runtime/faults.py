@@ -22,20 +22,21 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
-from encoder.tracking.credentials import redact
-
-if TYPE_CHECKING:
-    from flows.config import RunConfig
+from runtime.credentials import redact
 
 LOGS = "logs"
 # Records kept for the log: the last this many (a long run's progress lines, and every withheld one near the end).
 KEPT_RECORDS = 20_000
 # pytest's handler that records what a test logged (a stream handler too, which a test reads, not a person).
 TEST_CAPTURES = ("LogCaptureHandler",)
+# A disk that is full, over quota or read-only stays so for the seconds between retries (runtime.retries).
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+SQLITE_FULL = "database or disk is full"
 _FORMAT = logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
 
 
@@ -147,15 +148,13 @@ class FaultLog(logging.Filter):
 FAULTS = FaultLog()
 
 
-def cause_of(message: str | None, error: object, config: RunConfig | None, *outputs: Path | None) -> str:
+def cause_of(message: str | None, error: object, folders: Iterable[Path] = ()) -> str:
     """Why a command failed, in a phrase: `message` (a Prefect state's), else `error`; for a full disk the folder
-    that is full, for a file at the file-size limit the limit, for a Prefect temporary server that fails what it
-    logged."""
-    from tasks.tracking import cause_with, full_disk
-
+    that is full (of `folders`, those the command writes to), for a file at the file-size limit the limit, for a
+    Prefect temporary server that fails what it logged."""
     exc = error if isinstance(error, BaseException) else None
     if (full := full_disk(exc)) is not None:
-        return _full_disk(full, config, outputs)
+        return _full_disk(full, folders)
     if (large := cause_with(exc, (errno.EFBIG,))) is not None:
         return _file_too_large(large)
     phrase = redact(one_line(message or _described(error)))
@@ -167,19 +166,11 @@ def cause_of(message: str | None, error: object, config: RunConfig | None, *outp
     return phrase
 
 
-def _full_disk(full: BaseException, config: RunConfig | None, outputs: tuple[Path | None, ...]) -> str:
+def _full_disk(full: BaseException, folders: Iterable[Path]) -> str:
     """The folder that is full: the one with least space left of those the command writes to."""
     import shutil
 
-    from encoder.tracking.runs import SQLITE, resolve_tracking_uri
-
-    folders = [Path(path).parent for path in outputs if path is not None]
-    if config is not None:
-        folders.append(Path(config.registry.workdir))
-        uri = resolve_tracking_uri(config.registry.tracking_uri)
-        if uri.startswith(SQLITE):
-            folders.append(Path(uri.removeprefix(SQLITE)).parent)
-    folders = [folder.resolve() for folder in folders if folder.exists()]
+    folders = [Path(folder).resolve() for folder in folders if Path(folder).exists()]
     free = {folder: shutil.disk_usage(folder).free for folder in folders}
     fullest = min(free, key=free.get) if free else None
     if fullest is not None and free[fullest] < 2**20:
@@ -188,6 +179,22 @@ def _full_disk(full: BaseException, config: RunConfig | None, outputs: tuple[Pat
         where = getattr(full, "filename2", None) or getattr(full, "filename", None) or "a folder it writes to"
     return f"no space left on device under {where}; free some space and run the same command again: what " \
            "finished is kept"
+
+
+def full_disk(exc: BaseException | None) -> BaseException | None:
+    """The error in `exc` or its causes that says a disk is full (an OSError, or SQLite's own words), or None."""
+    return cause_with(exc, DISK_ERRNOS, SQLITE_FULL)
+
+
+def cause_with(exc: BaseException | None, errnos: tuple[int, ...], words: str | None = None) -> BaseException | None:
+    """The error in `exc` or its causes that is an OSError with one of `errnos` (or whose message holds `words`)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if (isinstance(exc, OSError) and exc.errno in errnos) or (words is not None and words in str(exc)):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _file_too_large(error: BaseException) -> str:

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from flows import cli, faults
-from flows.faults import FaultLog
+import cli.pipeline
+from cli.main import main
+from runtime import faults
+from runtime.faults import FaultLog
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,9 +104,9 @@ def test_a_fault_outside_a_run_is_one_line_naming_the_log_and_exit_1(tmp_path: P
     def broken(args) -> int:
         raise OSError(errno.EIO, "Input/output error", "big.parquet")
 
-    monkeypatch.setattr(cli, "_datasets", broken)
+    monkeypatch.setattr(cli.pipeline, "datasets", broken)
 
-    code = cli.main(["datasets"])
+    code = main(["datasets"])
 
     err = capsys.readouterr().err
     assert code == 1 and len(err.strip().splitlines()) == 1, err
@@ -125,7 +127,7 @@ def test_a_file_at_the_file_size_limit_is_named_with_the_limit(limit: int | None
         except OSError as cause:
             raise RuntimeError("Task run encountered an exception") from cause
     except RuntimeError as error:
-        line = faults.cause_of("Flow run encountered an exception", error, None)
+        line = faults.cause_of("Flow run encountered an exception", error)
 
     assert line == f"{said}; raise the limit and run the same command again: what finished is kept"
 
@@ -141,7 +143,7 @@ sweep: {depths: [1]}
 FILLS_UP = """
 import errno, logging, sys
 import tasks.tracking
-from flows.cli import main
+from cli.main import main
 
 def full(client, run_id, local_dir, artifact_path):
     try:
@@ -198,7 +200,7 @@ def test_a_run_at_the_file_size_limit_says_so_in_one_line_and_the_rerun_complete
     (tmp_path / "run.yaml").write_text(CONFIG)
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path), "PREFECT_HOME": str(tmp_path / "p")}
     environment.pop("PREFECT_API_URL", None)
-    command = [sys.executable, "-m", "flows.cli", "run", "--config", "run.yaml"]
+    command = [sys.executable, "-m", "cli", "run", "--config", "run.yaml"]
 
     first = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600,
                            preexec_fn=lambda: _limited(3000 * 2**10))
@@ -220,7 +222,7 @@ def test_two_runs_of_different_models_started_together_on_a_new_store_both_succe
     (tmp_path / "run.yaml").write_text(CONFIG)
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_API_URL": PREFECT_API_URL.value()}
     names = ("first", "second")
-    runs = [subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--config", "run.yaml", "--model-name", name],
+    runs = [subprocess.Popen([sys.executable, "-m", "cli", "run", "--config", "run.yaml", "--model-name", name],
                              cwd=tmp_path, env=environment, stdout=subprocess.DEVNULL,
                              stderr=(tmp_path / f"{name}.err").open("w")) for name in names]
     codes = [run.wait(timeout=600) for run in runs]

@@ -1,7 +1,7 @@
 """SIGINT and SIGTERM stop a run within seconds, and every `with` block on the way out still runs.
 
 A signal reaches only the main thread; candidates train in worker threads or processes. The
-handler asks them to stop (`encoder.interrupt.STOP`, checked after every batch; worker
+handler asks them to stop (`runtime.interrupt.STOP`, checked after every batch; worker
 processes get the signal passed on), then lets the handler it replaced raise in the main
 thread: KeyboardInterrupt for SIGINT, Prefect's TerminationSignal for SIGTERM inside a
 flow run. The flow's context managers then mark MLflow runs KILLED and release the lock.
@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-from encoder.interrupt import STOP
+from runtime.interrupt import STOP
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # Exit status of a process stopped by a signal, as shells report it.
@@ -43,7 +43,9 @@ def stop_on_signals() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM request a stop and then raise in the main thread.
 
     A no-op outside the main thread (signal handlers can only be set there). Signals the
-    process was told to ignore stay ignored.
+    process was told to ignore stay ignored, and so does a signal that one of these handlers
+    already takes (a block inside another); one that another handler took since (Prefect's
+    for SIGTERM, inside a flow run) gets one of these again, which hands it on.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -72,7 +74,8 @@ def stop_on_signals() -> Iterator[None]:
 
     handler.stops = True  # type: ignore[attr-defined]
     for signum in SIGNALS:
-        if signal.getsignal(signum) is not signal.SIG_IGN:
+        current = signal.getsignal(signum)
+        if current is not signal.SIG_IGN and not getattr(current, "stops", False):
             replaced[signum] = signal.signal(signum, handler)
     try:
         yield

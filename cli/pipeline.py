@@ -1,0 +1,139 @@
+"""The commands that run the pipeline: run, audit, deploy, and the built-in datasets it can run on.
+
+Each validates its settings and checks what can be checked before any work (bad input: exit 2), then runs its
+flow under the Prefect API (a temporary server unless one is configured), withholding errors from the console
+for the fault log (runtime.faults): a run that fails says why in one line and names the log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from cli.flags import UsageError, settings_given
+from flows.config import RunConfig, load_run_config, without_credentials
+from runtime.faults import FAULTS, cause_of
+
+
+def load_config(args: argparse.Namespace) -> RunConfig:
+    """Validate the config and the input table before any run starts (bad input: exit 2)."""
+    from expectations.table.load import load_table
+
+    config = without_credentials(load_run_config(args.config, settings_given(args)))
+    load_table(config.data)
+    return config
+
+
+def folders_written(config: RunConfig | None, *outputs: Path | None) -> list[Path]:
+    """The folders a command writes to: its output files', the work folder and a SQLite store's."""
+    from encoder.tracking.runs import SQLITE, resolve_tracking_uri
+
+    folders = [Path(path).parent for path in outputs if path is not None]
+    if config is not None:
+        folders.append(Path(config.registry.workdir))
+        uri = resolve_tracking_uri(config.registry.tracking_uri)
+        if uri.startswith(SQLITE):
+            folders.append(Path(uri.removeprefix(SQLITE)).parent)
+    return folders
+
+
+def _write_json(path: Path | None, payload: dict) -> None:
+    """Write `payload` to `path` whole or not at all."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.partial")
+        partial.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+        partial.replace(path)
+
+
+def run(args: argparse.Namespace) -> int:
+    from flows.preflight import check_run
+    from flows.report import format_summary
+    from runtime.server import prefect_api
+
+    config = load_config(args)
+    check_run(config, outputs=[args.summary_json])
+    from flows.retrain import retrain
+
+    FAULTS.withhold(config.registry.workdir)
+    with prefect_api(FAULTS.server_output()):
+        state = retrain(**dict(config), force=args.force, return_state=True)
+    from flows.summary import RunSummary
+
+    summary = state.result(raise_on_failure=False)
+    if not isinstance(summary, RunSummary):
+        cause = cause_of(state.message, summary, folders_written(config, args.summary_json))
+        print(f"depthfinder: the run failed: {cause}; {FAULTS.write(_error(summary))}", file=sys.stderr)
+        return 1
+    _write_json(args.summary_json, summary.to_dict())
+    print(format_summary(summary))
+    _report_withheld()
+    return 0 if state.is_completed() else 1
+
+
+def _error(result: object) -> BaseException | None:
+    return result if isinstance(result, BaseException) else None
+
+
+def _report_withheld() -> None:
+    """A command that ended well but logged errors on the way (a retried write, a failed candidate) says where."""
+    if FAULTS.withheld:
+        print(f"depthfinder: {FAULTS.withheld} error(s) were logged on the way; {FAULTS.write()}", file=sys.stderr)
+
+
+def audit(args: argparse.Namespace) -> int:
+    from expectations.audit.report import AuditReport, audit_lines
+    from flows.preflight import check_prefect_api, check_writable
+    from runtime.server import prefect_api
+
+    config = load_config(args)
+    if args.report_json is not None:
+        check_writable(args.report_json, "output file")
+    for folder, what in ((args.data_docs, "Data Docs folder"), (config.registry.workdir, "work folder")):
+        if folder is not None:
+            check_writable(folder, what, folder=True)
+    check_prefect_api()
+    from flows.audit import audit_data
+
+    FAULTS.withhold(config.registry.workdir)
+    with prefect_api(FAULTS.server_output()):
+        state = audit_data(config.data, config.audit, config.registry.workdir, args.data_docs, return_state=True)
+    report = state.result(raise_on_failure=False)
+    if not isinstance(report, AuditReport):
+        cause = cause_of(state.message, report, folders_written(config, args.report_json))
+        print(f"depthfinder: the audit failed: {cause}; {FAULTS.write(_error(report))}", file=sys.stderr)
+        return 1
+    _write_json(args.report_json, report.to_dict())
+    print(f"Audit: {'passed' if report.success else 'failed'}", *audit_lines(report), sep="\n")
+    _report_withheld()
+    return 0 if state.is_completed() else 1
+
+
+def deploy(args: argparse.Namespace) -> int:
+    from flows.deploy import serve, server_problem
+
+    config = load_config(args)
+    _check_timezone(args.timezone)
+    if problem := server_problem():
+        raise UsageError(problem)
+    serve(config, args.cron, args.timezone)
+    return 0
+
+
+def _check_timezone(name: str) -> None:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise UsageError(f"--timezone {name!r} is not an IANA time zone such as UTC or Europe/Berlin") from None
+
+
+def datasets(args: argparse.Namespace) -> int:
+    from expectations.table.datasets import list_datasets
+
+    for dataset in list_datasets():
+        print(f"{dataset.name:<20} {dataset.description}")
+    return 0
