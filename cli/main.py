@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cli.commands import commands
 from cli.flags import Parser, add_flags
-from flows.config import RegistryConfig, first_error
+from flows.config import WORKDIR, first_error
 from runtime.credentials import hide_credentials, redact
 from runtime.faults import FAULTS, cause_of, one_line
 from runtime.guard import process_guard
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 def _workdir(args: argparse.Namespace) -> Path:
     """The work folder given (run and audit: their settings'), else the default."""
     given = vars(args)
-    return Path(given.get("workdir") or given.get("registry.workdir") or RegistryConfig().workdir)
+    return Path(given.get("workdir") or given.get("registry.workdir") or WORKDIR)
 
 
 def _ended(exc: BaseException) -> int:

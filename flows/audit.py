@@ -26,7 +26,7 @@ from encoder.config import TrainConfig
 from expectations.audit.config import AuditConfig
 from expectations.audit.report import AuditReport, audit_markdown
 from expectations.table.config import DataConfig
-from flows.config import RunConfig
+from flows.config import WORKDIR, RunConfig
 from flows.summary import AuditInforms
 from runtime.guard import process_guard
 from tasks.audit import audit_dataset
@@ -37,7 +37,7 @@ BALANCED_METRICS = ("macro_f1", "balanced_accuracy")
 
 @flow(name="audit")
 def audit_data(
-    data: DataConfig, audit: AuditConfig = AuditConfig(), workdir: Path = Path(".depthfinder"),
+    data: DataConfig, audit: AuditConfig = AuditConfig(), workdir: Path = WORKDIR,
     data_docs: Path | None = None,
 ) -> AuditReport | State:
     """Audit a labelled table (GX Data Docs under `data_docs`, if given); the run fails when a check blocks training."""

@@ -30,6 +30,7 @@ MAX_DEPTH = 64  # deeper than any encoder in use (BERT-large: 24 layers): a typo
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 # Where runs and models are recorded unless told: MLflow's own default store, a SQLite file in the working folder.
 TRACKING_URI = "sqlite:///mlflow.db"
+WORKDIR = Path(".depthfinder")  # the work folder: prepared data, tokenizers, checkpoints, logs
 
 
 class SweepConfig(SelectionRule):
@@ -169,7 +170,7 @@ class RegistryConfig(BaseModel):
         json_schema_extra={"flag": "--model-name"},
     )
     workdir: Path = Field(
-        Path(".depthfinder"), description="Folder for prepared data, tokenizers and checkpoints.",
+        WORKDIR, description="Folder for prepared data, tokenizers and checkpoints.",
         json_schema_extra={"flag": "--workdir"},
     )
 

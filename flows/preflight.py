@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.config import RunConfig, SweepConfig
+from flows.config import TRACKING_URI, RunConfig, SweepConfig
 
 if TYPE_CHECKING:
     from encoder.families import Family
@@ -164,7 +164,7 @@ def check_store_uri(tracking_uri: str) -> None:
     if _in_memory_sqlite(tracking_uri):
         raise ValueError(f"tracking URI {tracking_uri} is an in-memory SQLite database, which is gone when the process "
                          "that opened it ends: a run opens its store in several processes and its registry must "
-                         "outlive it; give a file, e.g. sqlite:///mlflow.db")
+                         f"outlive it; give a file, e.g. {TRACKING_URI}")
 
 
 def _in_memory_sqlite(uri: str) -> bool:

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from expectations.table.config import DataConfig
+from flows.config import RegistryConfig
 from flows.summary import RunSummary
 
 
@@ -35,7 +36,7 @@ def flow_run_name() -> str:
 
     parameters = flow_run.parameters
     registry, data = parameters.get("registry"), parameters.get("data", {})
-    model = getattr(registry, "model_name", None) or (registry or {}).get("model_name", "depthfinder")
+    model = getattr(registry, "model_name", None) or (registry or {}).get("model_name", RegistryConfig().model_name)
     return run_title(model, data)
 
 

@@ -1,7 +1,9 @@
-"""The layers stay layers: the model, the data, the audit and the selection logic import without Prefect or MLflow."""
+"""The layers stay layers: imports only go down the floors, and the model, the data, the audit and the selection logic
+import without Prefect or MLflow."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +41,47 @@ def test_the_blocking_itself_works() -> None:
     result = subprocess.run([sys.executable, "-c", BLOCK, "encoder.tracking.runs"], cwd=ROOT, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode != 0 and "mlflow" in result.stderr
+
+
+# The floors, top down: a module imports only from its own floor or one below (cli -> flows -> tasks -> encoder and
+# expectations -> runtime), so runtime, the ground floor, imports nothing else of depthfinder.
+FLOORS = (("cli",), ("flows",), ("tasks",), ("encoder", "expectations"), ("runtime",))
+FLOOR = {package: number for number, packages in enumerate(FLOORS) for package in packages}
+
+
+def _imported(path: Path) -> set[str]:
+    """The depthfinder packages a module imports anywhere in it (inside functions too)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names & FLOOR.keys()
+
+
+def test_imports_only_go_down_the_floors() -> None:
+    upward = [
+        f"{path.relative_to(ROOT)} imports {package}"
+        for package in FLOOR for path in sorted((ROOT / package).rglob("*.py"))
+        for imported in _imported(path) if FLOOR[imported] < FLOOR[package]
+    ]
+    assert not upward, upward
+
+
+def test_the_ground_floor_imports_nothing_of_depthfinder_and_the_rest_finds_its_machinery_there() -> None:
+    modules = sorted((ROOT / "runtime").rglob("*.py"))
+    assert {path.stem for path in modules} >= {"signals", "lock", "server", "services", "stack", "faults", "guard",
+                                                "credentials", "liveness", "retries", "interrupt", "environment"}
+    assert not {f"{path.name}: {imported}" for path in modules for imported in _imported(path) - {"runtime"}}
+    machinery = {"signals.py", "lock.py", "server.py", "services.py", "stack.py", "faults.py", "cli.py",
+                 "reference.py"}
+    assert not machinery & {path.name for path in (ROOT / "flows").glob("*.py")}, "flows/ holds the pipeline only"
+    assert not {"credentials.py", "liveness.py"} & {path.name for path in (ROOT / "encoder" / "tracking").glob("*.py")}
+    assert not (ROOT / "encoder" / "interrupt.py").exists()
+
+
+def test_the_floors_check_finds_an_upward_import(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from flows.config import RunConfig\n    import cli.main, os\n")
+    assert _imported(module) == {"flows", "cli"}

@@ -12,7 +12,7 @@ from prefect import get_client
 from prefect.deployments import run_deployment
 from prefect.runner import Runner
 
-from flows.config import RunConfig, load_run_config
+from flows.config import TRACKING_URI, RunConfig, load_run_config
 from flows.deploy import NIGHTLY, NIGHTLY_CRON, nightly_deployment, server_problem
 from tests.flows.test_retrain import TINY
 
@@ -104,6 +104,7 @@ def test_prefect_yaml_declares_the_nightly_deployment() -> None:
     RunConfig.model_validate({k: v for k, v in nightly["parameters"].items() if k != "force"})
     assert nightly["parameters"]["sweep"]["extend_unconverged"] is True  # as `depthfinder deploy` sets it
     assert nightly["parameters"]["changes"]["skip_minor"] is True
+    assert nightly["parameters"]["registry"]["tracking_uri"] == TRACKING_URI  # YAML cannot import the constant
 
 
 def test_scheduled_runs_get_absolute_paths_for_local_files_and_keep_hub_ids(tmp_path, monkeypatch) -> None:
