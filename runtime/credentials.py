@@ -1,7 +1,8 @@
 """Credentials in URIs stay in this process: no line, log record, parameter, tag or summary carries them.
 
-A tracking URI may hold user-info (`http://alice:pw@host`, `postgresql://user:pw@db/mlflow`). The CLI
-calls `hide_credentials` once, before anything is passed on: for an http(s) server the user and password
+A tracking URI may hold user-info (`http://alice:pw@host`, `postgresql://user:pw@db/mlflow`). Whoever
+takes a run's settings (the CLI, or a flow that a worker started) calls `hide_credentials` once, before
+anything is passed on: for an http(s) server the user and password
 move into MLflow's own variables (MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD) and the URI goes
 on without them; for a database the whole URI stays in the environment (HELD_URI) and what goes on is
 its redacted form (`postgresql://***@db/mlflow`). `store_uri` gives the real URI back where a client is
