@@ -10,11 +10,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from cli.flags import UsageError, settings_given
 from flows.config import RunConfig, load_run_config, without_credentials
 from runtime.faults import FAULTS, cause_of
+
+if TYPE_CHECKING:
+    from prefect.states import State
 
 
 def load_config(args: argparse.Namespace) -> RunConfig:
@@ -56,31 +63,29 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args)
     check_run(config, outputs=[args.summary_json])
     from flows.retrain import retrain
+    from flows.summary import RunSummary
 
     FAULTS.withhold(config.registry.workdir)
     with prefect_api(FAULTS.server_output()):
         state = retrain(**dict(config), force=args.force, return_state=True)
-    from flows.summary import RunSummary
+    return _concluded(state, RunSummary, "run", config, args.summary_json, format_summary)
 
-    summary = state.result(raise_on_failure=False)
-    if not isinstance(summary, RunSummary):
-        cause = cause_of(state.message, summary, folders_written(config, args.summary_json))
-        print(f"depthfinder: the run failed: {cause}; {FAULTS.write(_error(summary))}", file=sys.stderr)
+
+def _concluded(state: State, record: type[BaseModel], what: str, config: RunConfig, output: Path | None,
+               shown: Callable[[Any], str]) -> int:
+    """The exit code of a flow's final `state`: its record written to `output` and `shown` on the terminal, or the
+    one line that says why it failed; a command that ended well but logged errors on the way says where."""
+    result = state.result(raise_on_failure=False)
+    if not isinstance(result, record):
+        cause = cause_of(state.message, result, folders_written(config, output))
+        error = result if isinstance(result, BaseException) else None
+        print(f"depthfinder: the {what} failed: {cause}; {FAULTS.write(error)}", file=sys.stderr)
         return 1
-    _write_json(args.summary_json, summary.to_dict())
-    print(format_summary(summary))
-    _report_withheld()
-    return 0 if state.is_completed() else 1
-
-
-def _error(result: object) -> BaseException | None:
-    return result if isinstance(result, BaseException) else None
-
-
-def _report_withheld() -> None:
-    """A command that ended well but logged errors on the way (a retried write, a failed candidate) says where."""
-    if FAULTS.withheld:
+    _write_json(output, result.to_dict())
+    print(shown(result))
+    if FAULTS.withheld:  # a retried write, a failed candidate
         print(f"depthfinder: {FAULTS.withheld} error(s) were logged on the way; {FAULTS.write()}", file=sys.stderr)
+    return 0 if state.is_completed() else 1
 
 
 def audit(args: argparse.Namespace) -> int:
@@ -100,15 +105,8 @@ def audit(args: argparse.Namespace) -> int:
     FAULTS.withhold(config.registry.workdir)
     with prefect_api(FAULTS.server_output()):
         state = audit_data(config.data, config.audit, config.registry.workdir, args.data_docs, return_state=True)
-    report = state.result(raise_on_failure=False)
-    if not isinstance(report, AuditReport):
-        cause = cause_of(state.message, report, folders_written(config, args.report_json))
-        print(f"depthfinder: the audit failed: {cause}; {FAULTS.write(_error(report))}", file=sys.stderr)
-        return 1
-    _write_json(args.report_json, report.to_dict())
-    print(f"Audit: {'passed' if report.success else 'failed'}", *audit_lines(report), sep="\n")
-    _report_withheld()
-    return 0 if state.is_completed() else 1
+    return _concluded(state, AuditReport, "audit", config, args.report_json, lambda report: "\n".join(
+        [f"Audit: {'passed' if report.success else 'failed'}", *audit_lines(report)]))
 
 
 def deploy(args: argparse.Namespace) -> int:

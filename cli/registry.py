@@ -9,38 +9,54 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from cli.flags import UsageError
 from cli.options import EXPORT_FORMATS, SENTENCE_TRANSFORMERS
 from flows.config import check_model_name
 from runtime.faults import FAULTS
 
+T = TypeVar("T")
+
 
 def predict(args: argparse.Namespace) -> int:
     from encoder.serving import predictions_frame
     from encoder.tracking.loading import open_classifier
-    from encoder.tracking.runs import use_store
-    from flows.preflight import check_tracking_store
 
     texts = args.text or _read_texts(args.data, args.text_col)
     if empty := [number for number, text in enumerate(texts, start=1) if not text.strip()]:
         shown = ", ".join(map(str, empty[:5]))
         raise UsageError(f"text {shown} of {len(texts)} is empty; a label of no text means nothing")
-    _check_store_exists(args.tracking_uri)
-    check_tracking_store(args.tracking_uri)
-    FAULTS.withhold()
-    use_store(args.tracking_uri)
-    try:
-        classifier = open_classifier(args.model)
-    except ValueError as exc:
-        raise UsageError(f"{exc} (tracking URI {args.tracking_uri})") from None
+    _open_store(args.tracking_uri)
+    classifier = _opened(open_classifier, args)
     predictions = predictions_frame(classifier, texts)
     if args.text:
         print(*predictions["label"], sep="\n")
     else:
         print(predictions.assign(text=texts).to_csv(index=False), end="")
     return 0
+
+
+def _open_store(tracking_uri: str) -> None:
+    """Check the store a command reads (it exists and answers), then withhold errors for the fault log."""
+    from flows.preflight import check_tracking_store
+
+    _check_store_exists(tracking_uri)
+    check_tracking_store(tracking_uri)
+    FAULTS.withhold()
+
+
+def _opened(open_model: Callable[[str], T], args: argparse.Namespace) -> T:
+    """`open_model(args.model)` on the store `args.tracking_uri` names; UsageError for a model it refuses."""
+    from encoder.tracking.runs import use_store
+
+    use_store(args.tracking_uri)
+    try:
+        return open_model(args.model)
+    except ValueError as exc:
+        raise UsageError(f"{exc} (tracking URI {args.tracking_uri})") from None
 
 
 def _check_store_exists(tracking_uri: str) -> None:
@@ -58,20 +74,13 @@ def export(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
     from encoder.tracking.loading import vouch
-    from encoder.tracking.runs import use_store
-    from flows.preflight import check_tracking_store, check_writable
+    from flows.preflight import check_writable
 
     if args.to.exists() and (not args.to.is_dir() or any(args.to.iterdir())):
         raise UsageError(f"--to {args.to} exists and is not an empty folder")
     check_writable(args.to, "export folder", folder=True)
-    _check_store_exists(args.tracking_uri)
-    check_tracking_store(args.tracking_uri)
-    FAULTS.withhold()
-    use_store(args.tracking_uri)
-    try:
-        artifacts = vouch(args.model)
-    except ValueError as exc:
-        raise UsageError(f"{exc} (tracking URI {args.tracking_uri})") from None
+    _open_store(args.tracking_uri)
+    artifacts = _opened(vouch, args)
     artifact, missing = EXPORT_FORMATS[args.format]
     if artifact not in artifacts:
         others = ", ".join(name for name in EXPORT_FORMATS if name != args.format)
@@ -149,12 +158,9 @@ def _registry_client(args: argparse.Namespace):
     from mlflow.exceptions import MlflowException
 
     from encoder.tracking.runs import client_of
-    from flows.preflight import check_tracking_store
 
     check_model_name(args.model_name)
-    _check_store_exists(args.tracking_uri)
-    check_tracking_store(args.tracking_uri)
-    FAULTS.withhold()
+    _open_store(args.tracking_uri)
     client = client_of(args.tracking_uri)
     try:
         client.get_registered_model(args.model_name)
