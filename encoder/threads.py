@@ -28,10 +28,12 @@ if TYPE_CHECKING:  # torch is imported where threads are set, so the CLI can set
 # second thread gains too little to risk the barrier: measured by bench/contention.py (1 vs 2 threads
 # on a quiet 2-core machine: ~1.15x faster at 2e8, ~1.6x at 6e8).
 MIN_WORK_PER_THREAD = 4e8
-# Environment that OpenMP reads once, when torch loads: a thread that waits at a barrier sleeps soon
-# instead of spinning for ~300k iterations on a core another process could use. Set by the CLI before
-# torch is imported; a value the user set wins.
-OPENMP_ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE"}
+# Environment that OpenMP reads once, when torch loads: a thread that waits at a barrier spins 1,000 times
+# (GNU OpenMP, which torch's Linux wheels use; its default is 300,000) before it sleeps, so a peer that another
+# process has descheduled costs little. Measured (2 threads, a MiniLM-sized block): beside one busy process
+# 3.6x the quiet time with the default, 1.8x with this (fair: 1.5x); quiet, 12 % slower; OMP_WAIT_POLICY=PASSIVE
+# was 26 % slower quiet and no better beside work. Set before torch is imported; a value the user set wins.
+OPENMP_ENVIRONMENT = {"GOMP_SPINCOUNT": "1000"}
 
 
 def usable_cores() -> int:
