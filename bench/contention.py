@@ -2,7 +2,7 @@
 
 Each measurement is one fresh process that trains one candidate of the built-in `reviews-negation` data
 (`encoder.training.train_candidate`, bf16 where the CPU has it, as `depthfinder run` trains) and prints
-its training seconds; busy processes are pure-Python loops, one core each. Two threading policies:
+its training seconds; busy processes are pure-Python loops, one core each. Three threading policies:
 
 - `default`: torch's own choice (a thread per core it sees), OpenMP's default wait policy (spin);
 - `threads`: the count `encoder.threads` chooses, OpenMP's default wait;
@@ -16,7 +16,7 @@ passing disturbance lands on all of them; the table gives the median over rounds
 A fair share: with C cores, B busy processes and a training of T threads, the kernel gives the training
 min(T, C*T/(T+B)) cores, so the fair slow-down is max(1, (T+B)/C). `vs fair` is the measured slow-down
 over that (goal: at most 1.5). The last line is
-`RESULT worst_vs_fair_default=<...> worst_vs_fair_depthfinder=<...> alone_ratio_small=<depthfinder/default>
+`RESULT worst_vs_fair_<policy>=<...> for each policy, alone_ratio_small=<depthfinder/default>
 alone_ratio_large=<...>` (ratios, no units).
 """
 
