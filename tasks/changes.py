@@ -11,14 +11,12 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NONE
 
+from encoder.tracking.runs import TABLE_ARTIFACTS
 from expectations.changes.compare import ChampionScores
 from expectations.changes.config import ChangesConfig
 from expectations.changes.report import ChangeReport
 from tasks.data import PreparedData
 from tasks.tracking import RETRIES
-
-# Where a registered version's run keeps the table it was trained on: data/<table_hash>.parquet.
-TABLE_ARTIFACTS = "data"
 
 
 @dataclass(frozen=True)

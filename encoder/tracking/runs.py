@@ -32,6 +32,8 @@ RUN_NAME_TAG = "mlflow.runName"
 MODEL_TAG = "depthfinder.model_name"
 PROCESS_TAG = "depthfinder.process"  # the process that runs it (pid, host, start), to tell an abandoned run
 SQLITE = "sqlite:///"
+# Where a registered version's run keeps the table it was trained on: data/<table_hash>.parquet.
+TABLE_ARTIFACTS = "data"
 # The packages whose source decides what a run computes.
 SOURCE_PACKAGES = ("encoder", "expectations", "flows", "tasks")
 
@@ -307,3 +309,16 @@ def record_cached_candidate(sweep: SweepRun, candidate: Candidate, run_id: str |
     log_candidate(sweep, run_id, cached)
     sweep.client.set_terminated(run_id, "FINISHED")
     return cached
+
+
+def tag_pruned(sweep: SweepRun, candidates: list[Candidate]) -> None:
+    """Tag the child runs of candidates that successive halving pruned."""
+    for candidate in candidates:
+        set_tags(sweep.client, candidate.mlflow_run_id, {"depthfinder.status": "pruned"})
+
+
+def tag_convergence(sweep: SweepRun, candidates: list[Candidate]) -> None:
+    """Tag each candidate's child run with whether its validation metric had stopped rising (`not_converged`)."""
+    for candidate in candidates:
+        set_tags(sweep.client, candidate.mlflow_run_id,
+                 {"depthfinder.converged": "false" if candidate.not_converged else "true"})
