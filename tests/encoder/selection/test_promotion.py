@@ -49,3 +49,20 @@ def test_a_challenger_as_good_as_the_champion_is_promoted_in_most_nights_and_one
 
     assert sum(equal) >= 93
     assert sum(worse) <= 5
+
+
+def test_promotion_follows_the_promotion_margin_not_the_depth_tolerance() -> None:
+    """A challenger right on 0.97 of the rows against a champion right on all of them (accuracy −0.03, by the
+    means): a loose depth tolerance does not let it through a strict promotion margin, and a loose promotion
+    margin does whatever the depth tolerance."""
+    truths = ["pos", "neg"] * 50
+    challenger = ["neg", "pos", "neg"] + truths[3:]  # three rows wrong
+
+    def promoted(tolerance: float, margin: float) -> bool:
+        rule = SelectionRule(metric="accuracy", tolerance=tolerance, promotion_margin=margin, confidence=None)
+        judgement = should_promote(truths, challenger, truths, rule)
+        assert judgement.margin == margin
+        return judgement.promoted
+
+    assert not promoted(tolerance=0.05, margin=0.01)
+    assert promoted(tolerance=0.0, margin=0.05)
