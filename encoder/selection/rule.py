@@ -169,20 +169,7 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     families = {c.family for c in candidates}
     named = families != {"scratch"}  # a sweep of the scratch family alone says "depth 2", others name the family
     label = lambda arm: arm_label(*arm, named=named)  # noqa: E731
-    usable = [c for c in candidates if c.usable]
-    unusable = [c for c in candidates if not c.usable and c.status != "screened"]  # screened: never a candidate
-    if not usable:
-        raise ValueError(f"no candidate depth finished training ({_statuses(candidates, label) or 'no candidates'})")
-    limits = _limits(rule)
-    excluded: dict[Arm, list[str]] = {}
-    for candidate in usable:
-        if why := _violations(candidate, limits):
-            excluded.setdefault(_arm(candidate), why)
-    eligible = [c for c in usable if _arm(c) not in excluded]
-    if not eligible:
-        raise ValueError(
-            f"every trained depth exceeds the hard limits {_limits_text(limits)}: {_excluded_text(excluded, label)}"
-        )
+    eligible, unusable, excluded = _eligible(candidates, rule, label)
     scores = aggregate(eligible, rule.metric, rule.cost)
     arms = sorted(scores, key=_order)
     best = max(arms, key=lambda a: scores[a].mean)  # ties: the shallower depth
@@ -216,6 +203,28 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
         max_latency_ms=rule.max_latency_ms, max_params=rule.max_params, pareto_front=[a[1] for a in front],
         pareto_families=[a[0] for a in front], scores=[scores[a] for a in arms],
     )
+
+
+def _eligible(
+    candidates: list[Candidate], rule: SelectionRule, label
+) -> tuple[list[Candidate], list[Candidate], dict[Arm, list[str]]]:
+    """The candidates the rule chooses among, those it does not consider (screened ones are never candidates), and
+    the depths the hard limits exclude, with why; ValueError when no candidate is left."""
+    usable = [c for c in candidates if c.usable]
+    unusable = [c for c in candidates if not c.usable and c.status != "screened"]
+    if not usable:
+        raise ValueError(f"no candidate depth finished training ({_statuses(candidates, label) or 'no candidates'})")
+    limits = _limits(rule)
+    excluded: dict[Arm, list[str]] = {}
+    for candidate in usable:
+        if why := _violations(candidate, limits):
+            excluded.setdefault(_arm(candidate), why)
+    eligible = [c for c in usable if _arm(c) not in excluded]
+    if not eligible:
+        raise ValueError(
+            f"every trained depth exceeds the hard limits {_limits_text(limits)}: {_excluded_text(excluded, label)}"
+        )
+    return eligible, unusable, excluded
 
 
 def _with_intervals(
