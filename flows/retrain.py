@@ -44,12 +44,12 @@ from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 from tasks.registry import find_unchanged_model, prepare_deployment, register_model, settle_registrations
 from tasks.tracking import (
+    close_abandoned_runs,
     describe_model,
-    end_abandoned_runs,
     log_audit,
     log_changes,
     log_summary,
-    open_sweep_run,
+    start_sweep_run,
 )
 from tasks.train import Training, open_family, prepare_tokenizer
 
@@ -87,7 +87,7 @@ def retrain(
         label_flow_run(name=run_title(registry.model_name, data, dataset.data_hash))
         with one_retrain_at_a_time(registry.model_name, workdir):
             tracking_uri = resolve_tracking_uri(registry.tracking_uri)
-            if closed := end_abandoned_runs(tracking_uri, registry.experiment, registry.model_name):
+            if closed := close_abandoned_runs(tracking_uri, registry.experiment, registry.model_name):
                 get_run_logger().warning("ended %d MLflow runs left RUNNING by a retrain that died", len(closed))
             for settled in settle_registrations(tracking_uri, registry.model_name):
                 get_run_logger().warning("%s %s", registry.model_name, settled)
@@ -217,7 +217,7 @@ def what_changed(
 def sweep_run(config: RunConfig, dataset: PreparedData) -> Iterator[SweepRun]:
     """The sweep's MLflow parent run, ended FINISHED, FAILED or KILLED by how the block ends."""
     registry = config.registry
-    run = open_sweep_run(
+    run = start_sweep_run(
         registry.tracking_uri, registry.experiment, registry.model_name,
         run_title(registry.model_name, config.data, dataset.data_hash),
         params=flatten("", config.model_dump(mode="json")), tags={"depthfinder.data_hash": dataset.data_hash},

@@ -17,7 +17,7 @@ from encoder.selection.search import Search
 from encoder.selection.strategies import DepthSeed, Step, Strategy, SweepPlan, strategy_named
 from encoder.tracking.runs import SweepRun
 from flows.config import SweepConfig
-from tasks.tracking import log_reused_candidate, mark_convergence, mark_pruned
+from tasks.tracking import mark_pruned, record_cached_candidate, tag_convergence
 from tasks.train import Training, train_depth
 
 
@@ -39,7 +39,7 @@ def sweep_depths(
             strategy = strategy_of(sweep, training)
             while (step := strategy.next_step()) is not None:
                 strategy.record(_take(step, training, runner))
-            mark_convergence(training.sweep, [c for c in strategy.latest.values() if c.usable])
+            tag_convergence(training.sweep, [c for c in strategy.latest.values() if c.usable])
             candidates += strategy.candidates()
             rungs += strategy.rungs
             searches += [strategy.search] if strategy.search is not None else []
@@ -135,5 +135,5 @@ def _collect(
     if candidate.status != "cached":
         return candidate
     get_run_logger().info("%s reused from an earlier sweep", candidate.name)
-    return log_reused_candidate(run, candidate, previous.mlflow_run_id if previous else None)
+    return record_cached_candidate(run, candidate, previous.mlflow_run_id if previous else None)
 

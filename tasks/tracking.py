@@ -1,7 +1,8 @@
 """Tasks that write a sweep to MLflow: its parent run, reused and pruned candidates, what changed, the audit
 and the decision.
 
-Thin wrappers, each named for its step, around encoder.tracking (runs, reports), which does the writing. Their
+Thin wrappers around encoder.tracking (runs, reports), which does the writing; each task is named for its step
+(as the Prefect UI shows it) and never like the function it wraps. Their
 work is I/O against the tracking server, which can fail for a moment (a restart, a locked SQLite file): they
 retry with backoff. A ValueError or TypeError is a bug or bad input, not a passing fault, and is not retried.
 """
@@ -57,24 +58,24 @@ RETRIES: dict[str, Any] = {
 
 
 @task(**RETRIES)
-def end_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) -> list[str]:
+def close_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) -> list[str]:
     """End as KILLED the runs of `model_name` a dead process on this host left RUNNING; their ids."""
-    return runs.close_abandoned_runs(tracking_uri, experiment, model_name)
+    return runs.end_abandoned_runs(tracking_uri, experiment, model_name)
 
 
 @task(**RETRIES)
-def open_sweep_run(
+def start_sweep_run(
     tracking_uri: str, experiment: str, model_name: str, run_name: str, params: dict[str, Any], tags: dict[str, str],
     night: str = "",
 ) -> SweepRun:
     """Create the sweep's parent run, with the flattened config as params."""
-    return runs.start_sweep_run(tracking_uri, experiment, model_name, run_name, params, tags, night)
+    return runs.create_sweep_run(tracking_uri, experiment, model_name, run_name, params, tags, night)
 
 
 @task(**RETRIES)
-def log_reused_candidate(sweep: SweepRun, candidate: Candidate, run_id: str | None = None) -> Candidate:
+def record_cached_candidate(sweep: SweepRun, candidate: Candidate, run_id: str | None = None) -> Candidate:
     """Record a candidate reused from an earlier sweep as a child run of this one."""
-    return runs.record_cached_candidate(sweep, candidate, run_id)
+    return runs.log_cached_candidate(sweep, candidate, run_id)
 
 
 @task(**RETRIES)
@@ -84,9 +85,9 @@ def mark_pruned(sweep: SweepRun, candidates: list[Candidate]) -> None:
 
 
 @task(**RETRIES)
-def mark_convergence(sweep: SweepRun, candidates: list[Candidate]) -> None:
+def tag_convergence(sweep: SweepRun, candidates: list[Candidate]) -> None:
     """Tag each candidate's child run with whether its validation metric had stopped rising."""
-    runs.tag_convergence(sweep, candidates)
+    runs.log_convergence(sweep, candidates)
 
 
 @task(**RETRIES)

@@ -133,14 +133,14 @@ def experiment_id_of(client: MlflowClient, experiment: str) -> str:
     return found.experiment_id if found else client.create_experiment(experiment, _artifact_root(client.tracking_uri))
 
 
-def start_sweep_run(
+def create_sweep_run(
     tracking_uri: str, experiment: str, model_name: str, run_name: str, params: dict[str, Any], tags: dict[str, str],
     night: str = "",
 ) -> SweepRun:
     """Create the parent run of a sweep of `model_name`, with the flattened config as params.
 
     The sweep's runs are tagged with the model and the process that runs them, so that a later
-    retrain of the model can close them if that process dies (close_abandoned_runs).
+    retrain of the model can end them if that process dies (end_abandoned_runs).
     """
     tracking_uri = resolve_tracking_uri(tracking_uri)
     use_store(tracking_uri)
@@ -198,7 +198,7 @@ def ending(client: MlflowClient, run_id: str) -> Iterator[None]:
     client.set_terminated(run_id, "FINISHED")
 
 
-def close_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) -> list[str]:
+def end_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) -> list[str]:
     """End as KILLED the runs of `model_name` still RUNNING whose process, on this host, has died.
 
     Runs of another host are left alone (whether their process lives cannot be told from here).
@@ -296,7 +296,7 @@ def log_candidate(sweep: SweepRun, run_id: str, candidate: Candidate) -> None:
     set_tags(sweep.client, run_id, tags)
 
 
-def record_cached_candidate(sweep: SweepRun, candidate: Candidate, run_id: str | None = None) -> Candidate:
+def log_cached_candidate(sweep: SweepRun, candidate: Candidate, run_id: str | None = None) -> Candidate:
     """Record a candidate reused from an earlier sweep in this sweep's child run of it (`run_id`, or
     a new one); return the candidate, marked cached, with that run."""
     if run_id is None:
@@ -317,7 +317,7 @@ def tag_pruned(sweep: SweepRun, candidates: list[Candidate]) -> None:
         set_tags(sweep.client, candidate.mlflow_run_id, {"depthfinder.status": "pruned"})
 
 
-def tag_convergence(sweep: SweepRun, candidates: list[Candidate]) -> None:
+def log_convergence(sweep: SweepRun, candidates: list[Candidate]) -> None:
     """Tag each candidate's child run with whether its validation metric had stopped rising (`not_converged`)."""
     for candidate in candidates:
         set_tags(sweep.client, candidate.mlflow_run_id,

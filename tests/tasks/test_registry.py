@@ -12,7 +12,7 @@ from mlflow import MlflowClient
 from encoder.bundle import save_bundle
 from encoder.selection.candidate import Candidate, Cost
 from encoder.selection.rule import SelectionRule
-from encoder.tracking.runs import start_sweep_run
+from encoder.tracking.runs import create_sweep_run
 from tasks.data import PreparedData
 from tasks.registry import register_model
 from tests.encoder.tiny_models import LABELS, TRAIN_LABELS, TRAIN_TEXTS, constant_network, tiny_tokenizer
@@ -32,7 +32,7 @@ def registry(tmp_path_factory):
         label: str(save_bundle(folder / label, constant_network(tokenizer, label), tokenizer, LABELS))
         for label in LABELS
     }
-    sweep = start_sweep_run(f"sqlite:///{folder / 'mlflow.db'}", "exp", "m", "sweep", params={}, tags={})
+    sweep = create_sweep_run(f"sqlite:///{folder / 'mlflow.db'}", "exp", "m", "sweep", params={}, tags={})
     first = register_model.fn(_candidate(bundles["pos"]), dataset, sweep, "m", RULE, {"depth": "1"})
     return folder, dataset, sweep, bundles, first
 
@@ -113,7 +113,7 @@ def test_a_champion_that_spells_a_class_otherwise_is_scored_by_the_class(tmp_pat
     dataset = PreparedData(str(tmp_path / "data.parquet"), "hash", "table", len(frame), LABELS)
     tokenizer = tiny_tokenizer()
     bundle = str(save_bundle(tmp_path / "pos", constant_network(tokenizer, "pos"), tokenizer, LABELS))
-    sweep = start_sweep_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "exp", "m", "sweep", params={}, tags={})
+    sweep = create_sweep_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "exp", "m", "sweep", params={}, tags={})
     register_model.fn(_candidate(bundle), dataset, sweep, "m", RULE, {"depth": "1"})
     truth = dict(zip(TRAIN_TEXTS, TRAIN_LABELS, strict=True))
 

@@ -19,14 +19,14 @@ from encoder.tracking.reports import (
     log_change_report,
     log_run_summary,
 )
-from encoder.tracking.runs import SweepRun, start_child_run, start_sweep_run, tag_convergence, tag_pruned
+from encoder.tracking.runs import SweepRun, create_sweep_run, log_convergence, start_child_run, tag_pruned
 from expectations.audit.report import FLAGGED_ROWS, AuditReport, CheckResult
 from expectations.changes.report import ChangeReport, LabelShift, Policy
 
 
 @pytest.fixture
 def sweep(tmp_path: Path) -> SweepRun:
-    return start_sweep_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "exp", "m", "sweep", params={}, tags={})
+    return create_sweep_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "exp", "m", "sweep", params={}, tags={})
 
 
 def _artifact(client: MlflowClient, run_id: str, path: str, folder: Path) -> str:
@@ -106,7 +106,7 @@ def test_pruned_and_converged_candidates_are_tagged_on_their_child_runs(sweep: S
                   for depth, run in zip((1, 2), runs, strict=True)]
 
     tag_pruned(sweep, candidates[:1])
-    tag_convergence(sweep, candidates)
+    log_convergence(sweep, candidates)
 
     tags = [sweep.client.get_run(run).data.tags for run in runs]
     assert tags[0]["depthfinder.status"] == "pruned" and "depthfinder.status" not in tags[1]

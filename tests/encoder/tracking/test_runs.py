@@ -8,11 +8,11 @@ from encoder.tracking import runs as tracking
 from encoder.tracking.runs import (
     SOURCE_PACKAGES,
     code_version,
+    create_sweep_run,
     flatten,
     resolve_tracking_uri,
     source_digest,
     start_child_run,
-    start_sweep_run,
 )
 
 
@@ -34,7 +34,7 @@ def test_flatten_joins_nested_keys() -> None:
 
 def test_child_runs_name_their_parent_explicitly(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    sweep = start_sweep_run(uri, "exp", "model", "sweep-x", params={"sweep.depths": [1, 2]}, tags={"k": "v"})
+    sweep = create_sweep_run(uri, "exp", "model", "sweep-x", params={"sweep.depths": [1, 2]}, tags={"k": "v"})
 
     child = start_child_run(sweep, "depth-1", {"depthfinder.depth": "1"})
 
