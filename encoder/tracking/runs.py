@@ -10,7 +10,9 @@ import functools
 import hashlib
 import logging
 import os
+import shutil
 import sqlite3
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -232,6 +234,21 @@ def log_folder(client: MlflowClient, run_id: str, local_dir: str, artifact_path:
         with contextlib.suppress(Exception):
             get_artifact_repository(client.get_run(run_id).info.artifact_uri).delete_artifacts(artifact_path)
         raise
+
+
+def fetch_table(client: MlflowClient, run_id: str, local: Path) -> bool:
+    """Copy the table the run `run_id` keeps under TABLE_ARTIFACTS, named like `local`, to `local`, whole or not
+    at all; False when the run does not keep it (or it cannot be read)."""
+    from mlflow.exceptions import MlflowException
+
+    local.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=local.parent) as scratch:
+        try:
+            fetched = client.download_artifacts(run_id, f"{TABLE_ARTIFACTS}/{local.name}", scratch)
+        except (MlflowException, OSError):
+            return False
+        shutil.move(fetched, local)  # same folder: a rename, so the table appears whole or not at all
+    return True
 
 
 def log_params(client: MlflowClient, run_id: str, params: dict[str, Any]) -> None:
