@@ -2,10 +2,11 @@
 
 Each measurement is one fresh process that trains one candidate of the built-in `reviews-negation` data
 (`encoder.training.train_candidate`, bf16 where the CPU has it, as `depthfinder run` trains) and prints
-its training seconds; busy processes are pure-Python loops, one core each. Two threading policies:
+its training seconds; busy processes are pure-Python loops, one core each. Three threading policies:
 
 - `default`: torch's own choice (a thread per core it sees), OpenMP's default wait policy (spin);
-- `depthfinder`: the count `encoder.threads` chooses and OMP_WAIT_POLICY=PASSIVE, as the CLI sets it.
+- `threads`: the count `encoder.threads` chooses, OpenMP's default wait;
+- `depthfinder`: that count and `encoder.threads.OPENMP_ENVIRONMENT` (a short spin), as the CLI runs it.
 
 Two models: the default scratch recipe at depth 1 (the issue's "depth 1 for 4 epochs") and a
 MiniLM-sized scratch encoder (width 384, MLP 1536, depth 2), big enough for `encoder.threads` to give it
@@ -15,7 +16,7 @@ passing disturbance lands on all of them; the table gives the median over rounds
 A fair share: with C cores, B busy processes and a training of T threads, the kernel gives the training
 min(T, C*T/(T+B)) cores, so the fair slow-down is max(1, (T+B)/C). `vs fair` is the measured slow-down
 over that (goal: at most 1.5). The last line is
-`RESULT worst_vs_fair_default=<...> worst_vs_fair_depthfinder=<...> alone_ratio_small=<depthfinder/default>
+`RESULT worst_vs_fair_<policy>=<...> for each policy, alone_ratio_small=<depthfinder/default>
 alone_ratio_large=<...>` (ratios, no units).
 """
 
@@ -33,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"small": {}, "large": {"d_model": 384, "n_heads": 6, "d_ff": 1536}}
 DEPTHS = {"small": 1, "large": 2}
-POLICIES = ("default", "depthfinder")
+POLICIES = ("default", "threads", "depthfinder")
 
 
 def child(model: str, policy: str, epochs: int) -> None:

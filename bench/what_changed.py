@@ -122,10 +122,10 @@ def promotion_case(table: pd.DataFrame, seeds: int = 6) -> tuple[float, float]:
 
     from encoder.config import ModelConfig, TrainConfig
     from encoder.metrics import classification_metrics
+    from encoder.selection.promotion import should_promote
     from encoder.selection.rule import SelectionRule
     from encoder.serving import TextClassifier
     from encoder.tokenizer import train_tokenizer
-    from encoder.tracking.registry import should_promote
     from encoder.training import train_candidate
 
     frame = prepared(table)
@@ -140,11 +140,11 @@ def promotion_case(table: pd.DataFrame, seeds: int = 6) -> tuple[float, float]:
             trained = train_candidate(frame, labels, tokenizer, 1, ModelConfig(), TrainConfig(seed=seed),
                                       class_weights=True, out_dir=Path(folder) / str(seed), progress=False)
             predictions[seed] = TextClassifier(trained.network, tokenizer, labels).predict(truths[0])
-    rule = SelectionRule(tolerance=0.01)
+    rule = SelectionRule(promotion_margin=0.01)
     f1 = {seed: classification_metrics(truths[1], said)["macro_f1"] for seed, said in predictions.items()}
     pairs = [(a, b) for a in predictions for b in predictions if a != b]
     bootstrap = [not should_promote(truths[1], predictions[a], predictions[b], rule).promoted for a, b in pairs]
-    margin = [f1[a] < f1[b] - rule.tolerance for a, b in pairs]
+    margin = [f1[a] < f1[b] - rule.promotion_margin for a, b in pairs]
     _print_table(["seed", "test macro-F1"], [[seed, f"{value:.3f}"] for seed, value in f1.items()])
     print(f"{len(pairs)} same-data pairs: the paired bootstrap refuses {sum(bootstrap)}, the fixed margin refused "
           f"{sum(margin)}")

@@ -12,7 +12,9 @@ def yaml_switch(value: object) -> object:
     return {True: "on", False: "off"}[value] if isinstance(value, bool) else value
 
 
-Family = Literal["scratch", "pretrained"]  # the names of encoder.families
+# The name of a family of candidates: one per class of encoder.families (FAMILIES), which a test holds to this.
+FamilyName = Literal["scratch", "pretrained"]
+Family = FamilyName  # the name flows/cli.py imports it by, until the CLI is built from the config
 SCRATCH_DEPTHS = [1, 2, 4, 6]  # the scratch family's default depths
 # What numpy, torch and Lightning accept as a seed: an unsigned 32-bit integer.
 SEED_MAX = 2**32 - 1

@@ -4,8 +4,9 @@ The network is exported to ONNX (torch's TorchScript-based exporter, dynamic bat
 quantised to int8 weights by ONNX Runtime's dynamic quantisation. Each variant labels the test split through the
 same tokenizer and length-sorted batching as the torch model (encoder.serving.TextClassifier), so its metric is
 the one the promotion compares, and its latency is timed on the same texts at batch 1 and batch 32. A variant
-ships only when it is within the rule's tolerance of the torch model by the rule's own test
-(encoder.selection.margin.within): its test metric no more than the tolerance below the torch model's, and, at the
+ships only when it is within the deployment margin (`deployment_margin`, a setting of its own: loosening the depth
+rule's tolerance does not loosen this gate) of the torch model by the rule's own test
+(encoder.selection.margin.within): its test metric no more than the margin below the torch model's, and, at the
 rule's confidence, the lower end of the paired bootstrap interval of (variant − torch) on the same test rows too.
 Quantisation can lose accuracy silently, and a model that is fast but wrong defeats the purpose. ONNX Runtime is
 the extra `depthfinder[onnx]`; without it the chosen model ships as torch alone, and the decision says why.
@@ -43,7 +44,7 @@ class Variant(Record):
     metrics: dict[str, float] = Field(description="Test accuracy, balanced accuracy, macro-F1.")
     latency_ms: dict[str, float] = Field(description="p50 and p95 of a forward at batch 1 and 32 (b1_p50, ...), ms.")
     size_mb: float = Field(description="Size of its weights file, MiB.")
-    shipped: bool = Field(description="Registered with the version: within the tolerance of the torch model.")
+    shipped: bool = Field(description="Registered with the version: within the deployment margin of the torch model.")
     file: str | None = Field(None, description="Its file (ONNX variants).")
     vs_torch: Interval | None = Field(
         None, description="Its test metric minus the torch model's, with the paired bootstrap interval at the rule's "
@@ -55,7 +56,10 @@ class Deployment(Record):
     """What the chosen model's variants scored and cost, and which ship."""
 
     metric: str = Field(description="The metric they were judged by (the rule's), on the test split.")
-    tolerance: float = Field(description="How much of it a variant may lose against the torch model (the rule's).")
+    tolerance: float = Field(
+        description="How much of it a variant may lose against the torch model: the deployment margin "
+        "(sweep.deployment_margin), not the depth rule's tolerance."
+    )
     variants: list[Variant] = Field(description="torch first, then each ONNX variant.")
     sentence: str = Field(description="What was measured and shipped, in a sentence.")
     hf_folder: str | None = Field(None, description="Its standard Hugging Face folder, when it is one.")
@@ -119,18 +123,18 @@ def quantize(fp32: Path, int8: Path) -> Path:
 
 def measure_deployment(
     network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str], metric: str,
-    tolerance: float, folder: Path, confidence: float | None = 0.9,
+    margin: float, folder: Path, confidence: float | None = 0.9,
 ) -> Deployment:
     """Export and quantise the network into `folder`, measure every variant on the labelled test texts, and say
-    which ship (within `tolerance` of the torch model's `metric`, by the paired bootstrap at `confidence`; None:
-    by the metric alone)."""
+    which ship (within `margin`, the deployment margin, of the torch model's `metric`, by the paired bootstrap at
+    `confidence`; None: by the metric alone)."""
     torch_model = TextClassifier(network, tokenizer, labels)
     predicted: dict[str, list[str]] = {}
     measured = {"torch": _measure("torch", torch_model, texts, truths, None, predicted)}
     try:
         import onnxruntime  # noqa: F401 (the extra that makes ONNX variants)
     except ImportError:
-        return _judged(measured, metric, tolerance, "ONNX variants not measured: onnxruntime is not installed "
+        return _judged(measured, metric, margin, "ONNX variants not measured: onnxruntime is not installed "
                        "(pip install 'depthfinder[onnx]')")
     folder.mkdir(parents=True, exist_ok=True)
     fp32 = export_onnx(network, folder / ONNX_FILE)
@@ -140,7 +144,7 @@ def measure_deployment(
         if confidence is not None:
             interval = paired_interval(truths, predicted[name], predicted["torch"], metric, confidence)
             measured[name] = measured[name].model_copy(update={"vs_torch": interval})
-    return _judged(measured, metric, tolerance, "")
+    return _judged(measured, metric, margin, "")
 
 
 def _measure(name: str, classifier: TextClassifier, texts: list[str], truths: list[str], path: Path | None,
@@ -177,7 +181,7 @@ def _latency_ms(classifier: TextClassifier, ids: list[list[int]], batch: int) ->
     return float(np.percentile(times, 50)), float(np.percentile(times, 95))
 
 
-def _judged(measured: dict[str, Variant], metric: str, tolerance: float, note: str) -> Deployment:
+def _judged(measured: dict[str, Variant], metric: str, margin: float, note: str) -> Deployment:
     """The variants with `shipped` decided, and the sentence."""
     reference = measured["torch"]
     base, fast = reference.metrics[metric], reference.latency_ms["b1_p50"]
@@ -186,20 +190,21 @@ def _judged(measured: dict[str, Variant], metric: str, tolerance: float, note: s
         if (variant := measured.get(name)) is None:
             continue
         value, interval = variant.metrics[metric], variant.vs_torch
-        ships = within(value - base, tolerance, None if interval is None else interval.low)
+        ships = within(value - base, margin, None if interval is None else interval.low)
         speed = fast / variant.latency_ms["b1_p50"] if variant.latency_ms["b1_p50"] else float("nan")
         variants.append(variant.model_copy(update={"shipped": ships}))
         label = "int8 ONNX" if name == "onnx-int8" else "ONNX"
-        verdict = "shipped" if ships else _refusal(value - base, interval, tolerance)
+        verdict = "shipped" if ships else _refusal(value - base, interval, margin)
         paired = f" ({interval.text()})" if interval is not None and interval.low != interval.high else ""
         clauses.append(f"{label}: {metric} {value:.3f} vs {base:.3f}{paired}, {speed:.1f}x as fast as torch at "
                        f"batch 1, {variant.size_mb:.2f} MiB: {verdict}")
-    return Deployment(metric=metric, tolerance=tolerance, variants=variants, sentence="; ".join(clauses) or note)
+    return Deployment(metric=metric, tolerance=margin, variants=variants, sentence="; ".join(clauses) or note)
 
 
-def _refusal(difference: float, interval: Interval | None, tolerance: float) -> str:
-    """Why a variant does not ship: it loses more than the tolerance, or the test rows do not show it within."""
-    if not within(difference, tolerance) or interval is None:
-        return f"not shipped (it loses more than the tolerance {tolerance:g})"
-    return (f"not shipped (the test rows do not show it within the tolerance {tolerance:g}: its interval reaches "
+def _refusal(difference: float, interval: Interval | None, margin: float) -> str:
+    """Why a variant does not ship: it loses more than the margin, or the test rows do not show it within (the
+    sentence calls the deployment margin the gate's tolerance, as it always has)."""
+    if not within(difference, margin) or interval is None:
+        return f"not shipped (it loses more than the tolerance {margin:g})"
+    return (f"not shipped (the test rows do not show it within the tolerance {margin:g}: its interval reaches "
             f"{interval.low:+.3f})".replace("-", "\u2212"))

@@ -19,7 +19,7 @@ import torch
 from tokenizers import Tokenizer
 
 from encoder.checkpoint import PretrainedCheckpoint, open_tokenizer, resolve_checkpoint
-from encoder.config import SCRATCH_DEPTHS, ModelConfig, TrainConfig
+from encoder.config import SCRATCH_DEPTHS, FamilyName, ModelConfig, TrainConfig
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.pretrained import load_truncated
 from encoder.serving import Network, NetworkConfig, family_name
@@ -31,7 +31,7 @@ SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
 class Family(ABC):
     """What the candidates of one family train with and are rebuilt from."""
 
-    name: ClassVar[str]  # its networks and their configs: encoder.serving.NETWORKS[name]
+    name: ClassVar[FamilyName]  # its networks and their configs: encoder.serving.NETWORKS[name]
     serving_packages: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
@@ -80,7 +80,7 @@ class Scratch(Family):
     """depthfinder's own encoder (encoder.model), trained from scratch with its depth-aware recipe on a WordPiece
     tokenizer fitted to the train split."""
 
-    name: ClassVar[str] = "scratch"
+    name: ClassVar[FamilyName] = "scratch"
 
     @classmethod
     def open(cls, model: ModelConfig) -> Scratch:
@@ -127,7 +127,7 @@ class Pretrained(Family):
     fine-tuned with the fine-tuning recipe on the checkpoint's own tokenizer."""
 
     checkpoint: PretrainedCheckpoint
-    name: ClassVar[str] = "pretrained"
+    name: ClassVar[FamilyName] = "pretrained"
     serving_packages: ClassVar[tuple[str, ...]] = ("transformers",)  # builds the architecture
 
     @classmethod

@@ -26,8 +26,8 @@ from runtime.environment import OPENMP_ENVIRONMENT
 if TYPE_CHECKING:  # torch is imported where threads are set, so the process guard can set OpenMP's environment first
     from torch import nn
 
-# The policy's other half, OpenMP's wait policy, is environment that OpenMP reads once, when torch loads: the process
-# guard (runtime.guard) sets OPENMP_ENVIRONMENT before the CLI imports torch; a value the user set wins.
+# The policy's other half, how long a waiting OpenMP thread spins, is environment that OpenMP reads once, when torch
+# loads: the process guard (runtime.guard) sets OPENMP_ENVIRONMENT before the CLI imports torch; a user's value wins.
 __all__ = ["MIN_WORK_PER_THREAD", "OPENMP_ENVIRONMENT", "torch_threads", "training_threads", "usable_cores"]
 
 # Multiply-adds of one block per training step (batch x tokens x the block's weights) below which a

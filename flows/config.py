@@ -15,9 +15,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
-from encoder.config import SCRATCH_DEPTHS, SEED_MAX, Family, ModelConfig, TrainConfig, yaml_switch
+from encoder.config import SCRATCH_DEPTHS, SEED_MAX, FamilyName, ModelConfig, TrainConfig, yaml_switch
 from encoder.selection.halving import rung_budgets
 from encoder.selection.rule import SelectionRule
+from encoder.selection.strategies import StrategyName
 from expectations.audit.config import AuditConfig
 from expectations.changes.config import ChangesConfig
 from expectations.table.config import DataConfig
@@ -43,7 +44,7 @@ class SweepConfig(SelectionRule):
         "checkpoint's layer count.",
         json_schema_extra={"flag": "--depths"},
     )
-    families: list[Family] | None = Field(
+    families: list[FamilyName] | None = Field(
         None, min_length=1,
         description="Which encoders to sweep, chosen among together: scratch (depthfinder's own, trained from "
         "scratch) and pretrained (the bottom layers of model.pretrained, fine-tuned); null = pretrained when "
@@ -54,7 +55,7 @@ class SweepConfig(SelectionRule):
         [1], min_length=1, description="Seeds trained per depth (0 to 2^32 - 1); the rule uses their mean.",
         json_schema_extra={"flag": "--seeds"},
     )
-    strategy: Literal["grid", "search"] = Field(
+    strategy: StrategyName = Field(
         "grid", description="How depths are learned: grid, one fine-tune of each depth (halving may prune); search, "
         "every depth 1..L of a family screened by one fine-tune of depth L with a probe on each layer, then separate "
         "fine-tunes only of the depths the screen cannot rule out (about log2(L) of them): every depth answered "
@@ -70,6 +71,17 @@ class SweepConfig(SelectionRule):
         None, strict=True, ge=1,
         description="Epochs of the first halving rung (each later rung doubles it); null = train.min_epochs, the "
         "epochs a depth may spend on its initial loss plateau.",
+    )
+    halving_margin: float = Field(
+        0.01, ge=0,
+        description="How far below the weakest kept depth a depth outside a halving rung's better half may be "
+        "projected (its best plus its gain over the last patience epochs once more) and still be kept, as a late "
+        "bloomer.",
+    )
+    convergence_gain: float = Field(
+        0.01, ge=0,
+        description="A candidate whose best of the last patience epochs beats its best before them by more than this "
+        "was still rising when its budget ended (not_converged; extend_unconverged extends it).",
     )
     extend_unconverged: bool | None = Field(
         None,
@@ -195,7 +207,7 @@ class RunConfig(BaseModel):
         return self
 
     @property
-    def families(self) -> list[Family]:
+    def families(self) -> list[FamilyName]:
         """The families this run sweeps, in order: as configured, else the one the model settings imply."""
         return self.sweep.families or (["pretrained"] if self.model.pretrained else ["scratch"])
 

@@ -139,7 +139,7 @@ def train_and_register(
         "champion_version": registration.champion_version,
         "challenger_test_metrics": registration.challenger_test_metrics,
         "champion_test_metrics": registration.champion_test_metrics,
-        "comparison": registration.comparison,
+        "comparison": registration.comparison, "promotion_margin": registration.promotion_margin,
     })
     record_decision(config, run, summary)
     describe_model(run, registration.model.name, registration.model.version, model_card(summary, fingerprint))

@@ -59,7 +59,7 @@ class RunSummary(Record):
     lr_check: list[RateCheck] = Field([], description="The learning-rate check per family (sweep.check_lr).")
     deployment: Deployment | None = Field(
         None, description="The chosen model's forms (torch, ONNX, int8 ONNX): each one's test metric, latency at "
-        "batch 1 and 32 and size, and which ship with the version (within the rule's tolerance of torch)."
+        "batch 1 and 32 and size, and which ship with the version (within the deployment margin of torch)."
     )
     model: ModelVersionRef | None = Field(None, description="The version registered (or, when skipped, reused).")
     promoted: bool | None = Field(None, description="Whether it became champion.")
@@ -74,6 +74,10 @@ class RunSummary(Record):
     comparison: Interval | None = Field(
         None, description="The challenger's test metric minus the champion's on the same rows, with the paired "
         "bootstrap interval promotion was decided by; none without a champion."
+    )
+    promotion_margin: float | None = Field(
+        None, description="How much worse than the champion the challenger could be and still be promoted (the "
+        "promotion margin, sweep.promotion_margin); none without a champion."
     )
     mlflow_run_id: str | None = Field(None, description="The sweep's MLflow parent run.")
     data_hash: str = Field(description="Content hash of the texts, labels and splits trained on.")

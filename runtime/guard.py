@@ -3,7 +3,7 @@
     with process_guard() as guard:      # the CLI's main, and the flows' bodies
         if guard.outermost: ...          # nothing above set this process up: a worker or a deployment started it
 
-The first guard in a thread sets the environment defaults (offline, OpenMP's wait policy: before torch is
+The first guard in a thread sets the environment defaults (offline, OpenMP's spin count: before torch is
 imported), makes every log record redacted, takes SIGINT and SIGTERM (runtime.signals) and, when it ends,
 gives the console its errors back (the fault log, runtime.faults). A guard inside another does only what is
 still missing: it takes back a signal that another handler took since (Prefect's own for SIGTERM, inside a

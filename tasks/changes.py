@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,9 +14,6 @@ from expectations.changes.config import ChangesConfig
 from expectations.changes.report import ChangeReport
 from runtime.retries import RETRIES
 from tasks.data import PreparedData
-
-# Where a registered version's run keeps the table it was trained on: data/<table_hash>.parquet.
-TABLE_ARTIFACTS = "data"
 
 
 @dataclass(frozen=True)
@@ -34,10 +29,8 @@ class ChampionTable:
 def find_champion_table(tracking_uri: str, model_name: str, workdir: Path) -> ChampionTable | None:
     """The champion and its training table: the work folder's copy, else its run's artifact (copied back into
     the work folder); None when there is no champion."""
-    from mlflow.exceptions import MlflowException
-
     from encoder.tracking.registry import current_champion
-    from encoder.tracking.runs import client_of
+    from encoder.tracking.runs import client_of, fetch_table
 
     client = client_of(tracking_uri)
     champion = current_champion(client, model_name)
@@ -47,14 +40,8 @@ def find_champion_table(tracking_uri: str, model_name: str, workdir: Path) -> Ch
     if table_hash is None:  # registered before tables were kept
         return ChampionTable(str(champion.version), tags)
     local = Path(workdir) / "data" / f"{table_hash}.parquet"
-    if not local.exists():
-        local.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=local.parent) as scratch:
-            try:
-                fetched = client.download_artifacts(champion.run_id, f"{TABLE_ARTIFACTS}/{local.name}", scratch)
-            except (MlflowException, OSError):
-                return ChampionTable(str(champion.version), tags)
-            shutil.move(fetched, local)  # same folder: a rename, so the table appears whole or not at all
+    if not local.exists() and not fetch_table(client, champion.run_id, local):
+        return ChampionTable(str(champion.version), tags)
     return ChampionTable(str(champion.version), tags, str(local))
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from runtime.environment import set_environment_defaults
 
-set_environment_defaults()  # offline, and OpenMP's wait policy before torch loads, as the CLI's process guard does
+set_environment_defaults()  # offline, and OpenMP's spin count before torch loads, as the CLI's process guard does
 
 # The real datasets (docs/benchmarks.md): where DEPTHFINDER_DATA says, else the copies in the repository's data/.
 REAL_DATA = Path(os.environ.get("DEPTHFINDER_DATA", Path(__file__).resolve().parents[1] / "data"))

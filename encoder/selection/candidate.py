@@ -12,8 +12,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import Self
 
+from encoder.config import FamilyName
+from encoder.selection.margin import within
+
 Status = Literal["trained", "cached", "pruned", "failed", "screened"]
-Family = Literal["scratch", "pretrained"]
 # Statuses of candidates the rule may choose among: they trained to the end of their budget.
 USABLE_STATUSES: tuple[Status, ...] = ("trained", "cached")
 CostName = Literal["flops_per_example", "latency_ms_p50", "onnx_latency_ms_p50", "params", "train_seconds"]
@@ -75,7 +77,7 @@ class Candidate(Record):
     """One (depth, seed) of a sweep: how it ended, its quality on validation and test, and its cost."""
 
     depth: int = Field(description="Encoder blocks (pretrained: the checkpoint's bottom layers kept).")
-    family: Family = Field("scratch", description="scratch (trained from scratch) or pretrained (fine-tuned).")
+    family: FamilyName = Field("scratch", description="scratch (trained from scratch) or pretrained (fine-tuned).")
     seed: int = Field(1, description="Seed of initialisation and batching.")
     status: Status = Field(
         description="trained; cached (reused from an earlier, interrupted or identical sweep); pruned (dropped "
@@ -106,7 +108,7 @@ class Candidate(Record):
     )
     not_converged: bool = Field(
         False, description="Its validation metric was still rising when its budget ended: the best of the last "
-        "`patience` epochs beat the best before them by more than the rule's tolerance."
+        "`patience` epochs beat the best before them by more than sweep.convergence_gain."
     )
     screen: list[Candidate] = Field(
         [], description="For the screen of the search strategy: the depths below it, as probes on its layers saw "
@@ -133,10 +135,11 @@ def recent_gain(history: list[float], window: int) -> float | None:
 
 
 def still_rising(history: list[float], window: int, gain: float) -> bool:
-    """Whether a validation curve was still rising when training ended: its last `window` epochs gained more
-    than `gain` over its best before them (a single epoch tells nothing: rising)."""
+    """Whether a validation curve was still rising when training ended: its best before the last `window` epochs
+    does not stand in for their best within `gain` (encoder.selection.margin.within), i.e. they gained more than
+    `gain` (a single epoch tells nothing: rising)."""
     recent = recent_gain(history, window)
-    return recent is None or recent > gain
+    return recent is None or not within(-recent, gain)
 
 
 def arm_label(family: str, depth: int, named: bool | None = None) -> str:

@@ -11,9 +11,10 @@ rest): with the `tolerance` rule, depths within tolerance of the best count as t
 the cheaper comes first. Halving therefore keeps the cheap depth the final rule would pick
 over a slightly better deep one, instead of dropping it for being a little behind early.
 Stopping at two keeps the last comparison one between finished models. A depth outside the
-better half whose validation curve is still rising steeply enough to catch up within one
-more window of epochs, with the kept depths going on at their own pace (`late_bloomers`), is
-kept too: deep models often learn late.
+better half whose validation curve is still rising steeply enough to come within the halving
+margin (`halving_margin`) of the weakest kept depth within one more window of epochs, with the
+kept depths going on at their own pace (`late_bloomers`), is kept too: deep models often learn
+late. The grid strategy (encoder.selection.strategies) runs the rungs.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import statistics
 
 from pydantic import Field
 
-from encoder.selection.candidate import Candidate, Family, Record, recent_gain
+from encoder.config import FamilyName
+from encoder.selection.candidate import Candidate, Record, recent_gain
 from encoder.selection.margin import within
 from encoder.selection.rule import SelectionRule, choose_depth
 
@@ -31,7 +33,7 @@ from encoder.selection.rule import SelectionRule, choose_depth
 class Rung(Record):
     """One halving rung of a family: the budget, the depths it ranked and those it kept."""
 
-    family: Family = Field("scratch", description="The family whose depths it ranked.")
+    family: FamilyName = Field("scratch", description="The family whose depths it ranked.")
     epochs: int = Field(description="Epochs in all at this rung.")
     depths: list[int] = Field(description="Depths ranked at this rung.")
     kept: list[int] = Field(description="Depths kept for the next rung.")
@@ -49,6 +51,9 @@ class Halving(Record):
         None, description="Estimated training time of the full grid (every depth to the end), s."
     )
     saved_fraction: float | None = Field(None, description="1 - train_seconds / full_grid_train_seconds.")
+    margin: float | None = Field(
+        None, description="The halving margin late bloomers were judged by (sweep.halving_margin)."
+    )
 
 
 def rung_budgets(n_depths: int, first_epochs: int, max_epochs: int) -> list[int]:
@@ -92,12 +97,22 @@ def rank_depths(candidates: list[Candidate], rule: SelectionRule) -> list[int]:
     return order + sorted(beyond_limits, key=lambda d: (-mean_metric[d], d))
 
 
-def late_bloomers(candidates: list[Candidate], kept: list[int], window: int, tolerance: float) -> list[int]:
+def halve(candidates: list[Candidate], rule: SelectionRule, family: FamilyName, epochs: int, window: int,
+          margin: float) -> Rung:
+    """One rung over `candidates` (every seed of the depths it ranks, at `epochs`): the better half by the rule,
+    and the late bloomers within `margin` (`late_bloomers`)."""
+    depths = sorted({c.depth for c in candidates})
+    better = rank_depths(candidates, rule)[: kept_count(len(depths))]
+    bloomers = late_bloomers(candidates, better, window, margin)
+    return Rung(family=family, epochs=epochs, depths=depths, kept=sorted(better + bloomers), late_bloomers=bloomers)
+
+
+def late_bloomers(candidates: list[Candidate], kept: list[int], window: int, margin: float) -> list[int]:
     """Depths outside `kept` that a rung should keep anyway: still rising (`Candidate.not_converged`) so much
     faster than the kept depths that, if every depth went on for one more `window` of epochs at its recent pace,
-    its best validation macro-F1 would come within `tolerance` of the weakest kept depth's. A deep model often
-    learns late; this keeps halving from pruning it on an unfinished curve, and keeps nothing that is merely
-    rising as fast as the rest. A curve shorter than two windows cannot tell rising from noise: none is judged
+    its best validation macro-F1 would come within `margin` (the halving margin) of the weakest kept depth's. A
+    deep model often learns late; this keeps halving from pruning it on an unfinished curve, and keeps nothing that
+    is merely rising as fast as the rest. A curve shorter than two windows cannot tell rising from noise: none is judged
     at such a rung."""
     def projected(depth: int) -> float:
         runs = [c for c in candidates if c.depth == depth and c.usable and c.history]
@@ -108,7 +123,7 @@ def late_bloomers(candidates: list[Candidate], kept: list[int], window: int, tol
               if c.usable and c.not_converged and c.depth not in kept and len(c.history) >= 2 * window}
     if weakest == -math.inf:  # a kept depth without a curve: nothing to measure the rising ones against
         return sorted(rising)
-    return sorted(depth for depth in rising if within(projected(depth) - weakest, tolerance))
+    return sorted(depth for depth in rising if within(projected(depth) - weakest, margin))
 
 
 def _projected_best(candidate: Candidate, window: int) -> float:
@@ -116,8 +131,9 @@ def _projected_best(candidate: Candidate, window: int) -> float:
     return max(candidate.history) + max(recent_gain(candidate.history, window) or 0.0, 0.0)
 
 
-def halving_summary(rungs: list[Rung], candidates: list[Candidate]) -> Halving:
-    """The rungs, and training time spent against an estimate of the full grid's (none without a finished candidate).
+def halving_summary(rungs: list[Rung], candidates: list[Candidate], margin: float | None = None) -> Halving:
+    """The rungs, and training time spent against an estimate of the full grid's (none without a finished candidate);
+    `margin`: the halving margin they judged late bloomers by.
 
     A pruned candidate's full-grid time is its seconds per epoch so far times the mean
     epochs of the candidates that trained to the end (what early stopping let them run).
@@ -125,10 +141,11 @@ def halving_summary(rungs: list[Rung], candidates: list[Candidate]) -> Halving:
     finished = [c for c in candidates if c.usable]
     pruned = [c for c in candidates if c.status == "pruned"]
     if not finished:
-        return Halving(rungs=rungs)
+        return Halving(rungs=rungs, margin=margin)
     full_epochs = statistics.fmean(c.epochs for c in finished)
     spent_finished = sum(c.cost.train_seconds for c in finished)
     spent_pruned = sum(c.cost.train_seconds for c in pruned)
     full_pruned = sum(c.cost.train_seconds / c.epochs * max(full_epochs, c.epochs) for c in pruned)
     spent, full = spent_finished + spent_pruned, spent_finished + full_pruned
-    return Halving(rungs=rungs, train_seconds=spent, full_grid_train_seconds=full, saved_fraction=1 - spent / full)
+    return Halving(rungs=rungs, train_seconds=spent, full_grid_train_seconds=full, saved_fraction=1 - spent / full,
+                   margin=margin)

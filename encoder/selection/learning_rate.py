@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from encoder.selection.candidate import Family, Record
+from encoder.config import FamilyName
+from encoder.selection.candidate import Record
 
 RATE_FACTORS = (1 / 3, 1.0, 3.0)
 
@@ -28,7 +29,7 @@ class RateTrial(Record):
 class RateCheck(Record):
     """The learning-rate check of one family: its trials and the verdict."""
 
-    family: Family = Field(description="scratch or pretrained.")
+    family: FamilyName = Field(description="scratch or pretrained.")
     epochs: int = Field(description="Epochs each trial trained (the first halving budget).")
     trials: list[RateTrial] = Field(description="Every (depth, rate) tried.")
     best_rates: dict[int, float] = Field(description="Depth -> the rate with the best validation macro-F1.")
@@ -36,7 +37,7 @@ class RateCheck(Record):
     sentence: str = Field(description="The verdict in one sentence.")
 
 
-def judge_rates(family: Family, epochs: int, recipe_rate: float, trials: list[RateTrial]) -> RateCheck:
+def judge_rates(family: FamilyName, epochs: int, recipe_rate: float, trials: list[RateTrial]) -> RateCheck:
     """The best rate per depth (ties: the recipe's) and whether it moved between the shallowest and deepest."""
     best_rates = {}
     for depth in sorted({t.depth for t in trials}):

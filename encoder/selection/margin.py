@@ -1,15 +1,18 @@
 """"Not worse than a reference by more than a margin": the one predicate every such decision is judged by.
 
-The depth rule (a cheaper depth against the best), the search strategy's "tied" and its first guess, successive
-halving's late bloomers (a projected curve against the weakest kept depth) and the deployment gate (an ONNX variant
-against the torch model) all ask whether something may stand in for a reference, each with its own margin. They
-ask it here, the same way: nothing passes whose mean is more than the margin below the reference's, however wide
-its interval, and where there is evidence (a paired bootstrap) the lower end of its interval must clear the
-margin too: the rows must show it within. "Not shown worse" alone is never a pass; with few rows everything
-would pass, and the margin would silently grow with the noise.
+The depth rule (a cheaper depth against the best, by `tolerance`), the search strategy's "tied" and its first guess
+(by `tolerance` too: the search serves the depth rule), successive halving's late bloomers (a projected curve against
+the weakest kept depth, by `halving_margin`), the deployment gate (an ONNX variant against the torch model, by
+`deployment_margin`) and convergence (a curve's best before its last epochs against its best in them, by
+`convergence_gain`) all ask whether something may stand in for a reference, each with its own setting, so that
+loosening one loosens no other. They ask it here, the same way: nothing passes whose mean is more than the margin
+below the reference's, however wide its interval, and where there is evidence (a paired bootstrap) the lower end of
+its interval must clear the margin too: the rows must show it within. "Not shown worse" alone is never a pass; with
+few rows everything would pass, and the margin would silently grow with the noise.
 
 Promotion asks another question, and answers it with `shown_worse`: a challenger retrained on more rows replaces
-the model it succeeds unless the test rows show it worse by more than the margin (docs/selection.md says why).
+the model it succeeds unless the test rows show it worse by more than `promotion_margin` (docs/selection.md says
+why).
 """
 
 from __future__ import annotations

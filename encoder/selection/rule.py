@@ -31,7 +31,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from encoder.selection.candidate import COST_NAMES, Candidate, CostName, Family, Record, arm_label
+from encoder.config import FamilyName
+from encoder.selection.candidate import COST_NAMES, Candidate, CostName, Record, arm_label
 from encoder.selection.evidence import RESAMPLES, Arm, Interval, compare_to_best, load_predictions
 from encoder.selection.margin import within
 from encoder.selection.reasons import quality, ratio_reason, tolerance_reason
@@ -43,10 +44,13 @@ Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
 
 
 class SelectionRule(BaseModel):
-    """How to choose among depths: the rule, its metric and cost, and the hard limits.
+    """How to choose among depths: the rule, its metric and cost, the hard limits, and the margins of the models made
+    of the chosen depth.
 
-    One object, passed whole to the rule, to successive halving (which ranks by it) and to
-    promotion (which compares champion and challenger by its metric, tolerance and cost).
+    One object, passed whole to the rule, to successive halving and the search (which rank and compare by it), to
+    the deployment gate (which ships a variant by its metric, confidence and `deployment_margin`) and to promotion
+    (which compares champion and challenger by its metric, confidence and `promotion_margin`). Each decision has a
+    margin of its own, so loosening one loosens no other; every one is judged by encoder.selection.margin.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -61,7 +65,8 @@ class SelectionRule(BaseModel):
         json_schema_extra={"flag": "--metric"},
     )
     tolerance: float = Field(
-        0.01, ge=0, description="Quality a cheaper depth may give up against the best.",
+        0.01, ge=0, description="Quality a cheaper depth may give up against the best (the depth rule; the search's "
+        "screen and confirmations judge by it too).",
         json_schema_extra={"flag": "--tolerance"},
     )
     confidence: float | None = Field(
@@ -70,6 +75,15 @@ class SelectionRule(BaseModel):
         "depth ties with the best when its mean and the interval's lower end are both at least -tolerance (the rows "
         "show it within). null = compare the means only.",
         json_schema_extra={"flag": "--confidence"},
+    )
+    promotion_margin: float = Field(
+        0.01, ge=0, description="How much worse than the champion a challenger may be and still replace it: it is "
+        "refused only when the test rows show it worse by more than this (the upper end of its paired interval below "
+        "-promotion_margin; with confidence null, its mean)."
+    )
+    deployment_margin: float = Field(
+        0.01, ge=0, description="Quality an ONNX or int8 ONNX variant may lose against the torch model and still ship "
+        "with the version: its test mean, and the lower end of its paired interval, at least -deployment_margin."
     )
     alpha: float = Field(0.1, gt=0, description="Exponent of the cost in the ratio rule.")
     cost: CostName = Field(
@@ -90,7 +104,7 @@ class DepthScore(Record):
     """One depth's quality over its seeds (mean and standard error) and its mean cost."""
 
     depth: int = Field(description="Encoder blocks.")
-    family: Family = Field("scratch", description="scratch or pretrained.")
+    family: FamilyName = Field("scratch", description="scratch or pretrained.")
     mean: float = Field(description="Mean validation metric over its seeds.")
     std_error: float = Field(description="Standard error of that mean (0 with one seed).")
     seeds: int = Field(description="Seeds trained.")
@@ -111,9 +125,9 @@ class Decision(Record):
     cost: CostName = Field(description="Cost it minimised.")
     reason: str = Field(description="The decision in one sentence, with its numbers.")
     selected_depth: int = Field(description="The chosen depth.")
-    selected_family: Family = Field("scratch", description="The chosen depth's family.")
+    selected_family: FamilyName = Field("scratch", description="The chosen depth's family.")
     best_depth: int = Field(description="The depth with the best mean validation metric.")
-    best_family: Family = Field("scratch", description="Its family.")
+    best_family: FamilyName = Field("scratch", description="Its family.")
     effective_tolerance: float = Field(
         description="Tolerance applied: the configured one, always (summaries of earlier versions, comparing means "
         "over seeds, widened it to the best depth's standard error)."
@@ -134,7 +148,7 @@ class Decision(Record):
     max_latency_ms: float | None = Field(None, description="Hard limit on p50 latency, if set.")
     max_params: int | None = Field(None, description="Hard limit on parameters, if set.")
     pareto_front: list[int] = Field(description="Depths no other depth beats on both quality and cost.")
-    pareto_families: list[Family] = Field([], description="The family of each depth of the Pareto front.")
+    pareto_families: list[FamilyName] = Field([], description="The family of each depth of the Pareto front.")
     scores: list[DepthScore] = Field(description="Per eligible depth: mean metric, standard error, seeds, mean cost.")
 
     @property
@@ -170,20 +184,7 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     families = {c.family for c in candidates}
     named = families != {"scratch"}  # a sweep of the scratch family alone says "depth 2", others name the family
     label = lambda arm: arm_label(*arm, named=named)  # noqa: E731
-    usable = [c for c in candidates if c.usable]
-    unusable = [c for c in candidates if not c.usable and c.status != "screened"]  # screened: never a candidate
-    if not usable:
-        raise ValueError(f"no candidate depth finished training ({_statuses(candidates, label) or 'no candidates'})")
-    limits = _limits(rule)
-    excluded: dict[Arm, list[str]] = {}
-    for candidate in usable:
-        if why := _violations(candidate, limits):
-            excluded.setdefault(_arm(candidate), why)
-    eligible = [c for c in usable if _arm(c) not in excluded]
-    if not eligible:
-        raise ValueError(
-            f"every trained depth exceeds the hard limits {_limits_text(limits)}: {_excluded_text(excluded, label)}"
-        )
+    eligible, unusable, excluded = _eligible(candidates, rule, label)
     scores = aggregate(eligible, rule.metric, rule.cost)
     arms = sorted(scores, key=_order)
     best = max(arms, key=lambda a: scores[a].mean)  # ties: the shallower depth
@@ -217,6 +218,28 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
         max_latency_ms=rule.max_latency_ms, max_params=rule.max_params, pareto_front=[a[1] for a in front],
         pareto_families=[a[0] for a in front], scores=[scores[a] for a in arms],
     )
+
+
+def _eligible(
+    candidates: list[Candidate], rule: SelectionRule, label
+) -> tuple[list[Candidate], list[Candidate], dict[Arm, list[str]]]:
+    """The candidates the rule chooses among, those it does not consider (screened ones are never candidates), and
+    the depths the hard limits exclude, with why; ValueError when no candidate is left."""
+    usable = [c for c in candidates if c.usable]
+    unusable = [c for c in candidates if not c.usable and c.status != "screened"]
+    if not usable:
+        raise ValueError(f"no candidate depth finished training ({_statuses(candidates, label) or 'no candidates'})")
+    limits = _limits(rule)
+    excluded: dict[Arm, list[str]] = {}
+    for candidate in usable:
+        if why := _violations(candidate, limits):
+            excluded.setdefault(_arm(candidate), why)
+    eligible = [c for c in usable if _arm(c) not in excluded]
+    if not eligible:
+        raise ValueError(
+            f"every trained depth exceeds the hard limits {_limits_text(limits)}: {_excluded_text(excluded, label)}"
+        )
+    return eligible, unusable, excluded
 
 
 def _with_intervals(

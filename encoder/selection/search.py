@@ -9,8 +9,9 @@ confirms depths with separate fine-tunes, each compared with the best confirmed 
 one not shown within rules out every shallower depth too (quality does not fall as depth grows, up to noise),
 and the search goes deeper. It starts where the screen points (the cheapest depth whose probe is within the
 tolerance plus the probes' own shortfall at depth L−1 of the best), then halves the depths still open: about
-log2(L) separate fine-tunes of fewer than L layers each, besides the screen. The rule then decides among the
-confirmed depths, with intervals, as for the grid.
+log2(L) separate fine-tunes of fewer than L layers each, besides the screen (`Bisection`). The rule then decides
+among the confirmed depths, with intervals, as for the grid. The search strategy (encoder.selection.strategies)
+asks for these trainings one step at a time.
 """
 
 from __future__ import annotations
@@ -79,23 +80,38 @@ def next_depth(low: int, high: int, guess: int | None) -> int:
     return (low + high) // 2
 
 
-def search(layers: int, guess: int | None, confirm: Callable[[int], bool | None]) -> tuple[int, list[str]]:
-    """The cheapest depth tied with the best, and each step: `confirm(depth)` trains a depth on its own and says
-    whether it is tied with the best confirmed one (None: it failed). Depth `layers` is confirmed already (the
-    screen). What is not shown within the tolerance rules out every shallower depth; what is tied, every deeper
-    one."""
-    low, high, steps = 1, layers, []
-    while low < high:
-        depth = next_depth(low, high, guess)
-        guess = None
-        verdict = confirm(depth)
+class Bisection:
+    """The search's open range of depths, narrowed one confirmation at a time: depth `layers` is confirmed already
+    (the screen); what is not shown within the tolerance rules out every shallower depth, what is tied every
+    deeper one. `high` is the cheapest depth tied with the best so far."""
+
+    def __init__(self, layers: int, guess: int | None) -> None:
+        self.low, self.high, self.guess = 1, layers, guess
+        self.steps: list[str] = []
+
+    def next(self) -> int | None:
+        """The depth to confirm next, or None when the range is closed."""
+        return next_depth(self.low, self.high, self.guess) if self.low < self.high else None
+
+    def record(self, depth: int, verdict: bool | None) -> None:
+        """What confirming `depth` showed: tied with the best (True), not shown within (False), failed (None)."""
+        self.guess = None
         if verdict:
-            high = depth
+            self.high = depth
         else:
-            low = depth + 1
-        steps.append(f"depth {depth}: " + ("tied with the best" if verdict else "failed" if verdict is None
-                                           else NOT_TIED))
-    return high, steps
+            self.low = depth + 1
+        self.steps.append(f"depth {depth}: " + ("tied with the best" if verdict else "failed" if verdict is None
+                                                else NOT_TIED))
+
+
+def search(layers: int, guess: int | None, confirm: Callable[[int], bool | None]) -> tuple[int, list[str]]:
+    """The cheapest depth tied with the best, and each step, with `confirm(depth)` saying whether a depth trained
+    on its own is tied with the best confirmed one (None: it failed): the Bisection run to its end in one go. The
+    search strategy (encoder.selection.strategies) runs it a step at a time instead, training between steps."""
+    bisection = Bisection(layers, guess)
+    while (depth := bisection.next()) is not None:
+        bisection.record(depth, confirm(depth))
+    return bisection.high, bisection.steps
 
 
 def _depth_ranges(depths: list[int]) -> str:

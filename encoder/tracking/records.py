@@ -1,4 +1,5 @@
-"""Records of the registry that cross layers: a registered version, and what registering one decided."""
+"""Records of the registry that cross layers: a registered version, and what registering one decided (how the
+challenger fared against the champion is encoder.selection.promotion.Judgement)."""
 
 from __future__ import annotations
 
@@ -27,18 +28,6 @@ class KnownVersion(Record):
     depth: str | None = None
 
 
-class Judgement(Record):
-    """How a challenger fared against the champion on the same test rows."""
-
-    promoted: bool
-    reason: str = Field(description="Why, in a sentence with the interval.")
-    rows: int = Field(description="Test rows both were scored on.")
-    comparison: Interval | None = Field(
-        None, description="The challenger's metric minus the champion's, with its paired bootstrap interval; none "
-        "without a champion (or without a confidence)."
-    )
-
-
 class Registration(Record):
     """What registering a chosen candidate decided."""
 
@@ -49,3 +38,6 @@ class Registration(Record):
     challenger_test_metrics: dict[str, float]
     champion_test_metrics: dict[str, float] | None = None
     comparison: Interval | None = Field(None, description="Challenger minus champion, with its interval.")
+    promotion_margin: float | None = Field(
+        None, description="The promotion margin it was judged by (sweep.promotion_margin); none without a champion."
+    )

@@ -1,7 +1,8 @@
 """Log a bundle as an MLflow model, register it as `challenger`, and promote it to `champion`.
 
-Plain functions over an MlflowClient, no Prefect. The promotion decision is the pure
-function `should_promote`; `promote_if_better` only applies it to the registry.
+Plain functions over an MlflowClient, no Prefect. The promotion decision is the pure function
+encoder.selection.promotion.should_promote; `promote_if_better` only applies it to the registry, and
+`register_challenger` is the whole step: log, register, score both models, judge.
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ from encoder import serving
 from encoder.deployment import Deployment
 from encoder.families import SERVING_PACKAGES, family_of
 from encoder.metrics import classification_metrics
-from encoder.selection.evidence import paired_interval
-from encoder.selection.margin import shown_worse, within
+from encoder.selection.candidate import Candidate
+from encoder.selection.promotion import Judgement, should_promote
 from encoder.selection.rule import SelectionRule
 from encoder.serving import TEXT_COLUMN, read_bundle_config
 from encoder.tracking import pyfunc
 from encoder.tracking.history import CHALLENGER, CHAMPION, PREVIOUS_CHAMPION, move_alias
 from encoder.tracking.loading import open_classifier
-from encoder.tracking.records import Judgement
+from encoder.tracking.records import KnownVersion, ModelVersionRef, Registration
+from encoder.tracking.runs import TABLE_ARTIFACTS, SweepRun, use_store
+from runtime.interrupt import STOP
 
 # The logged model's requirements are its family's serving packages (encoder.families), pinned to the
 # versions it was logged with. Given explicitly, MLflow skips its slow requirement inference (a
@@ -230,41 +233,6 @@ def predict_labels(model_uri: str, texts: Sequence[str]) -> list[str]:
     return open_classifier(model_uri).predict(list(texts))
 
 
-def should_promote(
-    truths: Sequence[str], challenger: Sequence[str], champion: Sequence[str] | None, rule: SelectionRule,
-) -> Judgement:
-    """Whether the challenger earns `champion`, by the same evidence the depth was chosen by.
-
-    Both models' labels for the same test rows are compared by the paired bootstrap at the rule's
-    confidence: the challenger is promoted unless the rows show it worse than the champion by more
-    than `rule.tolerance` on `rule.metric` (the upper end of the interval of challenger − champion
-    below −tolerance: encoder.selection.margin.shown_worse). A challenger as good as the champion is
-    promoted: it learned from the newer data, on more rows, and a nightly deployment that refused every
-    challenger on noise would never move; this is promotion's own question, not the depth rule's tie.
-    Without a confidence (`rule.confidence` null) the means are compared with the tolerance.
-    """
-    if champion is None:
-        return Judgement(promoted=True, reason="no champion yet", rows=len(truths))
-    if not len(truths) == len(challenger) == len(champion) > 0:
-        raise ValueError(f"the challenger and the champion must label the same non-empty test rows, got "
-                         f"{len(truths)} rows, {len(challenger)} and {len(champion)} labels")
-    metric, tolerance, confidence = rule.metric, rule.tolerance, rule.confidence
-    rows = f"on {len(truths):,} test rows"
-    if confidence is None:
-        mine, theirs = (classification_metrics(list(truths), list(labels))[metric] for labels in (challenger, champion))
-        worse = not within(mine - theirs, tolerance)
-        reason = (f"test {metric} {mine:.3f} vs champion {theirs:.3f} {rows}: "
-                  + (f"worse by more than the tolerance {tolerance:g}; not promoted" if worse else
-                     f"within the tolerance {tolerance:g}; promoted"))
-        return Judgement(promoted=not worse, reason=reason, rows=len(truths))
-    interval = paired_interval(truths, challenger, champion, metric, confidence)
-    worse = shown_worse(interval.high, tolerance)
-    verdict = (f"shown worse by more than the tolerance {tolerance:g}; not promoted" if worse
-               else "not shown worse; promoted")
-    reason = f"challenger {interval.text()} vs champion {rows} ({metric}, {confidence:.0%} interval): {verdict}"
-    return Judgement(promoted=not worse, reason=reason, rows=len(truths), comparison=interval)
-
-
 def promote_if_better(
     client: MlflowClient,
     model_name: str,
@@ -286,7 +254,7 @@ def promote_if_better(
         truths: The test split's labels.
         challenger_labels: The challenger's labels for the same rows.
         champion_labels: The champion's, or None when there is no champion.
-        rule: The selection rule: its metric, tolerance and confidence decide.
+        rule: The selection rule: its metric, confidence and promotion_margin decide.
 
     Returns:
         The judgement: whether the challenger was promoted, why, and the interval it was decided by.
@@ -300,3 +268,88 @@ def promote_if_better(
                    f"replaced by version {challenger.version}", challenger.run_id)
     move_alias(client, model_name, CHAMPION, challenger.version, judgement.reason, challenger.run_id)
     return judgement
+
+
+def register_challenger(
+    sweep: SweepRun, candidate: Candidate, table: str, texts: list[str], labels: list[str], model_name: str,
+    rule: SelectionRule, tags: dict[str, str], deployment: Deployment | None = None,
+) -> Registration:
+    """Register `candidate` under the sweep's parent run (which keeps `table`, the table it was trained on); score
+    it and the champion on the same test rows (`texts`, `labels`); promote it if it earns it by `rule`; alias it
+    challenger.
+
+    A signal waits for each registry step to finish (STOP.deferred). A run stopped while the versions are
+    scored removes the version it registered (never judged); the judgement itself (champion, challenger,
+    the `judged` tag) is one step. A run killed outright leaves its version `judged: pending`, which the
+    next run settles (settle_unjudged) before it registers anything.
+    """
+    use_store(sweep.tracking_uri)
+    client = sweep.client
+    settle_unjudged(client, model_name)  # what an earlier attempt left (a task's retries)
+    with mlflow.start_run(run_id=sweep.run_id):
+        mlflow.log_artifact(table, TABLE_ARTIFACTS)  # what the next night compares its table with
+        model_uri = log_text_classifier(candidate.bundle, input_example=texts[:3], deployment=deployment)
+    champion = current_champion(client, model_name)
+    cost_tag = {f"cost.{rule.cost}": candidate.cost.value(rule.cost)}
+    challenger, challenger_labels, champion_labels = _register_and_score(
+        client, model_uri, model_name, champion, texts, tags | cost_tag)
+    with STOP.deferred():  # the judgement moves champion, then challenger, then says it is complete
+        judgement = promote_if_better(client, model_name, challenger, labels, challenger_labels, champion_labels,
+                                      rule)
+        mark_challenger(client, model_name, challenger, judgement.reason)
+        record_judgement(client, model_name, challenger.version, judgement.promoted)
+    return Registration(
+        model=ModelVersionRef(name=model_name, version=str(challenger.version),
+                              uri=f"models:/{model_name}/{challenger.version}", family=candidate.family,
+                              depth=candidate.depth, size_mb=candidate.cost.bundle_mb),
+        promoted=judgement.promoted,
+        promotion=judgement.reason,
+        champion_version=str(challenger.version if judgement.promoted else champion.version),
+        challenger_test_metrics=classification_metrics(labels, challenger_labels),
+        champion_test_metrics=None if champion_labels is None else classification_metrics(labels, champion_labels),
+        comparison=judgement.comparison,
+        promotion_margin=judgement.margin,
+    )
+
+
+def _register_and_score(
+    client: MlflowClient, model_uri: str, model_name: str, champion: ModelVersion | None, texts: list[str],
+    tags: dict[str, str],
+) -> tuple[ModelVersion, list[str], list[str] | None]:
+    """The new version (registered, not yet judged) and both models' labels for `texts` (the champion's None
+    without one); a failure or a stop before the labels are in removes the version again: never judged, nothing
+    to keep."""
+    from expectations.table.labels import normalize_label
+
+    challenger = None
+    try:
+        with STOP.deferred():
+            challenger = register_version(client, model_uri, model_name, tags)
+        challenger_labels = predict_labels(f"models:/{model_name}/{challenger.version}", texts)
+        champion_labels = None
+        if champion is not None:
+            # normalize_label: a champion trained before labels were normalised may name a class another way.
+            champion_labels = [normalize_label(label)
+                               for label in predict_labels(f"models:/{model_name}/{champion.version}", texts)]
+    except BaseException:
+        if challenger is not None:
+            with STOP.deferred():
+                client.delete_model_version(model_name, challenger.version)
+        raise
+    return challenger, challenger_labels, champion_labels
+
+
+def find_unchanged_version(client: MlflowClient, model_name: str, fingerprint: dict[str, str]) -> KnownVersion | None:
+    """The `champion` (else `challenger`) version whose tags hold every (key, value) of `fingerprint` (e.g.
+    data_hash, config_hash, code_version), or None. A challenger that matches was already scored against the
+    champion and lost."""
+    registered = registered_model(client, model_name)
+    if registered is None:
+        return None
+    for alias in (CHAMPION, CHALLENGER):
+        if alias not in registered.aliases:
+            continue
+        version = client.get_model_version(model_name, str(registered.aliases[alias]))
+        if all(version.tags.get(key) == value for key, value in fingerprint.items()):
+            return KnownVersion(alias=alias, version=str(version.version), depth=version.tags.get("depth"))
+    return None

@@ -11,7 +11,9 @@ import functools
 import hashlib
 import logging
 import os
+import shutil
 import sqlite3
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -33,6 +35,8 @@ RUN_NAME_TAG = "mlflow.runName"
 MODEL_TAG = "depthfinder.model_name"
 PROCESS_TAG = "depthfinder.process"  # the process that runs it (pid, host, start), to tell an abandoned run
 SQLITE = "sqlite:///"
+# Where a registered version's run keeps the table it was trained on: data/<table_hash>.parquet.
+TABLE_ARTIFACTS = "data"
 # The packages whose source decides what a run computes.
 SOURCE_PACKAGES = ("encoder", "expectations", "flows", "runtime", "tasks")
 
@@ -150,14 +154,14 @@ def experiment_id_of(client: MlflowClient, experiment: str) -> str:
     return found.experiment_id if found else client.create_experiment(experiment, _artifact_root(client.tracking_uri))
 
 
-def start_sweep_run(
+def create_sweep_run(
     tracking_uri: str, experiment: str, model_name: str, run_name: str, params: dict[str, Any], tags: dict[str, str],
     night: str = "",
 ) -> SweepRun:
     """Create the parent run of a sweep of `model_name`, with the flattened config as params.
 
     The sweep's runs are tagged with the model and the process that runs them, so that a later
-    retrain of the model can close them if that process dies (close_abandoned_runs).
+    retrain of the model can end them if that process dies (end_abandoned_runs).
     """
     tracking_uri = resolve_tracking_uri(tracking_uri)
     use_store(tracking_uri)
@@ -215,7 +219,7 @@ def ending(client: MlflowClient, run_id: str) -> Iterator[None]:
     client.set_terminated(run_id, "FINISHED")
 
 
-def close_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) -> list[str]:
+def end_abandoned_runs(tracking_uri: str, experiment: str, model_name: str) -> list[str]:
     """End as KILLED the runs of `model_name` still RUNNING whose process, on this host, has died.
 
     Runs of another host are left alone (whether their process lives cannot be told from here).
@@ -249,6 +253,21 @@ def log_folder(client: MlflowClient, run_id: str, local_dir: str, artifact_path:
         with contextlib.suppress(Exception):
             get_artifact_repository(client.get_run(run_id).info.artifact_uri).delete_artifacts(artifact_path)
         raise
+
+
+def fetch_table(client: MlflowClient, run_id: str, local: Path) -> bool:
+    """Copy the table the run `run_id` keeps under TABLE_ARTIFACTS, named like `local`, to `local`, whole or not
+    at all; False when the run does not keep it (or it cannot be read)."""
+    from mlflow.exceptions import MlflowException
+
+    local.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=local.parent) as scratch:
+        try:
+            fetched = client.download_artifacts(run_id, f"{TABLE_ARTIFACTS}/{local.name}", scratch)
+        except (MlflowException, OSError):
+            return False
+        shutil.move(fetched, local)  # same folder: a rename, so the table appears whole or not at all
+    return True
 
 
 def log_params(client: MlflowClient, run_id: str, params: dict[str, Any]) -> None:
@@ -313,7 +332,7 @@ def log_candidate(sweep: SweepRun, run_id: str, candidate: Candidate) -> None:
     set_tags(sweep.client, run_id, tags)
 
 
-def record_cached_candidate(sweep: SweepRun, candidate: Candidate, run_id: str | None = None) -> Candidate:
+def log_cached_candidate(sweep: SweepRun, candidate: Candidate, run_id: str | None = None) -> Candidate:
     """Record a candidate reused from an earlier sweep in this sweep's child run of it (`run_id`, or
     a new one); return the candidate, marked cached, with that run."""
     if run_id is None:
@@ -326,3 +345,16 @@ def record_cached_candidate(sweep: SweepRun, candidate: Candidate, run_id: str |
     log_candidate(sweep, run_id, cached)
     sweep.client.set_terminated(run_id, "FINISHED")
     return cached
+
+
+def tag_pruned(sweep: SweepRun, candidates: list[Candidate]) -> None:
+    """Tag the child runs of candidates that successive halving pruned."""
+    for candidate in candidates:
+        set_tags(sweep.client, candidate.mlflow_run_id, {"depthfinder.status": "pruned"})
+
+
+def log_convergence(sweep: SweepRun, candidates: list[Candidate]) -> None:
+    """Tag each candidate's child run with whether its validation metric had stopped rising (`not_converged`)."""
+    for candidate in candidates:
+        set_tags(sweep.client, candidate.mlflow_run_id,
+                 {"depthfinder.converged": "false" if candidate.not_converged else "true"})

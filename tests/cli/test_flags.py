@@ -30,7 +30,9 @@ YAML_ONLY = {
     "train": {"min_epochs", "patience", "batch_size", "learning_rate", "weight_decay", "warmup_fraction", "grad_clip",
               "class_weights", "accelerator", "precision", "seed", "finetune_learning_rate", "finetune_max_epochs",
               "finetune_min_epochs", "finetune_patience"},
-    "sweep": {"alpha", "halving_epochs", "extend_epochs"},
+    # The margins of the decisions besides the depth rule's tolerance: set in the file, so the CLI's contract holds.
+    "sweep": {"alpha", "halving_epochs", "extend_epochs", "promotion_margin", "deployment_margin", "halving_margin",
+              "convergence_gain"},
     "registry": set(),
 }
 # Where a command's own option (a dest without a section) is declared.

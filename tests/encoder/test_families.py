@@ -1,12 +1,14 @@
-"""A family knows, before training, the fewest parameters a candidate of a depth can have (the hard limit on
-parameters is refused up front only when no candidate can meet it)."""
+"""One name type for the families; and a family knows, before training, the fewest parameters a candidate of a
+depth can have (the hard limit on parameters is refused up front only when no candidate can meet it)."""
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
-from encoder.config import ModelConfig
-from encoder.families import Pretrained, Scratch
+from encoder.config import FamilyName, ModelConfig
+from encoder.families import FAMILIES, Pretrained, Scratch
 from encoder.tokenizer import train_tokenizer
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 
@@ -44,3 +46,8 @@ def test_counting_a_huge_candidate_allocates_nothing() -> None:
     model = ModelConfig(d_model=4096, n_heads=32, d_ff=16384, vocab_size=8000)
 
     assert Scratch().fewest_params(64, model) > 12 * 10**9
+
+
+def test_the_family_name_type_names_exactly_the_family_classes() -> None:
+    assert set(get_args(FamilyName)) == set(FAMILIES)
+    assert all(family.name == name for name, family in FAMILIES.items())

@@ -106,3 +106,17 @@ def test_a_pretrained_family_needs_a_checkpoint_and_is_the_default_with_one() ->
     assert both.families == ["scratch", "pretrained"]
     with pytest.raises(ValueError, match="families holds pretrained but no checkpoint is given"):
         RunConfig(data=topics, sweep={"families": ["pretrained"]})
+
+
+def test_each_decision_has_its_own_setting_each_defaulting_to_the_tolerances_value(tmp_path: Path) -> None:
+    margins = ("tolerance", "promotion_margin", "deployment_margin", "halving_margin", "convergence_gain")
+    assert {name: getattr(SweepConfig(), name) for name in margins} == dict.fromkeys(margins, 0.01)
+    path = tmp_path / "run.yaml"
+    path.write_text("data: {dataset: topics}\nsweep: {tolerance: 0.05, promotion_margin: 0.02, deployment_margin: "
+                    "0.005, halving_margin: 0.03, convergence_gain: 0.004}\n")
+
+    sweep = load_run_config(path, {}).sweep
+
+    assert [getattr(sweep, name) for name in margins] == [0.05, 0.02, 0.005, 0.03, 0.004]  # loosening one moves none
+    with pytest.raises(ValueError, match="sweep.deployment_margin"):
+        load_run_config(path, {"sweep": {"deployment_margin": -0.01}})

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.environment import OPENMP_ENVIRONMENT
 from runtime.faults import FAULTS
 from runtime.guard import process_guard
 from runtime.interrupt import STOP
@@ -70,7 +71,7 @@ seen = {}
 class Watch:
     def find_spec(self, name, path=None, target=None):
         if name == "torch" and "omp" not in seen:
-            seen["omp"] = os.environ.get("OMP_WAIT_POLICY")
+            seen["omp"] = os.environ.get("GOMP_SPINCOUNT")
         return None
 
 sys.meta_path.insert(0, Watch())
@@ -81,15 +82,15 @@ print(imported, code, seen.get("omp"), os.environ["PREFECT_SERVER_ANALYTICS_ENAB
 """
 
 
-@pytest.mark.parametrize(("given", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
-def test_the_cli_sets_openmps_wait_policy_before_torch_loads_and_a_users_value_wins(
+@pytest.mark.parametrize(("given", "expected"), [(None, OPENMP_ENVIRONMENT["GOMP_SPINCOUNT"]), ("300000", "300000")])
+def test_the_cli_sets_openmps_spin_before_torch_loads_and_a_users_value_wins(
     tmp_path: Path, given: str | None, expected: str
 ) -> None:
     environment = {key: value for key, value in os.environ.items()
-                   if key not in ("OMP_WAIT_POLICY", "PREFECT_SERVER_ANALYTICS_ENABLED")}
+                   if key not in ("GOMP_SPINCOUNT", "PREFECT_SERVER_ANALYTICS_ENABLED")}
     environment["PYTHONPATH"] = str(ROOT)
     if given is not None:
-        environment["OMP_WAIT_POLICY"] = given
+        environment["GOMP_SPINCOUNT"] = given
     done = subprocess.run([sys.executable, "-c", OPENMP_AT_TORCH], cwd=tmp_path, env=environment,
                           capture_output=True, text=True, timeout=300)
 

@@ -12,7 +12,7 @@ from mlflow import MlflowClient
 from encoder.bundle import save_bundle
 from encoder.selection.candidate import Candidate, Cost
 from encoder.selection.rule import SelectionRule
-from encoder.tracking.runs import start_sweep_run
+from encoder.tracking.runs import create_sweep_run
 from tasks.data import PreparedData
 from tasks.registry import register_model
 from tests.encoder.tiny_models import LABELS, TRAIN_LABELS, TRAIN_TEXTS, constant_network, tiny_tokenizer
@@ -32,7 +32,7 @@ def registry(tmp_path_factory):
         label: str(save_bundle(folder / label, constant_network(tokenizer, label), tokenizer, LABELS))
         for label in LABELS
     }
-    sweep = start_sweep_run(f"sqlite:///{folder / 'mlflow.db'}", "exp", "m", "sweep", params={}, tags={})
+    sweep = create_sweep_run(f"sqlite:///{folder / 'mlflow.db'}", "exp", "m", "sweep", params={}, tags={})
     first = register_model.fn(_candidate(bundles["pos"]), dataset, sweep, "m", RULE, {"depth": "1"})
     return folder, dataset, sweep, bundles, first
 
@@ -113,7 +113,7 @@ def test_a_champion_that_spells_a_class_otherwise_is_scored_by_the_class(tmp_pat
     dataset = PreparedData(str(tmp_path / "data.parquet"), "hash", "table", len(frame), LABELS)
     tokenizer = tiny_tokenizer()
     bundle = str(save_bundle(tmp_path / "pos", constant_network(tokenizer, "pos"), tokenizer, LABELS))
-    sweep = start_sweep_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "exp", "m", "sweep", params={}, tags={})
+    sweep = create_sweep_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "exp", "m", "sweep", params={}, tags={})
     register_model.fn(_candidate(bundle), dataset, sweep, "m", RULE, {"depth": "1"})
     truth = dict(zip(TRAIN_TEXTS, TRAIN_LABELS, strict=True))
 
@@ -125,3 +125,42 @@ def test_a_champion_that_spells_a_class_otherwise_is_scored_by_the_class(tmp_pat
     second = register_model.fn(_candidate(bundle, flops=1.0), dataset, sweep, "m", RULE, {"depth": "1"})
 
     assert second.champion_test_metrics is not None and second.champion_test_metrics["accuracy"] == 1.0
+
+
+def test_the_deployment_gate_follows_the_deployment_margin_not_the_depth_tolerance(registry, tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    """An int8 variant 0.03 below the torch model on every metric: a loose depth tolerance does not ship it
+    through a strict deployment margin, and a loose deployment margin ships it whatever the depth tolerance."""
+    import encoder.deployment
+    from tasks.registry import prepare_deployment
+
+    _, dataset, _, bundles, _ = registry
+    measure = encoder.deployment._measure
+
+    def int8_loses_003(name, classifier, texts, truths, path, predicted):
+        variant = measure(name, classifier, texts, truths, path, predicted)
+        if name != "onnx-int8":
+            return variant
+        return variant.model_copy(update={"metrics": {key: value - 0.03 for key, value in variant.metrics.items()}})
+
+    monkeypatch.setattr(encoder.deployment, "_measure", int8_loses_003)
+
+    def shipped(tolerance: float, margin: float) -> tuple[bool, bool]:
+        rule = SelectionRule(tolerance=tolerance, deployment_margin=margin)
+        deployment = prepare_deployment.fn(_candidate(bundles["pos"]), dataset, rule,
+                                           str(tmp_path / f"{tolerance}-{margin}"))
+        assert deployment.tolerance == margin  # the record says the margin it was judged by
+        return deployment.variant("onnx-int8").shipped, deployment.variant("onnx").shipped
+
+    assert shipped(tolerance=0.05, margin=0.01) == (False, True)
+    assert shipped(tolerance=0.0, margin=0.05) == (True, True)
+
+
+def test_a_registration_records_the_promotion_margin_it_was_judged_by(registry) -> None:
+    _, dataset, sweep, bundles, first = registry
+    rule = SelectionRule(tolerance=0.0, promotion_margin=0.02)
+
+    again = register_model.fn(_candidate(bundles["pos"]), dataset, sweep, "m", rule, {"depth": "1"})
+
+    assert first.promotion_margin is None  # no champion to be judged against
+    assert again.promoted and again.promotion_margin == 0.02

@@ -34,14 +34,14 @@ def test_halving_keeps_a_deep_depth_rising_fast_enough_to_catch_up_and_only_that
         curve(8, [0.55, 0.60, 0.60, 0.60]),  # flat: converged below the cut
     ]
     assert [c.not_converged for c in rung] == [True, True, True, True, False]
-    assert late_bloomers(rung, kept=[1, 2], window=2, tolerance=0.01) == [4]
+    assert late_bloomers(rung, kept=[1, 2], window=2, margin=0.01) == [4]
     slower = rung[:2] + [curve(4, [0.20, 0.30, 0.50, 0.60])]  # +0.30: 0.90 projected, as depth 1's 0.80 + 0.10
-    assert late_bloomers(slower, kept=[1, 2], window=2, tolerance=0.01) == [4]
+    assert late_bloomers(slower, kept=[1, 2], window=2, margin=0.01) == [4]
     slowest = rung[:2] + [curve(4, [0.20, 0.30, 0.45, 0.58])]  # +0.28: 0.86, short of 0.90 - 0.01
-    assert late_bloomers(slowest, kept=[1, 2], window=2, tolerance=0.01) == []
-    assert late_bloomers(rung, kept=[1, 2], window=3, tolerance=0.01) == []  # 4 epochs are not two windows of 3
+    assert late_bloomers(slowest, kept=[1, 2], window=2, margin=0.01) == []
+    assert late_bloomers(rung, kept=[1, 2], window=3, margin=0.01) == []  # 4 epochs are not two windows of 3
     flattened = [c.model_copy(update={"not_converged": False}) for c in rung]
-    assert late_bloomers(flattened, kept=[1, 2], window=2, tolerance=0.01) == []
+    assert late_bloomers(flattened, kept=[1, 2], window=2, margin=0.01) == []
 
 
 def test_a_late_bloomer_exactly_the_tolerance_short_is_kept_as_the_rule_counts_its_boundary() -> None:
@@ -53,5 +53,5 @@ def test_a_late_bloomer_exactly_the_tolerance_short_is_kept_as_the_rule_counts_i
                         not_converged=True)  # 0.41 + (0.41 - 0.12) = 0.7 projected
 
     assert not 0.41 + (0.41 - 0.12) >= 0.8 - 0.1
-    assert late_bloomers([kept, bloomer], kept=[1], window=2, tolerance=0.1) == [4]
-    assert late_bloomers([kept, bloomer], kept=[1], window=2, tolerance=0.09) == []
+    assert late_bloomers([kept, bloomer], kept=[1], window=2, margin=0.1) == [4]
+    assert late_bloomers([kept, bloomer], kept=[1], window=2, margin=0.09) == []

@@ -8,11 +8,11 @@ from encoder.tracking import runs as tracking
 from encoder.tracking.runs import (
     SOURCE_PACKAGES,
     code_version,
+    create_sweep_run,
     flatten,
     resolve_tracking_uri,
     source_digest,
     start_child_run,
-    start_sweep_run,
 )
 
 
@@ -34,7 +34,7 @@ def test_flatten_joins_nested_keys() -> None:
 
 def test_child_runs_name_their_parent_explicitly(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    sweep = start_sweep_run(uri, "exp", "model", "sweep-x", params={"sweep.depths": [1, 2]}, tags={"k": "v"})
+    sweep = create_sweep_run(uri, "exp", "model", "sweep-x", params={"sweep.depths": [1, 2]}, tags={"k": "v"})
 
     child = start_child_run(sweep, "depth-1", {"depthfinder.depth": "1"})
 
@@ -56,3 +56,18 @@ def test_the_code_version_changes_with_any_source_edit(tmp_path) -> None:
     (tmp_path / "encoder" / "model.py").write_text("DEPTH = 2\n")
     assert source_digest(tmp_path) != before
     assert code_version().endswith("+" + source_digest(Path(tracking.__file__).resolve().parents[2]))
+
+
+def test_a_table_a_run_keeps_is_fetched_whole_and_a_missing_one_is_not(tmp_path: Path) -> None:
+    from encoder.tracking.runs import TABLE_ARTIFACTS, fetch_table
+
+    sweep = create_sweep_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "exp", "model", "sweep", params={}, tags={})
+    kept = tmp_path / "abc.parquet"
+    kept.write_bytes(b"the table")
+    sweep.client.log_artifact(sweep.run_id, str(kept), TABLE_ARTIFACTS)
+    work = tmp_path / "work" / "data"
+
+    assert fetch_table(sweep.client, sweep.run_id, work / "abc.parquet")
+    assert (work / "abc.parquet").read_bytes() == b"the table"
+    assert not fetch_table(sweep.client, sweep.run_id, work / "other.parquet")
+    assert sorted(path.name for path in work.iterdir()) == ["abc.parquet"]  # nothing half-written left
