@@ -142,7 +142,7 @@ sweep: {depths: [1]}
 # trace, on its own console handler) as it does when SQLAlchemy fails.
 FILLS_UP = """
 import errno, logging, sys
-import tasks.tracking
+import encoder.tracking.reports
 from cli.main import main
 
 def full(client, run_id, local_dir, artifact_path):
@@ -153,7 +153,7 @@ def full(client, run_id, local_dir, artifact_path):
                                                                "is caught.")
         raise
 
-tasks.tracking.log_folder = full
+encoder.tracking.reports.log_folder = full  # where the audit's Data Docs are logged
 sys.exit(main(sys.argv[1:]))
 """
 
