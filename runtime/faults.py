@@ -58,6 +58,7 @@ class FaultLog(logging.Filter):
         self._server_output: IO[bytes] | None = None
         self._handlers: list[logging.Handler] = []
         self._hooks: tuple[Any, Any] | None = None
+        self._recorder: _Recorder | None = None
 
     def withhold(self, folder: Path | None = None) -> None:
         """From now on (until `close`) the console shows no error or traceback; the log goes under `folder` (None:
@@ -72,6 +73,9 @@ class FaultLog(logging.Filter):
             if handler not in self._handlers:
                 handler.addFilter(self)
                 self._handlers.append(handler)
+        if self._recorder is None:  # a record that reaches no console handler is kept for the log all the same
+            self._recorder = _Recorder(self)
+            logging.getLogger().addHandler(self._recorder)
         if self._hooks is None:  # a thread's or a finaliser's traceback is printed by a hook, not logged
             self._hooks = (threading.excepthook, sys.unraisablehook)
             threading.excepthook, sys.unraisablehook = _log_thread_error, _log_unraisable
@@ -138,11 +142,24 @@ class FaultLog(logging.Filter):
         """Give the console back its errors, and forget what was kept."""
         for handler in self._handlers:
             handler.removeFilter(self)
+        if self._recorder is not None:
+            logging.getLogger().removeHandler(self._recorder)
         if self._hooks is not None:
             threading.excepthook, sys.unraisablehook = self._hooks
         if self._server_output is not None:
             self._server_output.close()
         self._reset()
+
+
+class _Recorder(logging.Handler):
+    """Hands every record that reaches the root logger to the fault log, as a console handler's filter would."""
+
+    def __init__(self, log: FaultLog) -> None:
+        super().__init__()
+        self.log = log
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.log.filter(record)
 
 
 FAULTS = FaultLog()
