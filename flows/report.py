@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+from encoder.latency import cost_table_noise
 from encoder.selection.candidate import Candidate, arm_label
 from encoder.selection.halving import Halving
 from encoder.selection.rule import Decision
@@ -64,6 +65,8 @@ def format_summary(summary: RunSummary) -> str:
         lines += [f"{check.sentence[0].upper()}{check.sentence[1:]}." for check in summary.lr_check]
         if resumed := resumed_sentence(summary.candidates):
             lines.append(resumed)
+        if noise := latency_noise(summary.candidates):
+            lines.append(f"Latency: {noise}.")
         if summary.halving:
             lines.append(halving_sentence(summary.halving))
         lines += [f"Search: {search.sentence()}." for search in summary.search]
@@ -88,6 +91,14 @@ def evidence_sentence(decision: Decision) -> str:
     best = arm_label(decision.best_family, decision.best_depth, named)
     differences = ", ".join(f"{arm_label(s.family, s.depth, named)} {s.vs_best.text()}" for s in others)
     return f"Compared by {decision.evidence}; {decision.metric} against {best}: {differences}."
+
+
+def latency_noise(candidates: list[Candidate]) -> str | None:
+    """Why the cost table's latencies cannot be compared (encoder.latency.cost_table_noise), or None."""
+    named = len({c.family for c in candidates}) > 1
+    points = [(f"{arm_label(c.family, c.depth, named)} seed {c.seed}", c.cost.flops_per_example, c.cost.latency_ms_p50)
+              for c in candidates if c.usable and c.cost and c.cost.flops_per_example and c.cost.latency_ms_p50]
+    return cost_table_noise(points)
 
 
 def resumed_sentence(candidates: list[Candidate]) -> str | None:
@@ -150,7 +161,8 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
     notes = [summary.rule.reason, evidence_sentence(summary.rule), *([halving_sentence(summary.halving)]
              if summary.halving else []), *(f"Search: {search.sentence()}." for search in summary.search),
              *(check.sentence for check in summary.lr_check),
-             *filter(None, [resumed_sentence(summary.candidates)])]
+             *filter(None, [resumed_sentence(summary.candidates)]),
+             *(f"Latency: {noise}." for noise in filter(None, [latency_noise(summary.candidates)]))]
     if summary.deployment is not None:
         notes.append(f"Deployment, on the test split: {summary.deployment.sentence}.")
     return (

@@ -179,7 +179,7 @@ def train_depth(
 def _train_and_measure(training: Training, depth: int, run_id: str, candidate_dir: Path, epochs: int) -> Candidate:
     """Train from the candidate's last saved epoch (if it has one within `epochs`), measure, save the bundle."""
     from encoder.bundle import save_bundle
-    from encoder.cost import measure_cost, onnx_latency_ms
+    from encoder.cost import measure_cost
     from encoder.selection.evidence import save_predictions
     from encoder.serving import load_tokenizer
     from encoder.training import checkpoint_epochs, last_checkpoint, train_candidate
@@ -215,8 +215,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     predictions = save_predictions(candidate_dir / f"predictions-epochs-{epochs}.npz", trained.val_true,
                                    trained.val_predicted)
     size = sum(path.stat().st_size for path in bundle.iterdir()) / 2**20
-    onnx = onnx_latency_ms(trained.network, trained.median_length) if training.onnx_cost else None
-    cost = Cost(**measure_cost(trained.network, trained.median_length), onnx_latency_ms_p50=onnx,
+    cost = Cost(**measure_cost(trained.network, trained.median_length, onnx=training.onnx_cost),
                 train_seconds=trained.train_seconds, bundle_mb=size)
     return Candidate(
         depth=depth, family=training.family.name, seed=train.seed, status="trained", metrics=trained.metrics,
