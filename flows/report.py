@@ -10,7 +10,7 @@ from encoder.selection.candidate import Candidate, arm_label
 from encoder.selection.halving import Halving
 from encoder.selection.rule import Decision
 from expectations.audit.report import audit_lines, markdown_table
-from expectations.changes.report import changes_lines
+from expectations.changes.report import FORCED, changes_lines
 from flows.summary import RunSummary
 
 # (title, value, format) of each column of the candidates table.
@@ -49,8 +49,7 @@ def format_summary(summary: RunSummary) -> str:
     audit = summary.audit
     if audit is None:  # the comparison with the champion stopped the night before the audit
         return "\n".join([*lines, "Stopped before training.", f"MLflow run: {summary.mlflow_run_id}"])
-    verdict = "passed" if audit.success else ("BLOCKED" if audit.blocking_failures else "passed with warnings")
-    lines.append(f"Audit: {verdict}" + (f" (warnings: {', '.join(audit.warnings)})" if audit.warnings else ""))
+    lines.append(f"Audit: {audit.verdict}" + (f" (warnings: {', '.join(audit.warnings)})" if audit.warnings else ""))
     if audit.blocking_failures:
         lines.append(f"Blocking checks: {', '.join(audit.blocking_failures)}")
     lines += audit_lines(audit)
@@ -140,11 +139,20 @@ def outcome(summary: RunSummary) -> str:
     """`depth 1 registered as ui/2, promoted: better: ...`, the run's outcome in a line."""
     if summary.skipped:
         return f"skipped: {summary.reason}"
+    head = forced_words(summary)
     if summary.model is None:
-        return "stopped before training" if summary.audit is None else "the audit blocked training"
+        return head + ("stopped before training" if summary.audit is None else "the audit blocked training")
     verdict = "promoted" if summary.promoted else f"not promoted, champion stays version {summary.champion_version}"
-    return (f"{summary.rule.selected_label} registered as {summary.model.name}/{summary.model.version}, {verdict}: "
-            f"{summary.promotion}")
+    return (f"{head}{summary.rule.selected_label} registered as {summary.model.name}/{summary.model.version}, "
+            f"{verdict}: {summary.promotion}")
+
+
+def forced_words(summary: RunSummary) -> str:
+    """`forced past the comparison's stop (--force): `, or "" when nothing was overridden."""
+    policy = summary.changes.policy if summary.changes is not None else None
+    if policy is None or policy.overridden is None:
+        return ""
+    return f"{FORCED} past the comparison's {policy.overridden} (--force): "
 
 
 def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:

@@ -80,7 +80,7 @@ def test_mlflow_has_a_parent_run_with_one_child_per_depth(sweep) -> None:
     assert sorted(run.data.tags["depthfinder.depth"] for run in children) == ["1", "2"]
     for child in children:
         assert child.info.status == "FINISHED"
-        assert len(client.get_metric_history(child.info.run_id, "val/macro_f1")) >= 1  # one per epoch
+        assert len(client.get_metric_history(child.info.run_id, "by_epoch/val/macro_f1")) >= 1  # one per epoch
         assert child.data.metrics["cost.flops_per_example"] > 0
     assert {c["mlflow_run_id"] for c in summary["candidates"]} == {run.info.run_id for run in children}
     assert {child.data.tags["depthfinder.status"] for child in children} == {"trained"}

@@ -48,7 +48,7 @@ def test_the_flow_run_is_named_for_its_model_and_data_and_tagged_with_the_outcom
     assert run.name == f"ui · topics · {summary['data_hash'][:4]}"
     chosen = f"depth-{summary['selected_depth']}"
     assert {"model:ui", chosen, "promoted"} <= set(run.tags)
-    assert len({"audit-passed", "audit-warnings"} & set(run.tags)) == 1
+    assert len({"audit-passed", "audit-passed-with-warnings"} & set(run.tags)) == 1
     assert run.state.message == (f"depth {summary['selected_depth']} registered as ui/1, promoted: "
                                  f"{summary['promotion']}")
 

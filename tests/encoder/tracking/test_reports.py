@@ -46,7 +46,7 @@ def test_the_audit_report_its_flagged_rows_and_dropped_count_go_on_the_parent_ru
 
     client, run = sweep.client, sweep.client.get_run(sweep.run_id)
     assert run.data.metrics["audit.dropped_rows"] == 3
-    assert run.data.tags["depthfinder.audit"] == "failed"
+    assert run.data.tags["depthfinder.audit"] == "blocked"
     assert json.loads(_artifact(client, sweep.run_id, "audit/report.json", tmp_path / "a")) == report.to_dict()
     assert _artifact(client, sweep.run_id, FLAGGED_ROWS, tmp_path / "b") == \
         "check,row\nconflicting_labels,3\nconflicting_labels,17\n"
