@@ -27,7 +27,7 @@ from tokenizers import Tokenizer
 from encoder.latency import NOISY, ROUNDS, Measured, measure
 from encoder.metrics import classification_metrics
 from encoder.selection.candidate import Record
-from encoder.selection.evidence import Interval, paired_interval
+from encoder.selection.evidence import Interval, metric_interval, paired_interval
 from encoder.selection.margin import within
 from encoder.serving import Network, TextClassifier, encode_texts, pad_batch
 
@@ -50,6 +50,11 @@ class Variant(Record):
     size_mb: float = Field(description="Size of its weights file, MiB.")
     shipped: bool = Field(description="Registered with the version: within the deployment margin of the torch model.")
     file: str | None = Field(None, description="Its file (ONNX variants).")
+    metric_low: float | None = Field(
+        None, description="The lower end of the bootstrap interval of its test metric (the rule's) at the rule's "
+        "confidence; none by means only."
+    )
+    metric_high: float | None = Field(None, description="Its upper end.")
     vs_torch: Interval | None = Field(
         None, description="Its test metric minus the torch model's, with the paired bootstrap interval at the rule's "
         "confidence (ONNX variants; none by means only)."
@@ -158,9 +163,12 @@ def measure_deployment(
                    for key in ("p50", "p95", "low", "high")}
         interval = (paired_interval(truths, predicted[name], predicted["torch"], metric, confidence)
                     if name != "torch" and confidence is not None else None)
+        _, low, high = (metric_interval(truths, predicted[name], metric, confidence) if confidence is not None
+                        else (None, None, None))
         measured[name] = Variant(name=name, metrics=classification_metrics(truths, predicted[name]),
                                  latency_ms=latency, size_mb=_size_mb(classifier, files.get(name)), shipped=False,
-                                 file=str(files[name]) if name in files else None, vs_torch=interval)
+                                 file=str(files[name]) if name in files else None, vs_torch=interval,
+                                 metric_low=low, metric_high=high)
     return _judged(measured, metric, margin, note, timed[1].noisy)
 
 

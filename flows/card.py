@@ -37,10 +37,44 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
         sections.append(f"**What changed since version {summary.changes.champion_version}.** "
                         f"{_sentence(summary.changes.policy.reason)}")
     sections.append(_scores(summary))
+    sections.append(f"**Served form.** {served_sentence(summary)}")
     if summary.deployment is not None:
         sections.append(f"**Deployable forms, on the test split.** {_sentence(summary.deployment.sentence)}")
     sections += [_hashes(fingerprint), _loading(summary)]
     return "\n\n".join(sections) + "\n"
+
+
+# The forms of a version, as the card and the decision name them.
+FORM_NAMES = {"torch": "torch", "onnx": "ONNX (fp32)", "onnx-int8": "int8 ONNX"}
+
+
+def served_sentence(summary: RunSummary) -> str:
+    """Which form the version's MLflow model serves (torch, always: the pyfunc runs the torch network), under
+    which alias, with its test metric and interval; and which other forms ship beside it as files."""
+    model, deployment = summary.model, summary.deployment
+    alias = "champion" if summary.promoted else "challenger"
+    head = (f"`models:/{model.name}@{alias}` (version {model.version}; MLflow pyfunc, `depthfinder predict`) "
+            "serves the **torch** form")
+    if deployment is None:
+        return head + "."
+    metric, torch_form = deployment.metric, deployment.variant("torch")
+    confidence = summary.rule.confidence if summary.rule is not None else None
+    head += f": test {metric} {_with_interval(torch_form, metric)}"
+    others = [v for v in deployment.variants if v.name != "torch" and v.shipped]
+    tail = f" ([low, high]: {confidence:.0%} bootstrap interval on the test rows)" if confidence else ""
+    if not others:
+        return f"{head}; no other form ships{tail}."
+    files = ", ".join(f"{FORM_NAMES[v.name]} (test {metric} {_with_interval(v, metric)})" for v in others)
+    return (f"{head}. Shipped beside it as files the pyfunc does not serve: {files}, written by `depthfinder export "
+            f"--format onnx`{tail}.")
+
+
+def _with_interval(variant, metric: str) -> str:
+    """`0.912 [0.884, 0.938]`, or `0.912` by means only."""
+    value = f"{variant.metrics[metric]:.3f}"
+    if variant.metric_low is None:
+        return value
+    return f"{value} [{variant.metric_low:.3f}, {variant.metric_high:.3f}]"
 
 
 def _sentence(text: str) -> str:

@@ -11,6 +11,7 @@ from encoder.selection.halving import Halving
 from encoder.selection.rule import Decision
 from expectations.audit.report import audit_lines, markdown_table
 from expectations.changes.report import FORCED, changes_lines
+from flows.card import served_sentence
 from flows.summary import RunSummary
 
 # (title, value, format) of each column of the candidates table.
@@ -171,6 +172,8 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
              *(check.sentence for check in summary.lr_check),
              *filter(None, [resumed_sentence(summary.candidates)]),
              *(f"Latency: {noise}." for noise in filter(None, [latency_noise(summary.candidates)]))]
+    if summary.model is not None:
+        notes.append(f"Served: {served_sentence(summary)}")
     if summary.deployment is not None:
         notes.append(f"Deployment, on the test split: {summary.deployment.sentence}.")
     return (

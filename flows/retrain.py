@@ -298,7 +298,7 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
     plots = [plot_metric_vs_depth(summary.rule, folder / "metric_vs_depth.png", pruned),
              plot_metric_vs_cost(summary.rule, folder / "metric_vs_cost.png")]
     tags = {"depthfinder.selected_depth": summary.selected_depth, "depthfinder.family": summary.rule.selected_family,
-            "depthfinder.promoted": "yes" if summary.promoted else "no"}
+            "depthfinder.promoted": "promoted" if summary.promoted else "not promoted"}
     log_summary(run, summary.to_dict(), tags, [str(path) for path in plots], decision_metrics(summary))
     create_markdown_artifact(key="depth-decision", markdown=decision_markdown(summary, plots),
                              description=f"depthfinder: {outcome(summary)}"[:DESCRIPTION_LIMIT])
