@@ -21,7 +21,7 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
     """The card of the version `summary` registered."""
     model, rule = summary.model, summary.rule
     audit = summary.audit
-    warnings = f" (warnings: {', '.join(audit.warnings)})" if audit.warnings else ""
+    warnings = f": {', '.join(audit.warnings)}" if audit.warnings else ""
     forced = summary.changes.policy.overridden if summary.changes is not None else None
     sections = [
         f"# {model.name} version {model.version}: {model.family or 'scratch'} depth {model.depth}"
