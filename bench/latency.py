@@ -24,6 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sweep_cost import run_depthfinder  # noqa: E402
 
+# The run made when no summary is given: the built-in topics, small, a few epochs.
+SMALL_RUN = "data: {dataset: topics, dataset_rows: 800}\ntrain: {max_epochs: 3}\n"
+
 
 def cost_latencies(candidates: list[dict], rounds: int) -> dict[str, float]:
     """Each candidate's torch network at batch 1 on the cost table's input, all in the same rounds; ms by name."""
@@ -96,8 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=21, help="rounds of the quiet re-measurement")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
-        summary = json.loads(args.summary.read_text()) if args.summary else run_depthfinder(
-            ["--dataset", "topics", "--dataset-rows", "800"], "1,2", Path(scratch))["summary"]
+        if args.summary:
+            summary = json.loads(args.summary.read_text())
+        else:
+            (config := Path(scratch) / "small.yaml").write_text(SMALL_RUN)
+            summary = run_depthfinder(["--config", str(config)], "1,2", Path(scratch))["summary"]
         return report(summary, _texts(summary, args.test_texts), args.rounds)
 
 
