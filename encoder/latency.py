@@ -11,8 +11,9 @@ A figure is only as good as its agreement with what the forms are: variants of o
 (ONNX Runtime drops torch's per-operator overhead, which dominates a small network at batch 1 — measured up to
 about 7x on bench/latency.py's model — and int8 weights save at most a few times the matmul time), so two of them
 that differ by more than PLAUSIBLE_RATIO, or a torch figure more than SAME_FORM_RATIO away from the cost table's
-for the same network, say the machine was busy, not that a form is fast. `measure` then measures again with twice the rounds; a result still out of bounds
-comes back with `noisy` set, and callers print that instead of a speed-up.
+for the same network, say the machine was busy, not that a form is fast. `measure` then measures again with
+twice the rounds; a result still out of bounds comes back with `noisy` set, and callers print that instead of a
+speed-up.
 """
 
 from __future__ import annotations
