@@ -1,4 +1,5 @@
-"""The team stack for the integration suite: the one running (`make stack-up`), else one of its own."""
+"""The team stack for the integration suite (the one running, `make stack-up`, else one of its own), and the
+nightly-retrain deployment and one night on it, shared by the stack tests and the browser test."""
 
 from __future__ import annotations
 
