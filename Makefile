@@ -24,9 +24,10 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 # What `make test` leaves out as slow, which .ci/run runs too: interrupts at more moments, a model loaded in a
-# fresh virtual environment of its own requirements, every encoder type end to end, a two-level problem.
+# fresh virtual environment of its own requirements, every encoder type end to end, a two-level problem. Not the
+# stack's slow tests (the browser test): `make test-stack` runs them against the stack.
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m 'slow and not exhaustive' -n 2 --dist loadfile
+	$(BIN)/python -m pytest -m 'slow and not exhaustive and not stack' -n 2 --dist loadfile
 
 # Out of .ci/run (a faster test covers each): every cell of the signal matrix, a disk that really fills up.
 test-exhaustive: $(STAMP)

@@ -13,7 +13,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,56 +23,12 @@ from mlflow.entities import Run
 
 from encoder.tracking.runs import PROCESS_TAG
 from runtime.liveness import ProcessIdentity
-from runtime.services import basic_auth_header, bin_path, healthy, stop_group
-from runtime.stack import POOL, Stack, up
-from tests.stack.conftest import free_port
+from runtime.services import bin_path, healthy, stop_group
+from runtime.stack import Stack, up
+from tests.stack.conftest import TINY, api, form_parameters, free_port, trigger, unique, wait_final
 
 pytestmark = pytest.mark.stack
 ROOT = Path(__file__).resolve().parents[2]
-TINY = {
-    "model": {"d_model": 16, "n_heads": 2, "d_ff": 32, "vocab_size": 300, "max_len": 32},
-    "train": {"max_epochs": 3, "patience": 2, "batch_size": 32, "learning_rate": 0.003},
-}
-FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
-
-
-def unique(what: str) -> str:
-    """A model (and experiment) name of its own: the stack's servers outlive a test session."""
-    return f"stack-{what}-{uuid.uuid4().hex[:8]}"
-
-
-def api(stack: Stack, method: str, path: str, body: dict | None = None) -> dict | list:
-    """One call of the Prefect REST API."""
-    headers = {"Content-Type": "application/json", **basic_auth_header(os.environ["PREFECT_API_AUTH_STRING"])}
-    request = urllib.request.Request(f"{stack.prefect_api}{path}", method=method,
-                                     data=None if body is None else json.dumps(body).encode(), headers=headers)
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read() or b"null")
-
-
-@pytest.fixture(scope="module")
-def deployment(stack: Stack) -> dict:
-    """nightly-retrain deployed from prefect.yaml to the stack's process pool, as a team would (`prefect deploy`)."""
-    env = {**os.environ, "PREFECT_API_URL": stack.prefect_api}
-    subprocess.run([bin_path("prefect"), "--no-prompt", "deploy", "--name", "nightly-retrain"], cwd=ROOT, env=env,
-                   check=True, capture_output=True, timeout=180)
-    found = api(stack, "GET", "/deployments/name/retrain/nightly-retrain")
-    assert found["work_pool_name"] == POOL
-    return found
-
-
-def form_parameters(stack: Stack, work: Path, model_name: str, **sections: dict) -> dict:
-    """What the UI's Custom run form sends: every section, the deployment's defaults edited."""
-    return {
-        "data": {"dataset": "topics", "dataset_rows": 600}, **TINY,
-        "sweep": {"depths": [1, 2], "task_runner": "dask", "dask_address": stack.dask_address},
-        "changes": {"skip_minor": True},
-        "registry": {"tracking_uri": stack.mlflow_uri, "experiment": model_name, "model_name": model_name,
-                     "workdir": str(work)},
-        "force": False, **sections,
-    }
-
-
 def two_paced_sweep(stack: Stack, work: Path, name: str) -> dict:
     """Depths 1 and 4 on 1,500 rows for 8 epochs on the Dask workers: depth 4 trains well after depth 1 is done."""
     return form_parameters(
@@ -86,30 +41,6 @@ def two_paced_sweep(stack: Stack, work: Path, name: str) -> dict:
 def run_summary(client: MlflowClient, run_id: str, folder: Path) -> dict:
     """The summary.json a parent run logged."""
     return json.loads(Path(client.download_artifacts(run_id, "summary.json", str(folder))).read_text())
-
-
-def trigger(stack: Stack, deployment: dict, parameters: dict) -> str:
-    """Create a flow run of the deployment through the REST API; its id."""
-    return api(stack, "POST", f"/deployments/{deployment['id']}/create_flow_run", {"parameters": parameters})["id"]
-
-
-def wait_final(stack: Stack, flow_run: str, seconds: float = 420) -> dict:
-    """The flow run once its state is final (the worker picks it up and runs it)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        run = api(stack, "GET", f"/flow_runs/{flow_run}")
-        if run["state_type"] in FINAL:
-            return run
-        time.sleep(2)
-    raise AssertionError(f"flow run {flow_run} not finished after {seconds} s: {run['state_type']}")
-
-
-@pytest.fixture(scope="module")
-def nightly(stack: Stack, deployment: dict, tmp_path_factory) -> tuple[str, dict]:
-    """One nightly run triggered through the API on the stack: its model name and final flow-run state."""
-    name = unique("api")
-    work = tmp_path_factory.mktemp("work")
-    return name, wait_final(stack, trigger(stack, deployment, form_parameters(stack, work, name)))
 
 
 def test_a_run_triggered_through_the_api_trains_on_the_dask_workers_and_logs_to_the_mlflow_server(

@@ -1,0 +1,192 @@
+"""The screenshots of docs/operations.md, from real Prefect and MLflow servers in headless Chromium.
+
+    nice -n 5 python bench/screenshots.py [--stack HOME] [--out docs/img]
+
+Brings up the team stack (runtime.stack: PostgreSQL, MLflow and Prefect servers with their UIs, a worker, Dask)
+in HOME (default: a fresh folder under /tmp, brought down after; an existing stack there is reused), deploys
+`nightly-retrain`, and runs nights of `depthfinder run --skip-minor` against it on the real
+`uci_sentiment_sentences.csv` (`DEPTHFINDER_DATA`, default data/), shuffled once (its sources come in
+file order, PITFALLS.md):
+  1. 1,200 rows: version 1, champion;
+  2. 2,000 rows (800 added): a retrain, version 2;
+  3. the same file again: skipped;
+  4. + 300 `sms_spam.csv` messages labelled `0`: stopped before training (foreign rows);
+  5. the same with `--force`: trained past the stop.
+Then it opens each page in headless Chromium (Selenium, tests/stack/browser.py), waits for its content and saves
+the PNGs. About 10 minutes on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from runtime.services import bin_path  # noqa: E402
+from runtime.stack import Ports, Stack, down, up  # noqa: E402
+from tests.stack.browser import headless, sign_in_to_mlflow, sign_in_to_prefect, wait_for_text  # noqa: E402
+from tests.stack.conftest import api, free_port  # noqa: E402
+
+DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT / "data"))  # docs/benchmarks.md, as bench/depth_curves.py
+MODEL = "reviews"
+SETTINGS = {"sweep": {"depths": [1, 2, 4]}, "train": {"max_epochs": 6, "patience": 3},
+            "registry": {"experiment": MODEL, "model_name": MODEL}}
+
+
+def nights(folder: Path) -> list[tuple[str, Path, list[str]]]:
+    """(name, data file, extra flags) of each night, the files written to `folder`."""
+    whole = pd.read_csv(DATA / "uci_sentiment_sentences.csv", dtype=str).sample(frac=1, random_state=0)
+    foreign = pd.read_csv(DATA / "sms_spam.csv", dtype=str).sample(n=300, random_state=0).assign(label="0")
+    files = {"first": whole.iloc[:1200], "grown": whole.iloc[:2000],
+             "foreign": pd.concat([whole.iloc[:2000], foreign])}
+    for name, table in files.items():
+        table.to_csv(folder / f"{name}.csv", index=False)
+    return [("first", folder / "first.csv", []), ("grown", folder / "grown.csv", []),
+            ("same", folder / "grown.csv", []), ("stopped", folder / "foreign.csv", []),
+            ("forced", folder / "foreign.csv", ["--force"])]
+
+
+def run_nights(stack: Stack, folder: Path) -> dict[str, dict]:
+    """Each night run against the stack: its exit code, summary (when written) and Prefect flow run."""
+    config = folder / "run.yaml"
+    stack_sections = yaml.safe_load((stack.home / "stack.yaml").read_text())
+    for section, values in SETTINGS.items():
+        stack_sections[section] = {**stack_sections.get(section, {}), **values}
+    stack_sections["registry"]["workdir"] = str(folder / "work")  # absolute: the Dask workers run elsewhere
+    config.write_text(json.dumps(stack_sections))
+    env = {**os.environ, **stack.environment()}
+    done: dict[str, dict] = {}
+    for name, data, flags in nights(folder):
+        before = {run["id"] for run in flow_runs(stack)}
+        summary = folder / f"{name}.json"
+        started = time.monotonic()
+        finished = subprocess.run([bin_path("depthfinder"), "run", "--config", str(config), "--data", str(data),
+                                   "--skip-minor", "--summary-json", str(summary), *flags], env=env, cwd=folder,
+                                  capture_output=True, text=True, timeout=1800)
+        (folder / f"{name}.log").write_text(finished.stdout + finished.stderr)
+        new = [run for run in flow_runs(stack) if run["id"] not in before]
+        done[name] = {"code": finished.returncode, "flow_run": new[0] if new else None,
+                      "summary": json.loads(summary.read_text()) if summary.is_file() else None}
+        print(f"night {name}: exit {finished.returncode} in {time.monotonic() - started:.0f} s, "
+              f"{new[0]['name'] if new else 'no flow run'}", flush=True)
+    return done
+
+
+def flow_runs(stack: Stack) -> list[dict]:
+    """The flow runs on the server, newest first."""
+    return api(stack, "POST", "/flow_runs/filter", {"limit": 50, "sort": "EXPECTED_START_TIME_DESC"})
+
+
+def artifact(stack: Stack, flow_run: dict, key: str) -> dict:
+    """A flow run's artifact by key."""
+    (found,) = api(stack, "POST", "/artifacts/filter", {"artifacts": {
+        "key": {"any_": [key]}, "flow_run_id": {"any_": [flow_run["id"]]}}})
+    return found
+
+
+def deploy(stack: Stack) -> dict:
+    """nightly-retrain deployed to the stack's pool, as tests/stack does; the deployment."""
+    env = {**os.environ, **stack.environment()}
+    subprocess.run([bin_path("prefect"), "--no-prompt", "deploy", "--name", "nightly-retrain"], cwd=ROOT, env=env,
+                   check=True, capture_output=True, timeout=300)
+    return api(stack, "GET", "/deployments/name/retrain/nightly-retrain")
+
+
+def shoot(driver, url: str, path: Path, *texts: str, settle: float = 3.0, script: str = "") -> None:
+    """Open `url`, wait until it shows `texts`, run `script` (close a panel, fold a section), let plots and lazy
+    parts render, save the PNG."""
+    driver.get(url)
+    try:
+        wait_for_text(driver, *texts, seconds=90)
+    except AssertionError as error:  # saved all the same, to be looked at: the page is not what was expected
+        print(f"WARNING {path.name}: {str(error)[:300]}", flush=True)
+    if script:
+        driver.execute_script(script)
+    time.sleep(settle)
+    driver.save_screenshot(str(path))
+    print(f"saved {path}", flush=True)
+
+
+def prefect_pages(driver, stack: Stack, done: dict[str, dict], deployment: dict, out: Path) -> None:
+    """The Prefect UI's pages of the nights."""
+    ui = stack.prefect_api.removesuffix("/api")
+    sign_in_to_prefect(driver, ui, stack.credentials()["PREFECT_API_AUTH_STRING"])
+    grown, stopped, forced = (done[name]["flow_run"] for name in ("grown", "stopped", "forced"))
+    shoot(driver, f"{ui}/runs/flow-run/{grown['id']}", out / "prefect-flow-run.png", grown["name"], "Completed")
+    for key, png in (("audit-report", "prefect-audit-artifact"), ("depth-decision", "prefect-decision-artifact")):
+        shoot(driver, f"{ui}/artifacts/artifact/{artifact(stack, grown, key)['id']}", out / f"{png}.png", key)
+    shoot(driver, f"{ui}/runs", out / "prefect-runs-skipped.png", "Skipped", forced["name"])
+    shoot(driver, f"{ui}/runs/flow-run/{forced['id']}", out / "prefect-forced-run.png", forced["name"], "forced")
+    shoot(driver, f"{ui}/artifacts/artifact/{artifact(stack, stopped, 'foreign-rows')['id']}",
+          out / "prefect-suspect-rows.png", "foreign-rows", "likely_label")
+    shoot(driver, f"{ui}/deployments/deployment/{deployment['id']}/run", out / "prefect-deployment-form.png",
+          "nightly-retrain", "Parameters")
+
+
+# MLflow 3.17 opens an assistant panel over a third of the page; its header's close button.
+CLOSE_ASSISTANT = "document.querySelectorAll('button[aria-label=\"Close\"]').forEach(button => button.click());"
+# The registered model's description (the card) is long: scrolled past, to the versions table with its aliases.
+TO_VERSIONS = ("const heading = Array.from(document.querySelectorAll('h1, h2, h3, h4, span, button')).filter(e => "
+               "e.innerText && /^Versions/.test(e.innerText.trim())).pop(); if (heading) heading.scrollIntoView();")
+
+
+def mlflow_pages(driver, stack: Stack, done: dict[str, dict], out: Path) -> None:
+    """The MLflow UI's pages of the nights."""
+    from mlflow import MlflowClient
+
+    credentials = stack.credentials()
+    sign_in_to_mlflow(driver, credentials["MLFLOW_TRACKING_USERNAME"], credentials["MLFLOW_TRACKING_PASSWORD"])
+    client = MlflowClient(tracking_uri=stack.mlflow_uri)
+    experiment = client.get_experiment_by_name(MODEL).experiment_id
+    grown, forced = (done[name]["summary"]["mlflow_run_id"] for name in ("grown", "forced"))
+    runs = f"{stack.mlflow_uri}/#/experiments/{experiment}/runs"
+    shoot(driver, runs, out / "mlflow-runs.png", client.get_run(grown).info.run_name, script=CLOSE_ASSISTANT)
+    shoot(driver, f"{runs}/{grown}", out / "mlflow-parent-run.png", client.get_run(grown).info.run_name, "Parameters",
+          script=CLOSE_ASSISTANT)
+    shoot(driver, f"{runs}/{forced}", out / "mlflow-forced-run.png", client.get_run(forced).info.run_name, "forced",
+          script=CLOSE_ASSISTANT)
+    shoot(driver, f"{stack.mlflow_uri}/#/models/{MODEL}", out / "mlflow-model-aliases.png", "champion", "Version 3",
+          script=CLOSE_ASSISTANT + TO_VERSIONS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", type=Path, help="the stack's folder, left up (default: a fresh one, brought down "
+                                                   "after)")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "img")
+    args = parser.parse_args(argv)
+    home = args.stack or Path(tempfile.mkdtemp(prefix="depthfinder-screens-"))
+    home.mkdir(parents=True, exist_ok=True)
+    home.chmod(0o755)  # the postgres user the database runs as (as root) must reach it
+    stack = Stack.load(home, Ports(mlflow=free_port(), prefect=free_port(), dask=free_port()))
+    work = Path(tempfile.mkdtemp(prefix="depthfinder-nights-"))
+    try:
+        up(stack)
+        os.environ.update(stack.environment())
+        deployment = deploy(stack)
+        done = run_nights(stack, work)
+        args.out.mkdir(parents=True, exist_ok=True)
+        with headless() as driver:
+            prefect_pages(driver, stack, done, deployment, args.out)
+            mlflow_pages(driver, stack, done, args.out)
+    finally:
+        if args.stack is None:
+            down(stack)
+            shutil.rmtree(home, ignore_errors=True)
+        print(f"nights' files and logs kept in {work}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
