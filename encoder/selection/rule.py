@@ -31,7 +31,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from encoder.config import FamilyName
+from encoder.config import FAMILY_DESCRIPTION, FamilyName
 from encoder.selection.candidate import COST_NAMES, Candidate, CostName, Record, arm_label
 from encoder.selection.evidence import RESAMPLES, Arm, Interval, compare_to_best, load_predictions
 from encoder.selection.margin import within
@@ -104,7 +104,7 @@ class DepthScore(Record):
     """One depth's quality over its seeds (mean and standard error) and its mean cost."""
 
     depth: int = Field(description="Encoder blocks.")
-    family: FamilyName = Field("scratch", description="scratch or pretrained.")
+    family: FamilyName = Field("scratch", description=FAMILY_DESCRIPTION)
     mean: float = Field(description="Mean validation metric over its seeds.")
     std_error: float = Field(description="Standard error of that mean (0 with one seed).")
     seeds: int = Field(description="Seeds trained.")
@@ -125,7 +125,9 @@ class Decision(Record):
     cost: CostName = Field(description="Cost it minimised.")
     reason: str = Field(description="The decision in one sentence, with its numbers.")
     selected_depth: int = Field(description="The chosen depth.")
-    selected_family: FamilyName = Field("scratch", description="The chosen depth's family.")
+    selected_family: FamilyName = Field(
+        "scratch", description="The chosen depth's family: scratch, or the chosen checkpoint's name."
+    )
     best_depth: int = Field(description="The depth with the best mean validation metric.")
     best_family: FamilyName = Field("scratch", description="Its family.")
     effective_tolerance: float = Field(
@@ -165,6 +167,11 @@ class Decision(Record):
         return SelectionRule(rule=self.name, metric=self.metric, tolerance=self.tolerance, alpha=self.alpha,
                              cost=self.cost, max_latency_ms=self.max_latency_ms, max_params=self.max_params,
                              confidence=self.confidence)
+
+
+def score_of(decision: Decision, family: str, depth: int) -> DepthScore:
+    """The decision's score of (family, depth)."""
+    return next(s for s in decision.scores if (s.family, s.depth) == (family, depth))
 
 
 def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
