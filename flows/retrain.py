@@ -333,7 +333,7 @@ def fingerprint_of(config: RunConfig, dataset: PreparedData, families: list[Fami
     return {
         "data_hash": dataset.data_hash,
         "table_hash": dataset.table_hash,
-        "pretrained": "+".join(identities) or "none",
+        "pretrained": "+".join(sorted(identities)) or "none",  # the checkpoints given, in any order
         "config_hash": config_hash(config),
         "code_version": code_version(),
     }

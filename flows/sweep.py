@@ -101,10 +101,12 @@ def cheapest_first(sweep: SweepConfig, trainings: list[Training]) -> list[Traini
     """The families in order of their deepest candidate's estimated compute, cheapest first (parameters per layer,
     which a forward's FLOPs per token grow with, times its deepest depth): a cheaper family's finished candidates
     then stand beside a costlier one's rungs."""
-    def estimate(training: Training) -> int:
-        family, model = training.family, training.model
-        per_layer = family.fewest_params(2, model) - family.fewest_params(1, model)
-        return per_layer * max(depths_of(sweep, training))
+    def estimate(training: Training) -> float:
+        family, model, deepest = training.family, training.model, max(depths_of(sweep, training))
+        if deepest == 1:  # one layer: nothing to take the embeddings' share from
+            return family.fewest_params(1, model)
+        per_layer = (family.fewest_params(deepest, model) - family.fewest_params(1, model)) / (deepest - 1)
+        return per_layer * deepest
 
     return sorted(trainings, key=estimate) if len(trainings) > 1 else trainings
 
