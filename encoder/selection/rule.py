@@ -206,7 +206,7 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
         tied = [a for a in pool if ties(scores[a], scores[best], rule.tolerance)]
         selected = min(tied, key=lambda a: (pool[a].cost, _order(a)))
         reason, to_resolve = tolerance_reason(selected, best, scores, rule, label, rows)
-    clauses = [reason + _other_families(selected, scores, rule.metric)]
+    clauses = [reason + _other_families(selected, best, scores, rule.metric)]
     if unfinished := _not_converged(selected, best, scores, label):
         clauses.append(unfinished)
     if rule.cost == "params" and (embeddings := _embedding_share(selected, eligible, label)):
@@ -322,10 +322,11 @@ def _arms_text(arms: list[Arm], label) -> str:
     return "depths " + ", ".join(str(depth) for _, depth in arms)
 
 
-def _other_families(selected: Arm, scores: dict[Arm, DepthScore], metric: str) -> str:
-    """`; scratch best 0.820 at depth 4`: the best of each family the choice is not from."""
+def _other_families(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], metric: str) -> str:
+    """`; scratch best 0.820 at depth 4`: the best of each family the choice is not from (but the best's, whose
+    best the sentence already names)."""
     others = []
-    for family in sorted({family for family, _ in scores} - {selected[0]}):
+    for family in sorted({family for family, _ in scores} - {selected[0], best[0]}):
         best = max((a for a in scores if a[0] == family), key=lambda a: scores[a].mean)
         others.append(f"{family} best {metric} {quality(scores[best])} at depth {best[1]}")
     return "".join(f"; {text}" for text in others)
