@@ -76,7 +76,7 @@ def test_one_decision_over_every_checkpoint_names_the_others_best(run) -> None:
     rule = summary.rule
     chosen, other = rule.selected_family, ({"small", "wide"} - {rule.selected_family}).pop()
     assert {s.family for s in rule.scores} == {"small", "wide"}
-    assert rule.reason.startswith(f"{chosen} depth {rule.selected_depth}")
+    assert f"{chosen} depth {rule.selected_depth}" in rule.reason
     named = (f"at {other} depth {rule.best_depth}" if rule.best_family == other
              else f"; {other} best {rule.metric}")  # the other checkpoint's best, as the best or beside it
     assert named in rule.reason

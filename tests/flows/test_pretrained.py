@@ -66,7 +66,7 @@ def test_one_decision_over_both_families_names_them(runs) -> None:
         ("scratch", d) for d in (1, 2, 3, 4)] + [("checkpoint", d) for d in (1, 2, 3, 4)]  # named after its folder
     chosen, other = summary.rule.selected_family, {"scratch": "checkpoint", "checkpoint": "scratch"}
     rule = summary.rule
-    assert rule.reason.startswith(rule.selected_label)
+    assert f"{chosen} depth {rule.selected_depth}" in rule.reason
     named = (f"at {other[chosen]} depth {rule.best_depth}" if rule.best_family == other[chosen]
              else f"; {other[chosen]} best macro_f1")  # the other family's best, as the best or beside it
     assert named in rule.reason
