@@ -11,7 +11,7 @@ from prefect.futures import PrefectFuture
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 
 from encoder.families import depth_caps
-from encoder.selection.budget import Budget, training_flops, untried_labels
+from encoder.selection.budget import Budget, Spending
 from encoder.selection.candidate import Candidate
 from encoder.selection.halving import Halving, Rung, halving_summary
 from encoder.selection.learning_rate import RATE_FACTORS, RateCheck, RateTrial, judge_rates
@@ -43,7 +43,8 @@ def sweep_depths(
     trainings = cheapest_first(sweep, trainings)
     if capped := depth_caps([training.family for training in trainings], sweep.depths):
         get_run_logger().info("%s", capped)
-    spending = Spending(sweep.budget_flops, trainings[0].dataset if trainings else None)
+    rows = train_rows(trainings[0].dataset) if sweep.budget_flops is not None and trainings else 0
+    spending = Spending(sweep.budget_flops, rows)
     with task_runner(sweep) as runner:
         for training in trainings:
             if spending.spent(candidates):
@@ -61,23 +62,6 @@ def sweep_depths(
             searches += [strategy.search] if strategy.search is not None else []
     halving = halving_summary(rungs, candidates, sweep.halving_margin) if rungs else None
     return candidates, halving, searches, spending.budget(candidates, len(trainings) > 1)
-
-
-class Spending:
-    """The sweep's budget as it goes: whether it is spent, and the (family, depth)s it left untried."""
-
-    def __init__(self, flops: float | None, dataset: PreparedData | None) -> None:
-        self.flops, self.untried = flops, []
-        self.rows = train_rows(dataset) if flops is not None and dataset is not None else 0
-
-    def spent(self, candidates: list[Candidate]) -> bool:
-        return self.flops is not None and training_flops(candidates, self.rows) >= self.flops
-
-    def budget(self, candidates: list[Candidate], named: bool) -> Budget | None:
-        if self.flops is None:
-            return None
-        return Budget(flops=self.flops, spent_flops=training_flops(candidates, self.rows),
-                      untried=untried_labels(self.untried, named or any(f != "scratch" for f, _ in self.untried)))
 
 
 def _stop_for_budget(strategy: Strategy, step: Step, training: Training, spending: Spending) -> None:

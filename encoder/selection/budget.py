@@ -44,6 +44,22 @@ def training_flops(candidates: list[Candidate], train_rows: int) -> float:
                for c in candidates if c.cost is not None and c.cost.flops_per_example is not None)
 
 
-def untried_labels(arms: list[tuple[str, int]], named: bool) -> list[str]:
-    """(family, depth)s once each, in order, as the decision names them."""
-    return [arm_label(family, depth, named=named) for family, depth in dict.fromkeys(arms)]
+class Spending:
+    """A sweep's budget as it goes: whether it is spent, and the (family, depth)s it left untried."""
+
+    def __init__(self, flops: float | None, train_rows: int) -> None:
+        self.flops, self.rows = flops, train_rows
+        self.untried: list[tuple[str, int]] = []
+
+    def spent(self, candidates: list[Candidate]) -> bool:
+        """Whether `candidates` (every one so far) took the budget; never without one."""
+        return self.flops is not None and training_flops(candidates, self.rows) >= self.flops
+
+    def budget(self, candidates: list[Candidate], named: bool) -> Budget | None:
+        """What the budget allowed, what `candidates` spent and what was left untried (None without a budget); a
+        family is named when the sweep held several or it is a checkpoint's."""
+        if self.flops is None:
+            return None
+        named = named or any(family != "scratch" for family, _ in self.untried)
+        untried = [arm_label(family, depth, named=named) for family, depth in dict.fromkeys(self.untried)]
+        return Budget(flops=self.flops, spent_flops=training_flops(candidates, self.rows), untried=untried)

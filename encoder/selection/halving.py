@@ -139,13 +139,15 @@ def outclassed(candidates: list[Candidate], reference: list[Candidate], rule: Se
     """Depths of `candidates` (one family at a rung) that can no longer change the decision made among `reference`
     (the cheaper families' finished candidates): each costs more by the rule's cost than the reference's choice,
     and its projected metric (its own plus its gain over the last `window` epochs once more) is not more than the
-    tolerance above the choice's (encoder.selection.margin.within), so the choice would ship beside it."""
+    tolerance above the choice's (encoder.selection.margin.within), so the choice would ship beside it. A depth
+    that already finished (early-stopped) costs nothing more: it stays for the decision to see."""
     usable = [c for c in reference if c.usable]
     if not usable:
         return []
     decision = choose_depth(usable, rule)
     chosen = score_of(decision, decision.selected_family, decision.selected_depth)
-    depths = sorted({c.depth for c in candidates if c.usable and c.cost and c.cost.value(rule.cost) is not None})
+    depths = sorted({c.depth for c in candidates if c.usable and c.cost and c.cost.value(rule.cost) is not None}
+                    - {c.depth for c in candidates if c.finished})
     gone = []
     for depth in depths:
         runs = [c for c in candidates if c.depth == depth and c.usable]

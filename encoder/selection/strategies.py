@@ -173,7 +173,7 @@ class GridStrategy(Strategy):
             rung = halve(candidates, self.rule, self.family, epochs, self.plan.window, self.plan.halving_margin)
         else:
             rung = Rung(family=self.family, epochs=epochs, depths=depths, kept=depths)
-        if gone := outclassed(candidates, self.reference, self.rule, self.plan.window):
+        if gone := [d for d in outclassed(candidates, self.reference, self.rule, self.plan.window) if d in rung.kept]:
             rung = rung.model_copy(update={"kept": [d for d in rung.kept if d not in gone], "outclassed": gone})
             self._notes.append(f"{self.family} depths {gone} stop at {epochs} epochs: a cheaper family's candidate is "
                                "already as good (each costs more, and even its projected best leaves that one within "
