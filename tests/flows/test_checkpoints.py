@@ -96,6 +96,23 @@ def test_the_chosen_checkpoints_model_predicts_in_a_fresh_process(run) -> None:
     assert len(labels) == 2 and set(labels) <= set(DATASETS["topics"].generate(400, 1)["label"])
 
 
+def test_the_card_has_every_checkpoints_curve_and_the_version_names_its_checkpoint(run, checkpoints) -> None:
+    from mlflow import MlflowClient
+
+    from encoder.checkpoint import resolve_checkpoint
+
+    folder, summary = run
+    version = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}").get_model_version(
+        "depthfinder", summary.model.version)
+    curves = version.description.split("**Every family's curve**")[1].split("\n\n**")[0]
+    rows = {line.split(" | ")[0].strip("| "): line for line in curves.splitlines() if line.startswith("| ")}
+    assert set(rows) == {"family", "small", "wide"}
+    assert rows["small"].count(" / ") == 2 and rows["wide"].count(" / ") == 3  # one cell per depth it has
+    chosen = checkpoints / summary.rule.selected_family
+    assert version.tags["family"] == summary.rule.selected_family
+    assert version.tags["checkpoint"] == resolve_checkpoint(str(chosen)).content_hash
+
+
 def test_a_rerun_after_a_stop_in_the_second_checkpoint_trains_only_what_was_not_finished(
         prefect_server, checkpoints, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
