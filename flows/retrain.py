@@ -291,7 +291,7 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
     from encoder.selection.plots import plot_metric_vs_cost, plot_metric_vs_depth
 
     folder = run_folder(config, run) / "plots"
-    _colour_families(summary.rule)
+    _colour_families(summary.candidates)
     pruned = [c for c in summary.candidates if c.status in ("pruned", "screened")]
     plots = [plot_metric_vs_depth(summary.rule, folder / "metric_vs_depth.png", pruned),
              plot_metric_vs_cost(summary.rule, folder / "metric_vs_cost.png")]
@@ -303,13 +303,13 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
     get_run_logger().info("%s", summary.rule.reason)
 
 
-def _colour_families(decision: Decision) -> None:
-    """A colour for each family of the decision that the plots have none for (a checkpoint's name): the plots'
-    palette names only scratch and pretrained. Until encoder.selection.plots picks a colour per family itself."""
+def _colour_families(candidates: list[Candidate]) -> None:
+    """A colour for each family of the sweep that the plots have none for (a checkpoint's name): the plots' palette
+    names only scratch and pretrained. Until encoder.selection.plots picks a colour per family itself."""
     from encoder.selection.plots import COLORS
 
     palette = ["tab:green", "tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan"]
-    for family in dict.fromkeys(s.family for s in decision.scores):
+    for family in dict.fromkeys(c.family for c in candidates):
         if family not in COLORS:
             COLORS[family] = palette[len([f for f in COLORS if f not in ("scratch", "pretrained")]) % len(palette)]
 

@@ -19,7 +19,8 @@ late. The grid strategy (encoder.selection.strategies) runs the rungs.
 Across families (several checkpoints, scratch beside them), the cheaper families sweep first, and at each rung of a
 costlier one a depth that costs more than the choice among the cheaper families' finished candidates, and that even
 at its projected best would leave that choice within the tolerance of it, is outclassed: it cannot change the
-decision (the rule ships the cheapest within the tolerance of the best), so it stops there (`outclassed`).
+decision (the rule ships the cheapest within the tolerance of the best), so it stops there (`outclassed`); but
+never a family's last kept depth: its cheapest trains on, so the decision can say what each family gave.
 """
 
 from __future__ import annotations

@@ -138,8 +138,8 @@ def strategy_named(name: str) -> type[Strategy]:
 @register
 class GridStrategy(Strategy):
     """Every depth fine-tuned on its own: through the halving rungs the plan has (each keeps the better half by the
-    rule, and the late bloomers; and, after cheaper families, stops the depths they outclass), the survivors to the
-    end, then, with an extension, the candidates still rising."""
+    rule, and the late bloomers; and, after cheaper families, stops the depths they outclass but its cheapest), the
+    survivors to the end, then, with an extension, the candidates still rising."""
 
     name: ClassVar[StrategyName] = "grid"
 
@@ -173,7 +173,10 @@ class GridStrategy(Strategy):
             rung = halve(candidates, self.rule, self.family, epochs, self.plan.window, self.plan.halving_margin)
         else:
             rung = Rung(family=self.family, epochs=epochs, depths=depths, kept=depths)
-        if gone := [d for d in outclassed(candidates, self.reference, self.rule, self.plan.window) if d in rung.kept]:
+        gone = [d for d in outclassed(candidates, self.reference, self.rule, self.plan.window) if d in rung.kept]
+        if gone == rung.kept:  # never the family's last: its cheapest trains on, to say what the family gives
+            gone = gone[1:]
+        if gone:
             rung = rung.model_copy(update={"kept": [d for d in rung.kept if d not in gone], "outclassed": gone})
             self._notes.append(f"{self.family} depths {gone} stop at {epochs} epochs: a cheaper family's candidate is "
                                "already as good (each costs more, and even its projected best leaves that one within "

@@ -205,6 +205,17 @@ def test_a_costlier_checkpoints_depths_stop_at_the_first_rung_once_a_cheaper_one
     assert any("stop at 2 epochs: a cheaper family's candidate is already as good" in note for note in step.notes)
 
 
+def test_a_family_outclassed_whole_keeps_its_cheapest_depth_to_say_what_it_gives() -> None:
+    small = [result(2, [0.85, 0.95], family="small", finished=True)]
+    grid = GridStrategy(RULE, "wide", [1, 2, 4], SweepPlan(seeds=[1], rungs=[], checks=[2], max_epochs=6, window=2),
+                        reference=small)
+    grid.next_step()
+    grid.record({(1, 1): wide(1, [0.5, 0.6]), (2, 1): wide(2, [0.86, 0.88]), (4, 1): wide(4, [0.88, 0.9])})
+
+    assert grid.next_step().grids == [(1, 1)]  # 4 (0.9 + 0.02) cannot beat 0.95 by more than 0.01 either
+    assert grid.rungs[0].outclassed == [2, 4]
+
+
 def test_without_a_cheaper_family_or_with_halving_off_nothing_is_outclassed() -> None:
     plan = SweepPlan(seeds=[1], rungs=[], checks=[2], max_epochs=6, window=2)
     alone = GridStrategy(RULE, "wide", [1, 2, 4], plan)
