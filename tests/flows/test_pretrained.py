@@ -244,4 +244,4 @@ def test_a_checkpoint_transformers_loads_gets_past_every_check_to_the_run(case, 
 
     with contextlib.suppress(SystemExit):
         main(["run", "--dataset", "topics", "--pretrained", str(folder)])
-    assert reached == [str(folder)]
+    assert reached == [[str(folder)]]  # model.pretrained: a list of one
