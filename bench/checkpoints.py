@@ -105,7 +105,8 @@ def table(name: str, references: dict[str, dict], joint: dict) -> list[str]:
 def sample(path: Path, rows: int, folder: Path) -> Path:
     """`rows` rows of the file, drawn once with a fixed seed (the file's sources are in order: never its head)."""
     frame = pd.read_csv(path)
-    out = folder / path.name
+    out = folder / "data" / path.name
+    out.parent.mkdir(parents=True, exist_ok=True)
     frame.sample(n=min(rows, len(frame)), random_state=0).to_csv(out, index=False)
     return out
 
