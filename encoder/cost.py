@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import copy
+import logging
+import tempfile
 import time
 import weakref
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,32 +18,37 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
 if TYPE_CHECKING:
+    from encoder.latency import Latency
     from encoder.model import EncoderClassifier
 
 MIB = 2**20
-LATENCY_WARMUP = 5
 THROUGHPUT_MAX_RUNS = 5
 THROUGHPUT_MIN_SECONDS = 0.25
 Batch = tuple[torch.Tensor, torch.Tensor]  # (input_ids (B, T), attention_mask (B, T))
 
 
 def measure_cost(
-    network: EncoderClassifier, example_length: int, *, latency_repeats: int = 50, throughput_batch: int = 64
+    network: EncoderClassifier, example_length: int, *, latency_repeats: int = 7, throughput_batch: int = 64,
+    onnx: bool = False,
 ) -> dict[str, float]:
     """Measure the cost of one network on inputs of `example_length` real tokens.
 
     Args:
         network: the classifier; it is left on its device, in its train/eval mode.
         example_length: tokens per example, e.g. the median train length ([CLS] included).
-        latency_repeats: timed batch-1 forwards behind the latency percentiles.
+        latency_repeats: timed batch-1 forwards per round of the latency harness (encoder.latency).
         throughput_batch: examples per batch for throughput and peak memory.
+        onnx: also time the network as it ships to ONNX Runtime (int8, encoder.deployment), in the same
+            rounds as torch.
 
     Returns:
         `params` and `params_without_embeddings` (token and position embeddings excluded);
         `flops_per_example`: FLOPs of one batch-1 forward, counted by torch's FlopCounterMode
         with the math attention kernel (the fused CPU kernel is invisible to the counter);
         `latency_ms_p50`, `latency_ms_p95`: batch-1 forward on CPU, the deployment target,
-        under inference mode after warm-up, with torch's current thread count;
+        under inference mode after warm-up, with torch's current thread count, by the one latency harness
+        (encoder.latency: rounds, the median of their medians); with `onnx`, `onnx_latency_ms_p50` too,
+        measured in the same rounds;
         `throughput_per_s`: examples per second at `throughput_batch` after a warm-up forward, under
         inference mode; `peak_memory_mb`:
         parameters + buffers + inputs + the peak of tensors alive during one forward at
@@ -62,7 +70,7 @@ def measure_cost(
     try:
         with torch.inference_mode():
             single = _example_batch(network, 1, example_length, torch.device("cpu"))
-            p50, p95 = _latency_ms(cpu_network, single, latency_repeats)
+            latency = _latencies(cpu_network, single, latency_repeats, onnx)
             batch = _example_batch(network, throughput_batch, example_length, device)
             peak_bytes = _peak_forward_bytes(network, batch)
             throughput = throughput_batch / _median_forward_seconds(network, batch)
@@ -73,26 +81,30 @@ def measure_cost(
         "params": float(network.num_params()),
         "params_without_embeddings": float(network.num_params(embeddings=False)),
         "flops_per_example": float(flops),
-        "latency_ms_p50": p50,
-        "latency_ms_p95": p95,
+        "latency_ms_p50": latency["torch"].p50,
+        "latency_ms_p95": latency["torch"].p95,
         "throughput_per_s": throughput,
         "peak_memory_mb": peak_bytes / MIB,
+        **({"onnx_latency_ms_p50": latency["onnx-int8"].p50} if onnx else {}),
     }
 
 
-def onnx_latency_ms(network: EncoderClassifier, example_length: int, repeats: int = 50) -> float:
-    """Median latency of a batch-1 forward of the network as it ships to ONNX Runtime (int8, encoder.deployment),
-    on the same synthetic input as `measure_cost`'s torch latency."""
-    import tempfile
-    from pathlib import Path
+def _latencies(network: EncoderClassifier, single: Batch, repeats: int, onnx: bool) -> dict[str, Latency]:
+    """The batch-1 latency of the torch network (and of its int8 ONNX form, in the same rounds)."""
+    from encoder.latency import measure
 
+    forwards = {"torch": lambda _: network(*single)}
+    if not onnx:
+        return measure(forwards, "torch", repeats=repeats).latencies
     from encoder.deployment import OnnxNetwork, export_onnx, quantize
 
     with tempfile.TemporaryDirectory(prefix="depthfinder-onnx-") as folder:
         int8 = quantize(export_onnx(network, Path(folder) / "model.onnx"), Path(folder) / "model-int8.onnx")
         session = OnnxNetwork(int8, network.cfg)
-        p50, _ = _latency_ms(session, _example_batch(network, 1, example_length, torch.device("cpu")), repeats)
-    return p50
+        measured = measure(forwards | {"onnx-int8": lambda _: session(*single)}, "torch", repeats=repeats)
+    if measured.noisy:
+        logging.getLogger(__name__).warning("the int8 ONNX latency may be off: %s", measured.noisy)
+    return measured.latencies
 
 
 def _example_batch(network: EncoderClassifier, batch_size: int, length: int, device: torch.device) -> Batch:
@@ -109,19 +121,6 @@ def _forward_flops(network: EncoderClassifier, batch: Batch) -> int:
     with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), counter:
         network(*batch)
     return counter.get_total_flops()
-
-
-def _latency_ms(network: EncoderClassifier, batch: Batch, repeats: int) -> tuple[float, float]:
-    """p50 and p95 of wall-clock forward time, in milliseconds."""
-    for _ in range(LATENCY_WARMUP):
-        network(*batch)
-    times = np.empty(repeats)
-    for i in range(repeats):
-        started = time.perf_counter()
-        network(*batch)
-        times[i] = time.perf_counter() - started
-    p50, p95 = np.percentile(times * 1e3, [50, 95])
-    return float(p50), float(p95)
 
 
 def _median_forward_seconds(network: EncoderClassifier, batch: Batch) -> float:

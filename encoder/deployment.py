@@ -3,7 +3,10 @@
 The network is exported to ONNX (torch's TorchScript-based exporter, dynamic batch and sequence axes) and
 quantised to int8 weights by ONNX Runtime's dynamic quantisation. Each variant labels the test split through the
 same tokenizer and length-sorted batching as the torch model (encoder.serving.TextClassifier), so its metric is
-the one the promotion compares, and its latency is timed on the same texts at batch 1 and batch 32. A variant
+the one the promotion compares, and its latency is timed on the same texts at batch 1 and batch 32, every variant
+in the same interleaved rounds (encoder.latency: a figure contradicted by the variants' equal FLOPs, or by the
+cost table's figure for the torch model, is measured again, and marked a noisy machine's if it still is, and then
+no speed-up is stated). A variant
 ships only when it is within the deployment margin (`deployment_margin`, a setting of its own: loosening the depth
 rule's tolerance does not loosen this gate) of the torch model by the rule's own test
 (encoder.selection.margin.within): its test metric no more than the margin below the torch model's, and, at the
@@ -14,26 +17,24 @@ the extra `depthfinder[onnx]`; without it the chosen model ships as torch alone,
 
 from __future__ import annotations
 
-import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import torch
 from pydantic import Field
 from tokenizers import Tokenizer
 
+from encoder.latency import NOISY, ROUNDS, Measured, measure
 from encoder.metrics import classification_metrics
 from encoder.selection.candidate import Record
-from encoder.selection.evidence import Interval, paired_interval
+from encoder.selection.evidence import Interval, metric_interval, paired_interval
 from encoder.selection.margin import within
 from encoder.serving import Network, TextClassifier, encode_texts, pad_batch
 
 ONNX_FILE, INT8_FILE = "model.onnx", "model-int8.onnx"
 BATCHES = (1, 32)
-# Timed forwards per batch size (after WARMUP), over the test split's texts in turn.
-REPEATS = {1: 50, 32: 10}
-WARMUP = 3
+# Timed forwards per variant per round of the latency harness, by batch size, over the test split's texts in turn.
+REPEATS = {1: 7, 32: 2}
 OPSET = 17
 
 
@@ -42,10 +43,18 @@ class Variant(Record):
 
     name: str = Field(description="torch, onnx (fp32) or onnx-int8.")
     metrics: dict[str, float] = Field(description="Test accuracy, balanced accuracy, macro-F1.")
-    latency_ms: dict[str, float] = Field(description="p50 and p95 of a forward at batch 1 and 32 (b1_p50, ...), ms.")
+    latency_ms: dict[str, float] = Field(
+        description="At batch 1 and 32 (b1_p50, ...), ms: p50 (the median of the interleaved rounds' medians), p95 "
+        "(of every timed call), low and high (the lowest and highest round median)."
+    )
     size_mb: float = Field(description="Size of its weights file, MiB.")
     shipped: bool = Field(description="Registered with the version: within the deployment margin of the torch model.")
     file: str | None = Field(None, description="Its file (ONNX variants).")
+    metric_low: float | None = Field(
+        None, description="The lower end of the bootstrap interval of its test metric (the rule's) at the rule's "
+        "confidence; none by means only."
+    )
+    metric_high: float | None = Field(None, description="Its upper end.")
     vs_torch: Interval | None = Field(
         None, description="Its test metric minus the torch model's, with the paired bootstrap interval at the rule's "
         "confidence (ONNX variants; none by means only)."
@@ -62,6 +71,10 @@ class Deployment(Record):
     )
     variants: list[Variant] = Field(description="torch first, then each ONNX variant.")
     sentence: str = Field(description="What was measured and shipped, in a sentence.")
+    latency_noisy: str | None = Field(
+        None, description="Why the variants' latencies cannot be compared (a noisy machine: they contradict their "
+        "equal FLOPs or the cost table even when measured again); none when they can. No speed-up is stated then."
+    )
     hf_folder: str | None = Field(None, description="Its standard Hugging Face folder, when it is one.")
 
     def shipped_files(self) -> list[str]:
@@ -123,82 +136,101 @@ def quantize(fp32: Path, int8: Path) -> Path:
 
 def measure_deployment(
     network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str], metric: str,
-    margin: float, folder: Path, confidence: float | None = 0.9,
+    margin: float, folder: Path, confidence: float | None = 0.9, expected_ms: float | None = None,
 ) -> Deployment:
-    """Export and quantise the network into `folder`, measure every variant on the labelled test texts, and say
-    which ship (within `margin`, the deployment margin, of the torch model's `metric`, by the paired bootstrap at
-    `confidence`; None: by the metric alone)."""
-    torch_model = TextClassifier(network, tokenizer, labels)
-    predicted: dict[str, list[str]] = {}
-    measured = {"torch": _measure("torch", torch_model, texts, truths, None, predicted)}
+    """Export and quantise the network into `folder`, measure every variant on the labelled test texts (their
+    latencies in the same rounds, checked against `expected_ms`, the cost table's batch-1 p50 of the torch model),
+    and say which ship (within `margin`, the deployment margin, of the torch model's `metric`, by the paired
+    bootstrap at `confidence`; None: by the metric alone)."""
+    classifiers = {"torch": TextClassifier(network, tokenizer, labels)}
+    files: dict[str, Path] = {}
     try:
         import onnxruntime  # noqa: F401 (the extra that makes ONNX variants)
     except ImportError:
-        return _judged(measured, metric, margin, "ONNX variants not measured: onnxruntime is not installed "
-                       "(pip install 'depthfinder[onnx]')")
-    folder.mkdir(parents=True, exist_ok=True)
-    fp32 = export_onnx(network, folder / ONNX_FILE)
-    for name, path in (("onnx", fp32), ("onnx-int8", quantize(fp32, folder / INT8_FILE))):
-        measured[name] = _measure(name, TextClassifier(OnnxNetwork(path, network.cfg), tokenizer, labels), texts,
-                                  truths, path, predicted)
-        if confidence is not None:
-            interval = paired_interval(truths, predicted[name], predicted["torch"], metric, confidence)
-            measured[name] = measured[name].model_copy(update={"vs_torch": interval})
-    return _judged(measured, metric, margin, "")
-
-
-def _measure(name: str, classifier: TextClassifier, texts: list[str], truths: list[str], path: Path | None,
-             predicted: dict[str, list[str]]) -> Variant:
-    """A variant's test metrics, its latency at each batch size on the test texts, and its size; its labels go
-    into `predicted`, for the paired comparison."""
-    predicted[name] = classifier.predict(texts)
-    metrics = classification_metrics(truths, predicted[name])
-    latency = {}
-    ids = encode_texts(classifier.tokenizer, texts, classifier.network.cfg.max_len)
-    for batch in BATCHES:
-        p50, p95 = _latency_ms(classifier, ids, batch)
-        latency[f"b{batch}_p50"], latency[f"b{batch}_p95"] = p50, p95
-    if path is None:
-        size = sum(p.numel() * p.element_size() for p in classifier.network.parameters()) / 2**20
+        note = "ONNX variants not measured: onnxruntime is not installed (pip install 'depthfinder[onnx]')"
     else:
-        size = path.stat().st_size / 2**20
-    return Variant(name=name, metrics=metrics, latency_ms=latency, size_mb=size, shipped=False,
-                   file=None if path is None else str(path))
+        note = ""
+        folder.mkdir(parents=True, exist_ok=True)
+        files["onnx"] = export_onnx(network, folder / ONNX_FILE)
+        files["onnx-int8"] = quantize(files["onnx"], folder / INT8_FILE)
+        for name, path in files.items():
+            classifiers[name] = TextClassifier(OnnxNetwork(path, network.cfg), tokenizer, labels)
+    predicted = {name: classifier.predict(texts) for name, classifier in classifiers.items()}
+    timed = {batch: _timed(classifiers, texts, batch, expected_ms if batch == 1 else None) for batch in BATCHES}
+    measured = {}
+    for name, classifier in classifiers.items():
+        latency = {f"b{batch}_{key}": getattr(timed[batch].latencies[name], key) for batch in BATCHES
+                   for key in ("p50", "p95", "low", "high")}
+        interval = (paired_interval(truths, predicted[name], predicted["torch"], metric, confidence)
+                    if name != "torch" and confidence is not None else None)
+        _, low, high = (metric_interval(truths, predicted[name], metric, confidence) if confidence is not None
+                        else (None, None, None))
+        measured[name] = Variant(name=name, metrics=classification_metrics(truths, predicted[name]),
+                                 latency_ms=latency, size_mb=_size_mb(classifier, files.get(name)), shipped=False,
+                                 file=str(files[name]) if name in files else None, vs_torch=interval,
+                                 metric_low=low, metric_high=high)
+    return _judged(measured, metric, margin, note, timed[1].noisy)
 
 
-def _latency_ms(classifier: TextClassifier, ids: list[list[int]], batch: int) -> tuple[float, float]:
-    """p50 and p95 of one forward of `batch` test texts (taken in turn), padded as served."""
-    times = []
-    network, pad_id = classifier.network, classifier.network.cfg.pad_id
+def _size_mb(classifier: TextClassifier, path: Path | None) -> float:
+    """The size of a variant's weights: its file, or the torch network's parameters."""
+    if path is not None:
+        return path.stat().st_size / 2**20
+    return sum(p.numel() * p.element_size() for p in classifier.network.parameters()) / 2**20
+
+
+def _timed(classifiers: dict[str, TextClassifier], texts: list[str], batch: int, expected_ms: float | None,
+           rounds: int = ROUNDS) -> Measured:
+    """Every variant's latency for one forward of `batch` test texts (taken in turn, padded as served), in the same
+    `rounds` (encoder.latency)."""
+    torch_model = classifiers["torch"]
+    ids = encode_texts(torch_model.tokenizer, texts, torch_model.network.cfg.max_len)
+    pad_id = torch_model.network.cfg.pad_id
+
+    def forward(network: Network):
+        def call(number: int) -> object:
+            rows = [ids[(number * batch + i) % len(ids)] for i in range(batch)]
+            return network(*pad_batch(rows, pad_id))
+        return call
+
     with torch.inference_mode():
-        for run in range(WARMUP + REPEATS[batch]):
-            rows = [ids[(run * batch + i) % len(ids)] for i in range(batch)]
-            input_ids, attention_mask = pad_batch(rows, pad_id)
-            started = time.perf_counter()
-            network(input_ids, attention_mask)
-            if run >= WARMUP:
-                times.append((time.perf_counter() - started) * 1000)
-    return float(np.percentile(times, 50)), float(np.percentile(times, 95))
+        return measure({name: forward(c.network) for name, c in classifiers.items()}, "torch", expected_ms,
+                       rounds=rounds, repeats=REPEATS[batch])
 
 
-def _judged(measured: dict[str, Variant], metric: str, margin: float, note: str) -> Deployment:
-    """The variants with `shipped` decided, and the sentence."""
+def _judged(measured: dict[str, Variant], metric: str, margin: float, note: str, noisy: str | None = None
+            ) -> Deployment:
+    """The variants with `shipped` decided, and the sentence (no speed-up stated when the latencies are noisy)."""
     reference = measured["torch"]
-    base, fast = reference.metrics[metric], reference.latency_ms["b1_p50"]
+    base = reference.metrics[metric]
     variants, clauses = [reference.model_copy(update={"shipped": True})], []
     for name in ("onnx-int8", "onnx"):
         if (variant := measured.get(name)) is None:
             continue
         value, interval = variant.metrics[metric], variant.vs_torch
         ships = within(value - base, margin, None if interval is None else interval.low)
-        speed = fast / variant.latency_ms["b1_p50"] if variant.latency_ms["b1_p50"] else float("nan")
         variants.append(variant.model_copy(update={"shipped": ships}))
         label = "int8 ONNX" if name == "onnx-int8" else "ONNX"
         verdict = "shipped" if ships else _refusal(value - base, interval, margin)
         paired = f" ({interval.text()})" if interval is not None and interval.low != interval.high else ""
-        clauses.append(f"{label}: {metric} {value:.3f} vs {base:.3f}{paired}, {speed:.1f}x as fast as torch at "
-                       f"batch 1, {variant.size_mb:.2f} MiB: {verdict}")
-    return Deployment(metric=metric, tolerance=margin, variants=variants, sentence="; ".join(clauses) or note)
+        clauses.append(f"{label}: {metric} {value:.3f} vs {base:.3f}{paired}, {speed_text(variant, reference, noisy)}, "
+                       f"{variant.size_mb:.2f} MiB: {verdict}")
+    if noisy and clauses:
+        clauses.append(f"latencies not compared ({noisy})")
+    return Deployment(metric=metric, tolerance=margin, variants=variants, sentence="; ".join(clauses) or note,
+                      latency_noisy=noisy)
+
+
+def speed_text(variant: Variant, reference: Variant, noisy: str | None) -> str:
+    """`2.1x as fast as torch at batch 1 (0.21 ms vs 0.44 ms, p50 over 7 interleaved rounds)`, or, on a noisy
+    machine, the figures without a ratio."""
+    mine, theirs = variant.latency_ms["b1_p50"], reference.latency_ms["b1_p50"]
+    figures = f"{mine:.3g} ms vs {theirs:.3g} ms at batch 1"
+    if noisy or not mine:
+        return f"{figures} ({NOISY}: no speed-up stated)"
+    ratio = theirs / mine
+    relation = f"{ratio:.1f}x as fast as torch" if ratio >= 1 else f"{1 / ratio:.1f}x as slow as torch"
+    return f"{relation} ({figures}, p50 of interleaved rounds)"
 
 
 def _refusal(difference: float, interval: Interval | None, margin: float) -> str:

@@ -19,13 +19,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Failed, State
 
 from encoder.config import TrainConfig
 from expectations.audit.config import AuditConfig
-from expectations.audit.report import AuditReport, audit_markdown
+from expectations.audit.report import FLAGGED_ROWS, LINES, AuditReport, CheckResult, audit_markdown, suspect_rows
 from expectations.table.config import DataConfig
+from expectations.table.load import first_data_line
 from flows.config import WORKDIR, RunConfig
 from flows.summary import AuditInforms
 from runtime.guard import process_guard
@@ -33,6 +34,8 @@ from tasks.audit import audit_dataset
 from tasks.data import drop_flagged_rows, prepare_dataset
 
 BALANCED_METRICS = ("macro_f1", "balanced_accuracy")
+# Suspect rows a Prefect table artifact lists; the MLflow parent run's CSV holds every one.
+ROWS_SHOWN = 200
 
 
 @flow(name="audit")
@@ -44,18 +47,32 @@ def audit_data(
     with process_guard():
         dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
         report = audit_dataset(dataset, audit, str(data_docs) if data_docs else None)
-    publish_audit(report)
+    publish_audit(report, first_data_line(data), in_mlflow=False)
     if blocking := report.blocking(audit.strict):
         return Failed(message=f"the audit blocks training: {', '.join(blocking)}", data=report)
     return report
 
 
-def publish_audit(report: AuditReport) -> None:
-    """The audit as the Prefect artifact `audit-report`."""
-    verdict = ("blocks training: " + ", ".join(report.blocking_failures) if report.blocking_failures
-               else "passed" + (f" with warnings: {', '.join(report.warnings)}" if report.warnings else ""))
+def publish_audit(report: AuditReport, first_line: int | None, in_mlflow: bool = True) -> None:
+    """The audit as the Prefect artifact `audit-report`, and the rows it flagged as `flagged-rows`."""
+    named = report.blocking_failures or report.warnings
     create_markdown_artifact(key="audit-report", markdown=audit_markdown(report),
-                             description=f"depthfinder data audit: {verdict}")
+                             description=f"depthfinder data audit: {report.verdict}"
+                             + (f" ({', '.join(named)})" if named else ""))
+    publish_rows("flagged-rows", "rows the audit flagged", report.checks, first_line, FLAGGED_ROWS if in_mlflow
+                 else None)
+
+
+def publish_rows(key: str, what: str, checks: list[CheckResult], first_line: int | None, csv: str | None) -> None:
+    """The checks' suspect rows (file line, row, text, label, likely label) as a Prefect table artifact: the
+    first ROWS_SHOWN, and where the CSV of every one is (`csv` on the MLflow parent run); nothing when none."""
+    rows = suspect_rows(checks, first_line)
+    if not rows:
+        return
+    shown = rows[:ROWS_SHOWN]
+    which = f"the first {len(shown)} of {len(rows)}" if len(rows) > len(shown) else f"all {len(rows)}"
+    where = f"; every one is in `{csv}` on the MLflow parent run" if csv else ""
+    create_table_artifact(key=key, table=shown, description=f"depthfinder: {what}, {which}{where}. {LINES}.")
 
 
 def uses_class_weights(train: TrainConfig, report: AuditReport) -> bool:

@@ -8,6 +8,8 @@ its numbers; what each deployable form scored and costs; the hashes a version is
 
 from __future__ import annotations
 
+from expectations.audit.report import cell, markdown_table
+from expectations.changes.report import FORCED
 from flows.summary import RunSummary
 
 # The plots the parent run keeps (flows.retrain.record_decision), linked through the MLflow server's artifact
@@ -19,12 +21,16 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
     """The card of the version `summary` registered."""
     model, rule = summary.model, summary.rule
     audit = summary.audit
-    warnings = f" (warnings: {', '.join(audit.warnings)})" if audit.warnings else ""
+    warnings = f": {', '.join(audit.warnings)}" if audit.warnings else ""
+    forced = summary.changes.policy.overridden if summary.changes is not None else None
     sections = [
-        f"# {model.name} version {model.version}: {model.family or 'scratch'} depth {model.depth}",
+        f"# {model.name} version {model.version}: {model.family or 'scratch'} depth {model.depth}"
+        + (f" ({FORCED} past a {forced})" if forced else ""),
+        *([f"**{FORCED.capitalize()}.** `--force` retrained although the comparison with version "
+           f"{summary.changes.champion_version} said {forced}; see *What changed* below."] if forced else []),
         f"**Decision.** {_sentence(rule.reason)}",
         f"![quality by depth]({PLOT.format(name='metric_vs_depth.png', run_id=summary.mlflow_run_id)})",
-        f"**Audit.** {'passed' if audit.success else 'failed'}{warnings}.",
+        f"**Audit.** {audit.verdict}{warnings}.",
         f"**Promotion.** {'promoted to champion' if summary.promoted else 'not promoted'}: {summary.promotion}.",
     ]
     if summary.changes is not None:
@@ -33,10 +39,44 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
     sections.append(_scores(summary))
     if len({c.family for c in summary.candidates}) > 1:
         sections.append(family_curves(summary))
+    sections.append(f"**Served form.** {served_sentence(summary)}")
     if summary.deployment is not None:
         sections.append(f"**Deployable forms, on the test split.** {_sentence(summary.deployment.sentence)}")
     sections += [_hashes(fingerprint), _loading(summary)]
     return "\n\n".join(sections) + "\n"
+
+
+# The forms of a version, as the card and the decision name them.
+FORM_NAMES = {"torch": "torch", "onnx": "ONNX (fp32)", "onnx-int8": "int8 ONNX"}
+
+
+def served_sentence(summary: RunSummary) -> str:
+    """Which form the version's MLflow model serves (torch, always: the pyfunc runs the torch network), under
+    which alias, with its test metric and interval; and which other forms ship beside it as files."""
+    model, deployment = summary.model, summary.deployment
+    alias = "champion" if summary.promoted else "challenger"
+    head = (f"`models:/{model.name}@{alias}` (version {model.version}; MLflow pyfunc, `depthfinder predict`) "
+            "serves the **torch** form")
+    if deployment is None:
+        return head + "."
+    metric, torch_form = deployment.metric, deployment.variant("torch")
+    confidence = summary.rule.confidence if summary.rule is not None else None
+    head += f": test {metric} {_with_interval(torch_form, metric)}"
+    others = [v for v in deployment.variants if v.name != "torch" and v.shipped]
+    tail = f" ([low, high]: {confidence:.0%} bootstrap interval on the test rows)" if confidence else ""
+    if not others:
+        return f"{head}; no other form ships{tail}."
+    files = ", ".join(f"{FORM_NAMES[v.name]} (test {metric} {_with_interval(v, metric)})" for v in others)
+    return (f"{head}. Shipped beside it as files the pyfunc does not serve: {files}, written by `depthfinder export "
+            f"--format onnx`{tail}.")
+
+
+def _with_interval(variant, metric: str) -> str:
+    """`0.912 [0.884, 0.938]`, or `0.912` by means only."""
+    value = f"{variant.metrics[metric]:.3f}"
+    if variant.metric_low is None:
+        return value
+    return f"{value} [{variant.metric_low:.3f}, {variant.metric_high:.3f}]"
 
 
 def _sentence(text: str) -> str:
@@ -109,3 +149,44 @@ def _loading(summary: RunSummary) -> str:
         lines += ["", f"ONNX: `depthfinder export --model {uri} --to DIR --format onnx`, then "
                   '`onnxruntime.InferenceSession("DIR/model-int8.onnx")` (inputs input_ids, attention_mask).']
     return "\n".join(lines)
+
+
+# The flag that drops the rows a blocking check flagged, where there is one (expectations.audit.config's drop).
+DROP_FLAGS = {"cross_split_duplicates": "--drop-leaks", "cross_split_near_duplicates": "--drop-leaks",
+              "conflicting_labels": "--drop-conflicts", "empty_text": "--drop-empty"}
+
+
+def stopped_note(summary: RunSummary, source: str) -> str:
+    """The MLflow description of a night that stopped before training (`source`: the data file or dataset): what
+    stopped it, by which measure, and what a person does next."""
+    if summary.audit is None:  # the comparison with the champion stopped it
+        changes = summary.changes
+        stops = [check for check in changes.checks if not check.success and check.severity == "error"]
+        rows = [[check.name, cell(check.headline), cell(changes.thresholds.get(check.name, "-"))] for check in stops]
+        look = ("the rows it flagged: `changes/foreign_rows.csv` on this run (also the Prefect artifact "
+                "`foreign-rows`), each with its file line, text and label" if any(c.name == "foreign_rows"
+                                                                                 for c in stops)
+                else "the measures and their evidence in `changes/what_changed.json` (the Prefect artifact "
+                "`what-changed`)")
+        return "\n\n".join([
+            f"# Stopped before training: what changed since version {changes.champion_version}",
+            f"**Why.** {_sentence(changes.policy.reason)}",
+            "**The measure that stopped it.**\n\n" + markdown_table(["measure", "figure", "threshold"], rows),
+            f"**Next.** Look at {look}. If they belong to this task, rerun with `--force` (the flow's `force` "
+            f"parameter): the night trains on them and is marked forced. If they do not, drop them from {source} "
+            "and rerun.",
+        ]) + "\n"
+    audit = summary.audit
+    blocking = [check for check in audit.checks if check.name in audit.blocking_failures or (
+        not audit.blocking_failures and check.name in audit.warnings)]
+    drops = sorted({DROP_FLAGS[c.name] for c in blocking if c.name in DROP_FLAGS})
+    return "\n\n".join([
+        "# Stopped before training: the audit blocks it",
+        f"**Why.** the audit {audit.verdict} training: {', '.join(c.name for c in blocking)}.",
+        "**The checks that blocked it.**\n\n"
+        + markdown_table(["check", "figure"], [[check.name, cell(check.headline)] for check in blocking]),
+        "**Next.** Look at the rows they flagged: `audit/flagged_rows.csv` on this run (also the Prefect artifact "
+        f"`flagged-rows`), each with its file line, text, label and likely label. Fix them in {source}"
+        + (f", or drop them with {' / '.join(drops)}" if drops else "") + ", and rerun.",
+    ]) + "\n"
+

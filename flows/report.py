@@ -5,11 +5,13 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+from encoder.latency import cost_table_noise
 from encoder.selection.candidate import Candidate, arm_label
 from encoder.selection.halving import Halving
 from encoder.selection.rule import Decision
 from expectations.audit.report import audit_lines, markdown_table
-from expectations.changes.report import changes_lines
+from expectations.changes.report import FORCED, changes_lines
+from flows.card import served_sentence
 from flows.summary import RunSummary
 
 # (title, value, format) of each column of the candidates table.
@@ -48,8 +50,7 @@ def format_summary(summary: RunSummary) -> str:
     audit = summary.audit
     if audit is None:  # the comparison with the champion stopped the night before the audit
         return "\n".join([*lines, "Stopped before training.", f"MLflow run: {summary.mlflow_run_id}"])
-    verdict = "passed" if audit.success else ("BLOCKED" if audit.blocking_failures else "passed with warnings")
-    lines.append(f"Audit: {verdict}" + (f" (warnings: {', '.join(audit.warnings)})" if audit.warnings else ""))
+    lines.append(f"Audit: {audit.verdict}" + (f": {', '.join(audit.warnings)}" if audit.warnings else ""))
     if audit.blocking_failures:
         lines.append(f"Blocking checks: {', '.join(audit.blocking_failures)}")
     lines += audit_lines(audit)
@@ -64,6 +65,8 @@ def format_summary(summary: RunSummary) -> str:
         lines += [f"{check.sentence[0].upper()}{check.sentence[1:]}." for check in summary.lr_check]
         if resumed := resumed_sentence(summary.candidates):
             lines.append(resumed)
+        if noise := latency_noise(summary.candidates):
+            lines.append(f"Latency: {noise}.")
         if summary.halving:
             lines.append(halving_sentence(summary.halving))
         lines += [f"Search: {search.sentence()}." for search in summary.search]
@@ -88,6 +91,14 @@ def evidence_sentence(decision: Decision) -> str:
     best = arm_label(decision.best_family, decision.best_depth, named)
     differences = ", ".join(f"{arm_label(s.family, s.depth, named)} {s.vs_best.text()}" for s in others)
     return f"Compared by {decision.evidence}; {decision.metric} against {best}: {differences}."
+
+
+def latency_noise(candidates: list[Candidate]) -> str | None:
+    """Why the cost table's latencies cannot be compared (encoder.latency.cost_table_noise), or None."""
+    named = len({c.family for c in candidates}) > 1
+    points = [(f"{arm_label(c.family, c.depth, named)} seed {c.seed}", c.cost.flops_per_example, c.cost.latency_ms_p50)
+              for c in candidates if c.usable and c.cost and c.cost.flops_per_example and c.cost.latency_ms_p50]
+    return cost_table_noise(points)
 
 
 def resumed_sentence(candidates: list[Candidate]) -> str | None:
@@ -130,11 +141,20 @@ def outcome(summary: RunSummary) -> str:
     """`depth 1 registered as ui/2, promoted: better: ...`, the run's outcome in a line."""
     if summary.skipped:
         return f"skipped: {summary.reason}"
+    head = forced_words(summary)
     if summary.model is None:
-        return "stopped before training" if summary.audit is None else "the audit blocked training"
+        return head + ("stopped before training" if summary.audit is None else "the audit blocked training")
     verdict = "promoted" if summary.promoted else f"not promoted, champion stays version {summary.champion_version}"
-    return (f"{summary.rule.selected_label} registered as {summary.model.name}/{summary.model.version}, {verdict}: "
-            f"{summary.promotion}")
+    return (f"{head}{summary.rule.selected_label} registered as {summary.model.name}/{summary.model.version}, "
+            f"{verdict}: {summary.promotion}")
+
+
+def forced_words(summary: RunSummary) -> str:
+    """`forced past the comparison's stop (--force): `, or "" when nothing was overridden."""
+    policy = summary.changes.policy if summary.changes is not None else None
+    if policy is None or policy.overridden is None:
+        return ""
+    return f"{FORCED} past the comparison's {policy.overridden} (--force): "
 
 
 def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
@@ -151,7 +171,10 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
     notes = [summary.rule.reason, evidence_sentence(summary.rule), *([halving_sentence(summary.halving)]
              if summary.halving else []), *(f"Search: {search.sentence()}." for search in summary.search),
              *(check.sentence for check in summary.lr_check),
-             *filter(None, [resumed_sentence(summary.candidates)])]
+             *filter(None, [resumed_sentence(summary.candidates)]),
+             *(f"Latency: {noise}." for noise in filter(None, [latency_noise(summary.candidates)]))]
+    if summary.model is not None:
+        notes.append(f"Served: {served_sentence(summary)}")
     if summary.deployment is not None:
         notes.append(f"Deployment, on the test split: {summary.deployment.sentence}.")
     return (

@@ -25,15 +25,17 @@ from encoder.selection.rule import Decision, choose_depth
 from encoder.tracking.records import KnownVersion, ModelVersionRef
 from encoder.tracking.runs import SweepRun, code_version, ending, flatten, resolve_tracking_uri
 from expectations.audit.config import AuditConfig
+from expectations.audit.report import FOREIGN_ROWS
 from expectations.changes.config import ChangesConfig
-from expectations.changes.report import ChangeReport, Policy, changes_lines, changes_markdown
+from expectations.changes.report import FORCED, ChangeReport, Policy, changes_lines, changes_markdown
 from expectations.table.config import DataConfig
-from flows.audit import audit_informs, publish_audit
-from flows.card import model_card
+from expectations.table.load import first_data_line
+from flows.audit import audit_informs, publish_audit, publish_rows
+from flows.card import model_card, stopped_note
 from flows.config import RegistryConfig, RunConfig, SweepConfig, without_credentials
 from flows.preflight import check_run
 from flows.report import DESCRIPTION_LIMIT, decision_markdown, outcome
-from flows.review import flow_run_name, label_flow_run, night, outcome_tags, run_title
+from flows.review import data_source, flow_run_name, label_flow_run, night, outcome_tags, run_title
 from flows.summary import RunAudit, RunSummary
 from flows.sweep import check_learning_rates, sweep_depths
 from runtime.guard import process_guard
@@ -45,6 +47,7 @@ from tasks.registry import find_unchanged_model, prepare_deployment, register_mo
 from tasks.tracking import (
     close_abandoned_runs,
     describe_model,
+    describe_stop,
     log_audit,
     log_changes,
     log_summary,
@@ -95,13 +98,16 @@ def retrain(
             wanted = fingerprint | {"sweep": "complete"}
             unchanged = None if force else find_unchanged_model(tracking_uri, registry.model_name, wanted)
             report = what_changed(config, dataset, tracking_uri, fingerprint, unchanged, force)
+            forced = report is not None and report.policy.overridden is not None
+            if forced:  # the runs list shows it before the night ends
+                label_flow_run(name=run_title(registry.model_name, data, dataset.data_hash, forced), tags=[FORCED])
             if unchanged:
                 return skipped(config, dataset, unchanged.version, unchanged_reason(config, fingerprint, unchanged),
                                report)
             if report is not None and report.policy.decision == "skip":
                 return skipped(config, dataset, report.champion_version, report.policy.reason, report)
             try:
-                with sweep_run(config, dataset) as run:
+                with sweep_run(config, dataset, forced) as run:
                     summary = train_and_register(config, dataset, families, fingerprint, run, report)
             except Blocked as blocked:
                 return concluded(config, blocked.summary, Failed(message=str(blocked), data=blocked.summary))
@@ -115,10 +121,11 @@ def train_and_register(
     """Stop if the changes say so; audit, get each family's tokenizer, sweep, decide and register, under the
     sweep's parent run."""
     if changes is not None:
-        log_changes(run, changes)
+        log_changes(run, changes, first_data_line(config.data))
         if changes.policy.decision == "stop":
             summary = RunSummary(changes=changes, mlflow_run_id=run.run_id, data_hash=dataset.data_hash)
             log_summary(run, summary.to_dict(), {}, [])
+            describe_stop(run, stopped_note(summary, data_source(config.data)))
             raise Blocked(f"the comparison with the champion stops the night: {changes.policy.reason}", summary)
     summary = audited(config, dataset, run, changes)
     trainings = [training_of(family, config, dataset, summary.audit.informs.class_weights, run)
@@ -162,8 +169,8 @@ def audited(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: Ch
     """Audit the data and record the report; the summary so far, or Blocked when a check blocks training."""
     docs = str(run_folder(config, run) / "data_docs")
     report = audit_dataset(dataset, config.audit, docs)
-    log_audit(run, report, docs)
-    publish_audit(report)
+    log_audit(run, report, docs, first_data_line(config.data))
+    publish_audit(report, first_data_line(config.data))
     summary = RunSummary(
         audit=RunAudit(**dict(report), informs=audit_informs(config, report)),
         mlflow_run_id=run.run_id, data_hash=dataset.data_hash, changes=changes,
@@ -171,6 +178,7 @@ def audited(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: Ch
     if blocking := report.blocking(config.audit.strict):
         get_run_logger().error("The audit blocks training: %s", ", ".join(blocking))
         log_summary(run, summary.to_dict(), {}, [])
+        describe_stop(run, stopped_note(summary, data_source(config.data)))
         raise Blocked(f"the audit blocks training: {', '.join(blocking)}", summary)
     return summary
 
@@ -206,23 +214,27 @@ def what_changed(
     said = report.policy
     if force:
         report = report.model_copy(update={"policy": Policy(
-            decision="retrain", reason=f"forced (--force); the comparison said {said.decision}: {said.reason}")})
+            decision="retrain", reason=f"forced (--force); the comparison said {said.decision}: {said.reason}",
+            overridden=None if said.decision == "retrain" else said.decision)})
     elif unchanged:
         report = report.model_copy(update={"policy": Policy(
             decision="skip", reason=unchanged_reason(config, fingerprint, unchanged))})
     create_markdown_artifact(key="what-changed", markdown=changes_markdown(report),
-                             description=f"depthfinder: since version {champion.version}, {report.policy.decision}")
+                             description=f"depthfinder: since version {champion.version}, {report.policy.tag}")
+    publish_rows("foreign-rows", "rows added flagged foreign", report.foreign, first_data_line(config.data),
+                 FOREIGN_ROWS)
     get_run_logger().info("What changed since version %s:\n%s", champion.version, "\n".join(changes_lines(report)))
     return report
 
 
 @contextlib.contextmanager
-def sweep_run(config: RunConfig, dataset: PreparedData) -> Iterator[SweepRun]:
-    """The sweep's MLflow parent run, ended FINISHED, FAILED or KILLED by how the block ends."""
+def sweep_run(config: RunConfig, dataset: PreparedData, forced: bool = False) -> Iterator[SweepRun]:
+    """The sweep's MLflow parent run (named `· forced` when --force overrode the comparison), ended FINISHED,
+    FAILED or KILLED by how the block ends."""
     registry = config.registry
     run = start_sweep_run(
         registry.tracking_uri, registry.experiment, registry.model_name,
-        run_title(registry.model_name, config.data, dataset.data_hash),
+        run_title(registry.model_name, config.data, dataset.data_hash, forced),
         params=flatten("", config.model_dump(mode="json")), tags={"depthfinder.data_hash": dataset.data_hash},
         night=night(dataset.data_hash),
     )
@@ -281,8 +293,7 @@ def version_tags(candidates: list[Candidate], decision: Decision, report: RunAud
         "family": decision.selected_family,
         **({"checkpoint": chosen} if chosen else {}),
         "depth": str(decision.selected_depth),
-        "audit": "passed" if report.success and not report.warnings else
-        f"passed, {len(report.warnings)} warnings" if report.success else "failed",
+        "audit": report.verdict,
     }
 
 
@@ -291,27 +302,15 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
     from encoder.selection.plots import plot_metric_vs_cost, plot_metric_vs_depth
 
     folder = run_folder(config, run) / "plots"
-    _colour_families(summary.candidates)
     pruned = [c for c in summary.candidates if c.status in ("pruned", "screened")]
     plots = [plot_metric_vs_depth(summary.rule, folder / "metric_vs_depth.png", pruned),
              plot_metric_vs_cost(summary.rule, folder / "metric_vs_cost.png")]
     tags = {"depthfinder.selected_depth": summary.selected_depth, "depthfinder.family": summary.rule.selected_family,
-            "depthfinder.promoted": "yes" if summary.promoted else "no"}
+            "depthfinder.promoted": "promoted" if summary.promoted else "not promoted"}
     log_summary(run, summary.to_dict(), tags, [str(path) for path in plots], decision_metrics(summary))
     create_markdown_artifact(key="depth-decision", markdown=decision_markdown(summary, plots),
                              description=f"depthfinder: {outcome(summary)}"[:DESCRIPTION_LIMIT])
     get_run_logger().info("%s", summary.rule.reason)
-
-
-def _colour_families(candidates: list[Candidate]) -> None:
-    """A colour for each family of the sweep that the plots have none for (a checkpoint's name): the plots' palette
-    names only scratch and pretrained. Until encoder.selection.plots picks a colour per family itself."""
-    from encoder.selection.plots import COLORS
-
-    palette = ["tab:green", "tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan"]
-    for family in dict.fromkeys(c.family for c in candidates):
-        if family not in COLORS:
-            COLORS[family] = palette[len([f for f in COLORS if f not in ("scratch", "pretrained")]) % len(palette)]
 
 
 def decision_metrics(summary: RunSummary) -> dict[str, float]:

@@ -2,9 +2,10 @@
 outcome.
 
 A run is named for what it is, `model · data file or dataset · short data hash` (`ui · n2.csv · 7f3a`), in the
-Prefect runs list and as the MLflow parent run; its child runs carry the night (`depth-2-seed-1 · 2026-12-01 ·
-7f3a`). When it ends, the Prefect flow run is tagged with the model, the chosen family and depth, the audit's
-verdict and the promotion's outcome, and its state's message says the outcome in a line.
+Prefect runs list and as the MLflow parent run, with `· forced` when --force retrained past the comparison's stop
+(or skip); its child runs carry the night (`depth-2-seed-1 · 2026-12-01 · 7f3a`). When it ends, the Prefect flow
+run is tagged with the model, `forced` where it was, the chosen family and depth, the audit's verdict and the
+promotion's outcome, and its state's message says the outcome in a line.
 """
 
 from __future__ import annotations
@@ -12,17 +13,28 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
+from expectations.changes.report import FORCED
 from expectations.table.config import DataConfig
 from flows.config import RegistryConfig
 from flows.summary import RunSummary
 
 
-def run_title(model_name: str, data: DataConfig | dict, data_hash: str | None = None) -> str:
-    """`ui · n2.csv · 7f3a` (without the hash before the data is read)."""
+def run_title(model_name: str, data: DataConfig | dict, data_hash: str | None = None, forced: bool = False) -> str:
+    """`ui · n2.csv · 7f3a` (without the hash before the data is read; `· forced` after it when forced)."""
+    return " · ".join([model_name, data_source(data), *([data_hash[:4]] if data_hash else []),
+                       *([FORCED] if forced else [])])
+
+
+def data_source(data: DataConfig | dict) -> str:
+    """`n2.csv` (the data file's name) or the built-in dataset's name."""
     path, dataset = (data.path, data.dataset) if isinstance(data, DataConfig) else (data.get("path"),
                                                                                     data.get("dataset"))
-    source = Path(path).name if path else str(dataset)
-    return " · ".join([model_name, source, *([data_hash[:4]] if data_hash else [])])
+    return Path(path).name if path else str(dataset)
+
+
+def forced(summary: RunSummary) -> bool:
+    """Whether --force retrained past what the comparison with the champion said (stop or skip)."""
+    return summary.changes is not None and summary.changes.policy.overridden is not None
 
 
 def night(data_hash: str) -> str:
@@ -41,14 +53,14 @@ def flow_run_name() -> str:
 
 
 def outcome_tags(summary: RunSummary, model_name: str) -> list[str]:
-    """`model:ui`, `depth-1` (or `pretrained-depth-2`), `audit-passed`, `promoted`: what the runs list shows."""
-    tags = [f"model:{model_name}"]
+    """`model:ui`, `forced`, `depth-1` (or `pretrained-depth-2`), `audit-passed`, `promoted`: what the runs list
+    shows."""
+    tags = [f"model:{model_name}", *([FORCED] if forced(summary) else [])]
     if summary.skipped:
         return [*tags, "skipped"]
     if summary.audit is None:
         return [*tags, "stopped"]
-    audit = summary.audit
-    tags.append("audit-blocked" if audit.blocking_failures else "audit-warnings" if audit.warnings else "audit-passed")
+    tags.append(f"audit-{summary.audit.verdict.replace(' ', '-')}")
     if summary.rule is not None:
         tags.append(summary.rule.selected_label.replace(" ", "-"))
         tags.append("promoted" if summary.promoted else "not-promoted")

@@ -23,7 +23,8 @@ from tasks.data import TRAINING_COLUMNS, PreparedData
 @task(cache_policy=NONE)
 def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: SelectionRule, folder: str) -> Deployment:
     """The chosen model's other forms in `folder`: its Hugging Face folder where it is one, and its ONNX variants,
-    each measured on the test split and shipped only within the rule's deployment margin (encoder.deployment)."""
+    each measured on the test split (their latencies checked against the candidate's cost table figure) and shipped
+    only within the rule's deployment margin (encoder.deployment)."""
     from encoder.bundle import save_hf_folder
     from encoder.deployment import measure_deployment
     from encoder.serving import load_bundle
@@ -31,7 +32,8 @@ def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: Select
     model = load_bundle(Path(candidate.bundle))
     texts, labels = _test_split(dataset)
     deployment = measure_deployment(model.network, model.tokenizer, model.labels, texts, labels, rule.metric,
-                                    rule.deployment_margin, Path(folder) / "onnx", rule.confidence)
+                                    rule.deployment_margin, Path(folder) / "onnx", rule.confidence,
+                                    candidate.cost.latency_ms_p50 if candidate.cost else None)
     hf = save_hf_folder(Path(folder) / "hf", model.network, model.tokenizer, model.labels)
     return deployment.model_copy(update={"hf_folder": None if hf is None else str(hf)})
 

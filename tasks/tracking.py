@@ -56,15 +56,16 @@ def tag_convergence(sweep: SweepRun, candidates: list[Candidate]) -> None:
 
 
 @task(**RETRIES)
-def log_audit(sweep: SweepRun, report: AuditReport, docs_dir: str) -> None:
-    """The audit's JSON report, its GX Data Docs and the dropped-row count, on the parent run."""
-    reports.log_audit_report(sweep, report, docs_dir)
+def log_audit(sweep: SweepRun, report: AuditReport, docs_dir: str, first_line: int | None = None) -> None:
+    """The audit's JSON report, its flagged rows, its GX Data Docs and the dropped-row count, on the parent run."""
+    reports.log_audit_report(sweep, report, docs_dir, first_line)
 
 
 @task(**RETRIES)
-def log_changes(sweep: SweepRun, report: ChangeReport) -> None:
-    """What changed since the champion on the parent run: its figures, the policy, the report, its Data Docs."""
-    reports.log_change_report(sweep, report)
+def log_changes(sweep: SweepRun, report: ChangeReport, first_line: int | None = None) -> None:
+    """What changed since the champion on the parent run: its figures, the policy, the report, the foreign rows,
+    its Data Docs."""
+    reports.log_change_report(sweep, report, first_line)
 
 
 @task(**RETRIES)
@@ -72,6 +73,12 @@ def log_summary(sweep: SweepRun, summary: dict[str, Any], tags: dict[str, Any], 
                 metrics: dict[str, float] | None = None) -> None:
     """The run summary (summary.json), the decision's tags, metrics and plots, on the parent run."""
     reports.log_run_summary(sweep, summary, tags, plots, metrics)
+
+
+@task(**RETRIES)
+def describe_stop(sweep: SweepRun, note: str) -> None:
+    """What stopped the night before training, and what to do next, as the parent run's description."""
+    reports.describe_run(sweep, note)
 
 
 @task(**RETRIES)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from encoder.config import ModelConfig, TrainConfig
 from encoder.families import Family
 from encoder.selection.candidate import Candidate, Cost, arm_label
 from encoder.tracking.runs import (
+    EPOCH_CURVES,
     SweepRun,
     code_version,
     end_status,
@@ -58,8 +60,16 @@ class EpochLog(Callback):
 
 
 class ChildRunLogger(MLFlowLogger):
-    """Lightning's MLflow logger, except that it leaves the run's end to train_depth: Lightning marks the
-    run FINISHED when `fit` returns, before the candidate is measured and its result made durable."""
+    """Lightning's MLflow logger, except that it leaves the run's end to train_depth (Lightning marks the run
+    FINISHED when `fit` returns, before the candidate is measured and its result made durable), and that each
+    epoch's figures are curves under EPOCH_CURVES (`by_epoch/val/macro_f1`): the run's own `val/macro_f1` is
+    the best epoch's, the one the decision uses (encoder.tracking.runs.log_candidate), not the last epoch's. Its
+    `epoch` counts epochs done (Lightning's is 0-based), so the last equals the `depthfinder.epochs` tag."""
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        curves = {(key if key == "epoch" else EPOCH_CURVES + key): value + 1 if key == "epoch" else value
+                  for key, value in metrics.items()}
+        super().log_metrics(curves, step)
 
     def finalize(self, status: str = "success") -> None:
         pass
@@ -182,7 +192,7 @@ def train_depth(
 def _train_and_measure(training: Training, depth: int, run_id: str, candidate_dir: Path, epochs: int) -> Candidate:
     """Train from the candidate's last saved epoch (if it has one within `epochs`), measure, save the bundle."""
     from encoder.bundle import save_bundle
-    from encoder.cost import measure_cost, onnx_latency_ms
+    from encoder.cost import measure_cost
     from encoder.selection.evidence import save_predictions
     from encoder.serving import load_tokenizer
     from encoder.training import checkpoint_epochs, last_checkpoint, train_candidate
@@ -218,8 +228,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     predictions = save_predictions(candidate_dir / f"predictions-epochs-{epochs}.npz", trained.val_true,
                                    trained.val_predicted)
     size = sum(path.stat().st_size for path in bundle.iterdir()) / 2**20
-    onnx = onnx_latency_ms(trained.network, trained.median_length) if training.onnx_cost else None
-    cost = Cost(**measure_cost(trained.network, trained.median_length), onnx_latency_ms_p50=onnx,
+    cost = Cost(**measure_cost(trained.network, trained.median_length, onnx=training.onnx_cost),
                 train_seconds=trained.train_seconds, bundle_mb=size)
     return Candidate(
         depth=depth, family=training.family.name, seed=train.seed, status="trained", metrics=trained.metrics,

@@ -12,7 +12,7 @@ from typing import Any
 from encoder.tracking.history import alias_history, history_table
 from encoder.tracking.registry import current_champion
 from encoder.tracking.runs import SweepRun, log_folder, log_metrics, set_tags
-from expectations.audit.report import FLAGGED_ROWS, AuditReport
+from expectations.audit.report import FLAGGED_ROWS, FOREIGN_ROWS, AuditReport, suspect_rows, suspects_csv
 from expectations.changes.report import ChangeReport
 
 AUDIT_REPORT, CHANGE_REPORT, SUMMARY = "audit/report.json", "changes/what_changed.json", "summary.json"
@@ -20,32 +20,36 @@ AUDIT_REPORT, CHANGE_REPORT, SUMMARY = "audit/report.json", "changes/what_change
 NOTE_LIMIT = 8000
 
 
-def log_audit_report(sweep: SweepRun, report: AuditReport, docs_dir: str) -> None:
-    """The audit's JSON report, every flagged row (FLAGGED_ROWS), its GX Data Docs (when `docs_dir` was written)
-    and the dropped-row count, on the parent run; tagged passed or failed."""
+def log_audit_report(sweep: SweepRun, report: AuditReport, docs_dir: str, first_line: int | None = None) -> None:
+    """The audit's JSON report, every flagged row with its file line (`first_line`: that of row 0), text, label
+    and likely label (FLAGGED_ROWS), its GX Data Docs (when `docs_dir` was written) and the dropped-row count, on
+    the parent run; tagged with its verdict (passed, passed with warnings, blocked)."""
     client = sweep.client
     client.log_dict(sweep.run_id, report.to_dict(), AUDIT_REPORT)
-    flagged = "".join(f"{check.name},{row}\n" for check in report.checks for row in check.failing_rows)
-    client.log_text(sweep.run_id, "check,row\n" + flagged, FLAGGED_ROWS)
+    client.log_text(sweep.run_id, suspects_csv(suspect_rows(report.checks, first_line)), FLAGGED_ROWS)
     if Path(docs_dir).is_dir():
         log_folder(client, sweep.run_id, docs_dir, "audit/data_docs")
     log_metrics(client, sweep.run_id, {"audit.dropped_rows": float(sum(report.dropped.values()))})
-    set_tags(client, sweep.run_id, {"depthfinder.audit": "passed" if report.success else "failed"})
+    set_tags(client, sweep.run_id, {"depthfinder.audit": report.verdict})
 
 
-def log_change_report(sweep: SweepRun, report: ChangeReport) -> None:
-    """What changed since the champion, on the parent run: its figures as `changes.*` metrics, the policy as tags,
-    the JSON report and its GX Data Docs."""
+def log_change_report(sweep: SweepRun, report: ChangeReport, first_line: int | None = None) -> None:
+    """What changed since the champion, on the parent run: its figures as `changes.*` metrics, the policy as tags
+    (`forced past stop` where --force overrode it), the JSON report, the rows added it flagged foreign
+    (FOREIGN_ROWS) and its GX Data Docs."""
     figures = {"rows_added": report.rows_added, "rows_removed": report.rows_removed,
                "relabelled": report.relabelled, "drift_auc": report.drift_auc, "length_shift": report.length_shift,
+               "foreign_rows": report.foreign_rows, "foreign_share": report.foreign_share,
                "label_psi": report.label_shift.psi if report.label_shift else None,
                "champion_on_new": report.champion_on_new.on_new if report.champion_on_new else None}
     client = sweep.client
     log_metrics(client, sweep.run_id, {f"changes.{name}": value for name, value in figures.items()})
     client.log_dict(sweep.run_id, report.to_dict(), CHANGE_REPORT)
+    if foreign := suspect_rows(report.foreign, first_line):
+        client.log_text(sweep.run_id, suspects_csv(foreign), FOREIGN_ROWS)
     if report.data_docs:
         log_folder(client, sweep.run_id, str(Path(report.data_docs).parent), "changes/data_docs")
-    set_tags(client, sweep.run_id, {"depthfinder.changes": report.policy.decision,
+    set_tags(client, sweep.run_id, {"depthfinder.changes": report.policy.tag,
                                     "depthfinder.champion_compared": report.champion_version})
 
 
@@ -58,6 +62,11 @@ def log_run_summary(sweep: SweepRun, summary: dict[str, Any], tags: dict[str, An
         client.log_artifact(sweep.run_id, path, "plots")
     set_tags(client, sweep.run_id, tags)
     log_metrics(client, sweep.run_id, metrics or {})
+
+
+def describe_run(sweep: SweepRun, note: str) -> None:
+    """`note` as the parent run's description (MLflow's run note)."""
+    set_tags(sweep.client, sweep.run_id, {"mlflow.note.content": note[:NOTE_LIMIT]})
 
 
 def describe_version(sweep: SweepRun, model_name: str, version: str, card: str) -> None:

@@ -30,6 +30,9 @@ from runtime.credentials import store_uri
 from runtime.interrupt import Interrupted
 from runtime.liveness import ProcessIdentity, this_process
 
+# Where a child run keeps each epoch's figures as curves (`by_epoch/val/macro_f1`); its own `val/<metric>` is the
+# best epoch's, the one the decision uses.
+EPOCH_CURVES = "by_epoch/"
 PARENT_TAG = "mlflow.parentRunId"
 RUN_NAME_TAG = "mlflow.runName"
 MODEL_TAG = "depthfinder.model_name"
@@ -322,10 +325,16 @@ def source_digest(root: Path) -> str:
 
 
 def log_candidate(sweep: SweepRun, run_id: str, candidate: Candidate) -> None:
-    """Log a candidate's validation and test metrics and its cost to its child run, and tag how it ended."""
+    """Log a candidate's summary figures to its child run, those the decision uses: the best epoch's validation
+    metrics (`val/macro_f1`, and `best_val.*` as before), that epoch (`best_epoch`, 1-based), test metrics and
+    cost; and tag how it ended."""
     figures = {"best_val": candidate.metrics, "test": candidate.test_metrics,
-               "cost": candidate.cost.to_dict() if candidate.cost else {}}
-    log_metrics(sweep.client, run_id, flatten("", figures))
+               "cost": {k: v for k, v in (candidate.cost.to_dict() if candidate.cost else {}).items()
+                        if isinstance(v, int | float)}}
+    best = {f"val/{name}": value for name, value in candidate.metrics.items()}
+    if candidate.history:
+        best["best_epoch"] = float(candidate.history.index(max(candidate.history)) + 1)
+    log_metrics(sweep.client, run_id, flatten("", figures) | best)
     tags = {"depthfinder.status": candidate.status, "depthfinder.epochs": str(candidate.epochs)}
     if candidate.source_run_id:
         tags["depthfinder.source_run_id"] = candidate.source_run_id

@@ -18,10 +18,19 @@ from expectations.table.labels import LabelNormalization
 Category = Literal["schema", "leakage", "noise", "imbalance", "text", "rows", "labels", "drift", "decay"]
 Severity = Literal["error", "warning"]
 EXAMPLES_SHOWN = 3
+EXAMPLE_WIDTH = 100  # characters of an example's value in a table (its text: whole in the suspect-rows CSV)
 FLAGGED_ROWS = "audit/flagged_rows.csv"  # the parent run's artifact with every row a check flagged
+FOREIGN_ROWS = "changes/foreign_rows.csv"  # ... and with every row added the comparison flagged foreign
+SUSPECT_COLUMNS = ("check", "line", "row", "text", "label", "likely_label")
+# How a suspect row is located, said wherever the rows are listed.
+LINES = ("line: the row's line in the input file, 1-based with the header line counted (the first data row of a CSV "
+         "is line 2, of a JSON-lines file line 1; a quoted text that spans lines moves the rows after it down; none "
+         "for Parquet or a built-in dataset); row: its 0-based position among the data rows")
 # Keys that say where an example is; the rest of an example is its evidence.
 LOCATION_KEYS = ("row", "text", "split", "label")
 NORMALIZED = "labels normalised when loaded (Unicode NFC, invisible characters, white space)"
+# The audit's verdict, spelled one way wherever it is shown: titles, artifact descriptions, tags, cards, the terminal.
+PASSED, PASSED_WITH_WARNINGS, BLOCKED = "passed", "passed with warnings", "blocked"
 
 
 class _Record(BaseModel):
@@ -56,6 +65,8 @@ class CheckResult(_Record):
     description: str = Field("", exclude=True)
     # `row` values (input-file positions) of every failing row; not part of the JSON report.
     failing_rows: list[int] = Field([], exclude=True, repr=False)
+    # Every row the check suspects (row, text, label, likely_label where known): the suspect-rows CSV's source.
+    suspects: list[dict[str, Any]] = Field([], exclude=True, repr=False)
     seconds: float = Field(0.0, exclude=True)  # time to plan and validate (for benchmarks)
 
 
@@ -92,6 +103,13 @@ class AuditReport(_Record):
             checks=checks,
             rows=rows,
         )
+
+    @property
+    def verdict(self) -> str:
+        """PASSED, PASSED_WITH_WARNINGS or BLOCKED (under --strict a warning blocks too)."""
+        if not self.success:
+            return BLOCKED
+        return PASSED_WITH_WARNINGS if self.warnings else PASSED
 
     def blocking(self, strict: bool) -> list[str]:
         """Names of failed error-level checks, plus failed warning-level ones when `strict`."""
@@ -134,8 +152,7 @@ def example_line(example: dict[str, Any], evidence: list[str]) -> str:
 def audit_markdown(report: AuditReport) -> str:
     """The audit for the Prefect UI: a table of checks and verdicts, then the top examples of each failed check."""
     rows = [[check.name, check.category, _verdict(check), cell(check.headline)] for check in report.checks]
-    status = "passed" if report.success else "failed"
-    parts = [f"# Data audit: {status}", markdown_table(["check", "category", "verdict", "headline"], rows)]
+    parts = [f"# Data audit: {report.verdict}", markdown_table(["check", "category", "verdict", "headline"], rows)]
     if report.dropped:
         parts.append(f"Rows dropped before the audit: {dropped_text(report.dropped)}.")
     if report.normalized_labels.rows:
@@ -148,16 +165,42 @@ def audit_markdown(report: AuditReport) -> str:
         flagged = len(check.failing_rows) or check.observed.get("rows", 0)
         shown = min(len(check.examples), EXAMPLES_SHOWN)
         if flagged > shown:
-            parts.append(f"{shown} of {flagged} flagged rows shown; every one is in `{FLAGGED_ROWS}` on the MLflow "
-                         "parent run (check, row: the row's position in the input file).")
+            parts.append(f"{shown} of {flagged} flagged rows shown; every one is in the `flagged-rows` artifact and "
+                         f"in `{FLAGGED_ROWS}` on the MLflow parent run ({LINES}).")
     return "\n\n".join(parts)
+
+
+def suspect_rows(checks: list[CheckResult], first_line: int | None) -> list[dict[str, Any]]:
+    """Every row the checks suspect, as SUSPECT_COLUMNS: its file line (`row + first_line`, the 1-based line of the
+    file's first data row; None without lines), row, text, label and likely label where the check knows one."""
+    rows = []
+    for check in checks:
+        for suspect in check.suspects:
+            row = int(suspect["row"])
+            rows.append({"check": check.name, "line": None if first_line is None else row + first_line, "row": row,
+                         "text": suspect.get("text"), "label": suspect.get("label"),
+                         "likely_label": suspect.get("likely_label")})
+    return rows
+
+
+def suspects_csv(rows: list[dict[str, Any]]) -> str:
+    """The suspect rows as CSV (SUSPECT_COLUMNS; empty fields where a value is unknown)."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=SUSPECT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({key: "" if row[key] is None else row[key] for key in SUSPECT_COLUMNS} for row in rows)
+    return out.getvalue()
 
 
 def examples_table(check: CheckResult) -> str:
     """A failed check's first examples as a Markdown table, one column per key."""
     examples = check.examples[:EXAMPLES_SHOWN]
     header = list(dict.fromkeys(key for example in examples for key in example))
-    return markdown_table(header, [[cell(short(example.get(key, ""))) for key in header] for example in examples])
+    return markdown_table(header, [[cell(short(example.get(key, "")), EXAMPLE_WIDTH) for key in header]
+                                   for example in examples])
 
 
 def dropped_text(dropped: dict[str, int]) -> str:
@@ -181,10 +224,11 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def cell(value: object, width: int = 80) -> str:
-    """A markdown table cell: one line, pipes escaped, long values cut."""
+def cell(value: object, width: int | None = None) -> str:
+    """A markdown table cell: one line, pipes escaped; never cut (the UIs wrap it) unless a `width` is given by
+    design, where the whole value is one click away (an example's text: the suspect-rows CSV)."""
     text = " ".join(str(value).split()).replace("|", "\\|")
-    return text if len(text) <= width else text[: width - 3] + "..."
+    return text if width is None or len(text) <= width else text[: width - 3] + "..."
 
 
 def _verdict(check: CheckResult) -> str:

@@ -178,9 +178,11 @@ def _check_result(
     severity = "error" if "error" in severities else ("warning" if severities else check.severity)
     observed: dict[str, Any] = {}
     failing_rows: list[int] = []
+    suspects = plan.suspects or []
     if check.counts_rows:
         failing_rows = [int(row) for row in table.loc[failing, "row"]]
         observed = {"rows": len(failing), "fraction": round(len(failing) / max(len(table), 1), 6)}
+        suspects = _suspects(table, plan.frame, failing) if plan.suspects is None else suspects
     observed.update(plan.observed)
     if failed:
         observed["failed_expectations"] = [_describe(result) for result in failed]
@@ -190,7 +192,18 @@ def _check_result(
         headline=check.headline(observed), observed=observed,
         examples=check.examples(table, plan, failing, examples) if failing and examples else [],
         evidence=list(check.evidence), description=check.description, failing_rows=failing_rows,
+        suspects=suspects,
     )
+
+
+def _suspects(table: pd.DataFrame, frame: pd.DataFrame, failing: list[Any]) -> list[dict[str, Any]]:
+    """The failing rows' file row, text and label, and the likely label where the check has one (its derived frame
+    shares the table's index)."""
+    columns = [column for column in ("row", "text", "label") if column in table.columns]
+    rows = table.loc[failing, columns]
+    if "likely_label" in frame.columns:
+        rows = rows.assign(likely_label=frame.loc[failing, "likely_label"])
+    return to_jsonable(rows.to_dict(orient="records"))
 
 
 def _severity_name(severity: Any) -> str:

@@ -23,6 +23,8 @@ from expectations.audit.report import (
 from expectations.changes.compare import CHANGE_COLUMN, SIDE_COLUMN
 
 Decision = Literal["skip", "retrain", "stop"]
+# The word that marks a night --force retrained past the comparison's stop (or skip): tags, names, messages, cards.
+FORCED = "forced"
 
 
 class Policy(_Record):
@@ -31,6 +33,15 @@ class Policy(_Record):
     decision: Decision = Field(description="skip (nothing material changed), retrain, or stop (exit 1, nothing "
                                "trained).")
     reason: str = Field(description="Why, in one sentence.")
+    overridden: Decision | None = Field(
+        None, description="What the comparison said (stop or skip) when --force (the flow's force parameter) "
+        "retrained anyway; none when nothing was overridden."
+    )
+
+    @property
+    def tag(self) -> str:
+        """The decision as a tag value: `retrain`, or `forced past stop` when --force overrode the comparison."""
+        return f"{FORCED} past {self.overridden}" if self.overridden else self.decision
 
 
 class LabelShift(_Record):
@@ -119,6 +130,11 @@ class ChangeReport(_Record):
         """The result of the change check called `name`."""
         return next(check for check in self.checks if check.name == name)
 
+    @property
+    def foreign(self) -> list[CheckResult]:
+        """The foreign-rows check, whose suspects are the rows added it flagged (none when it was not run)."""
+        return [check for check in self.checks if check.name == "foreign_rows"]
+
 
 def verdict(check: CheckResult, retrains: bool) -> str:
     """A change check's verdict: same, n/a (not judged), STOP, retrain (a change worth a retrain) or noted
@@ -153,7 +169,7 @@ def changes_lines(report: ChangeReport) -> list[str]:
 
 def changes_markdown(report: ChangeReport) -> str:
     """The what-changed report for the Prefect UI: the decision, a table of measures, then the top examples."""
-    rows = [[check.name, word, cell(check.headline, 60), cell(report.thresholds.get(check.name, "-"), 50)]
+    rows = [[check.name, word, cell(check.headline), cell(report.thresholds.get(check.name, "-"))]
             for check, word in zip(report.checks, _verdicts(report), strict=True)]
     parts = [
         f"# What changed since version {report.champion_version}: {report.policy.decision}",

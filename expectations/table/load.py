@@ -199,6 +199,15 @@ def _first_line(error: BaseException) -> str:
     return lines[0] if lines else type(error).__name__
 
 
+# The 1-based line of a file's first data row, by type: after the header (CSV, TSV), the first (JSON lines).
+FIRST_DATA_LINE = {".csv": 2, ".tsv": 2, ".jsonl": 1, ".ndjson": 1}
+
+
+def first_data_line(config: DataConfig) -> int | None:
+    """The 1-based line of the data file's row 0 (header counted); None for Parquet or a built-in dataset."""
+    return FIRST_DATA_LINE.get(Path(config.path).suffix.lower()) if config.path else None
+
+
 _READERS: dict[str, Callable[[Path], pd.DataFrame]] = {
     ".csv": lambda path: _read_delimited(path, ","),
     ".tsv": lambda path: _read_delimited(path, "\t"),

@@ -1,13 +1,14 @@
 """The model card's "how to load it" names each form the version has: the Hugging Face folder for a head-pooled
-pretrained model, the sentence-transformers folder for a mean- or first-token-pooled one, neither for scratch."""
+pretrained model, the sentence-transformers folder for a mean- or first-token-pooled one, neither for scratch; and
+it says which form the version's MLflow model serves, with every form's test interval."""
 
 from __future__ import annotations
 
 import pytest
 
-from encoder.deployment import Deployment
+from encoder.deployment import Deployment, Variant
 from encoder.tracking.records import ModelVersionRef
-from flows.card import _loading
+from flows.card import _loading, served_sentence
 from flows.summary import RunSummary
 
 
@@ -25,3 +26,21 @@ def test_the_card_says_how_to_export_each_form_the_version_has(family, hf_folder
 
     assert {form for form in ("hf", "sentence-transformers") if f"--format {form}`" in text} == forms
     assert ('SentenceTransformer("DIR")' in text) == ("sentence-transformers" in forms)
+
+
+def test_the_card_names_the_form_the_alias_serves_and_each_forms_test_interval() -> None:
+    def form(name: str, f1: float, shipped: bool) -> Variant:
+        return Variant(name=name, metrics={"macro_f1": f1}, latency_ms={"b1_p50": 1.0}, size_mb=1.0, shipped=shipped,
+                       metric_low=f1 - 0.03, metric_high=f1 + 0.02)
+
+    deployment = Deployment(metric="macro_f1", tolerance=0.01, sentence="", variants=[
+        form("torch", 0.912, True), form("onnx-int8", 0.905, True), form("onnx", 0.912, False)])
+    model = ModelVersionRef(name="ui", version="2", uri="models:/ui/2", family="scratch", depth=1)
+
+    promoted = served_sentence(RunSummary(data_hash="d", model=model, deployment=deployment, promoted=True))
+    kept = served_sentence(RunSummary(data_hash="d", model=model, deployment=deployment, promoted=False))
+
+    assert promoted.startswith("`models:/ui@champion` (version 2; MLflow pyfunc, `depthfinder predict`) serves the "
+                               "**torch** form: test macro_f1 0.912 [0.882, 0.932]")
+    assert "int8 ONNX (test macro_f1 0.905 [0.875, 0.925])" in promoted and "ONNX (fp32)" not in promoted
+    assert kept.startswith("`models:/ui@challenger`")

@@ -1,4 +1,5 @@
-"""Night by night: the retrain flow compares tonight's table with the champion's and skips, retrains or stops."""
+"""Night by night: the retrain flow compares tonight's table with the champion's and skips, retrains or stops; a
+stopped night and a forced one read back through the Prefect API and the MLflow client as a reviewer sees them."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ import json
 import shutil
 
 import pandas as pd
+import pytest
 from mlflow import MlflowClient
 
 from cli.main import main
+from expectations.audit.report import SUSPECT_COLUMNS
 from expectations.table.datasets import DATASETS
+from tests.flows.prefect_api import artifact, flow_runs_named, table_rows
 
 TINY_ONE_DEPTH = """
 data: {path: night.csv}
@@ -38,7 +42,8 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops_unless_forced(
     few_code, few = night("few", topics.iloc[:620])
     capsys.readouterr()
     reviews = DATASETS["reviews-negation"].generate(300, seed=2)
-    other_code, other = night("other", pd.concat([topics.iloc[:600], reviews]))
+    other_table = pd.concat([topics.iloc[:600], reviews]).reset_index(drop=True)
+    other_code, other = night("other", other_table)
     printed = capsys.readouterr().out
     registered_before_new_rows = versions()
     forced_code, forced = night("forced", pd.concat([topics.iloc[:600], reviews]), "--force")
@@ -58,10 +63,12 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops_unless_forced(
     stopped = client.get_run(other["mlflow_run_id"])
     assert stopped.info.status == "FAILED" and stopped.data.tags["depthfinder.changes"] == "stop"
     assert stopped.data.metrics["changes.drift_auc"] == other["changes"]["drift_auc"]
+    assert_a_stopped_night_says_why_and_what_next(client, other, other_table, tmp_path)
 
     assert forced_code == 0 and forced["model"]["version"] == "2"  # --force trains whatever the policy said
     assert forced["changes"]["policy"]["decision"] == "retrain"
     assert forced["changes"]["policy"]["reason"].startswith("forced (--force); the comparison said stop: ")
+    assert_a_forced_night_is_marked_where_a_reviewer_looks(client, forced)
 
     assert new_code == 0 and not new["skipped"] and new["model"]["version"] == "3"
     changes = new["changes"]
@@ -72,3 +79,40 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops_unless_forced(
     assert "changes/what_changed.json" in artifacts and "changes/data_docs" in artifacts
     kept = [a.path for a in client.list_artifacts(new["mlflow_run_id"], "data")]
     assert kept == [f"data/{client.get_model_version('depthfinder', '3').tags['table_hash']}.parquet"]
+
+
+def assert_a_stopped_night_says_why_and_what_next(client: MlflowClient, summary: dict, table: pd.DataFrame,
+                                                  folder) -> None:
+    """Its MLflow description names the measure that stopped it and the next step; its changes.* metrics hold the
+    foreign rows; every row flagged foreign is listed (MLflow CSV, Prefect table) with its file line, text, label."""
+    run = client.get_run(summary["mlflow_run_id"])
+    note = run.data.tags["mlflow.note.content"]
+    changes = summary["changes"]
+    assert note.startswith(f"# Stopped before training: what changed since version {changes['champion_version']}")
+    assert "text_drift" in note and "`--force`" in note and "drop them from night.csv" in note
+    assert run.data.metrics["changes.foreign_rows"] == changes["foreign_rows"]
+    assert run.data.metrics["changes.foreign_share"] == pytest.approx(changes["foreign_share"])
+    listed = pd.read_csv(client.download_artifacts(run.info.run_id, "changes/foreign_rows.csv", str(folder)))
+    assert tuple(listed.columns) == SUSPECT_COLUMNS and len(listed) > 0
+    assert (listed["line"] == listed["row"] + 2).all()  # a CSV: its header is line 1
+    assert listed["text"].tolist() == table.loc[listed["row"], "text"].tolist()
+    assert listed["label"].tolist() == table.loc[listed["row"], "label"].tolist()
+    assert (listed["row"] >= 600).mean() > 0.9  # the reviews added, not the topics the champion knew
+    (flow_run,) = flow_runs_named(run.info.run_name)
+    shown = table_rows(found := artifact(flow_run.id, "foreign-rows"))
+    assert [tuple(row) for row in shown] == [SUSPECT_COLUMNS] * len(shown)
+    assert [row["line"] for row in shown] == listed["line"].head(len(shown)).tolist()
+    assert "header line counted" in found.description and "changes/foreign_rows.csv" in found.description
+    assert "stopped" in flow_run.tags and "forced" not in flow_run.tags
+
+
+def assert_a_forced_night_is_marked_where_a_reviewer_looks(client: MlflowClient, summary: dict) -> None:
+    """Its Prefect name, tags and state message, its MLflow run's name and tags, and its version's card."""
+    name = f"depthfinder · night.csv · {summary['data_hash'][:4]} · forced"
+    (flow_run,) = flow_runs_named(name)
+    assert "forced" in flow_run.tags
+    assert flow_run.state.message.startswith("forced past the comparison's stop (--force): depth 1 registered")
+    run = client.get_run(summary["mlflow_run_id"])
+    assert run.info.run_name == name and run.data.tags["depthfinder.changes"] == "forced past stop"
+    card = client.get_model_version("depthfinder", summary["model"]["version"]).description
+    assert card.splitlines()[0].endswith("(forced past a stop)") and "`--force` retrained although" in card

@@ -78,10 +78,17 @@ def test_mlflow_has_a_parent_run_with_one_child_per_depth(sweep) -> None:
     assert parent.data.tags["depthfinder.data_hash"] == summary["data_hash"]
     assert parent.data.params["sweep.depths"] == "[1, 2]"
     assert sorted(run.data.tags["depthfinder.depth"] for run in children) == ["1", "2"]
+    by_run = {c["mlflow_run_id"]: c for c in summary["candidates"]}
     for child in children:
         assert child.info.status == "FINISHED"
-        assert len(client.get_metric_history(child.info.run_id, "val/macro_f1")) >= 1  # one per epoch
+        curve = [m.value for m in client.get_metric_history(child.info.run_id, "by_epoch/val/macro_f1")]
+        candidate = by_run[child.info.run_id]
+        assert len(curve) == candidate["epochs"] == int(child.data.tags["depthfinder.epochs"])  # one per epoch
         assert child.data.metrics["cost.flops_per_example"] > 0
+        # The run's own figures are the best epoch's, the ones the decision used, and its epoch count the tag's.
+        assert child.data.metrics["val/macro_f1"] == pytest.approx(candidate["metrics"]["macro_f1"])
+        assert child.data.metrics["best_epoch"] == curve.index(max(curve)) + 1
+        assert child.data.metrics["epoch"] == candidate["epochs"]
     assert {c["mlflow_run_id"] for c in summary["candidates"]} == {run.info.run_id for run in children}
     assert {child.data.tags["depthfinder.status"] for child in children} == {"trained"}
     plots = {artifact.path for artifact in client.list_artifacts(parent.info.run_id, "plots")}
@@ -152,7 +159,33 @@ def test_the_audit_gate_blocks_a_cross_split_duplicate(prefect_server, tmp_path,
     assert "row 80" in capsys.readouterr().out
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert client.search_registered_models() == []
-    assert client.get_run(summary["mlflow_run_id"]).info.status == "FAILED"
+    run = client.get_run(summary["mlflow_run_id"])
+    assert run.info.status == "FAILED"
+    assert_the_blocking_rows_are_listed_with_their_file_lines(client, run, tmp_path)
+
+
+def assert_the_blocking_rows_are_listed_with_their_file_lines(client: MlflowClient, run, folder: Path) -> None:
+    """The planted row is in audit/flagged_rows.csv and the Prefect table `flagged-rows` at its file line, with its
+    text and label; the run's MLflow description says what blocked it and what to do next."""
+    import pandas as pd
+
+    from expectations.audit.report import SUSPECT_COLUMNS
+    from tests.flows.prefect_api import artifact, flow_runs_named, table_rows
+
+    flagged = pd.read_csv(client.download_artifacts(run.info.run_id, "audit/flagged_rows.csv", str(folder)))
+    lines = (folder / "leaky.csv").read_text().splitlines()
+    planted = flagged[(flagged["row"] == 80) & (flagged["check"] == "cross_split_duplicates")].iloc[0]
+    assert tuple(flagged.columns) == SUSPECT_COLUMNS
+    assert planted["line"] == 82 and lines[planted["line"] - 1] == f"{planted['text']},finance,test"
+    assert planted["label"] == "finance"
+    note = run.data.tags["mlflow.note.content"]
+    assert note.startswith("# Stopped before training: the audit blocks it")
+    assert "cross_split_duplicates" in note and "audit/flagged_rows.csv" in note and "--drop-leaks" in note
+    (flow_run,) = flow_runs_named(run.info.run_name)
+    rows = table_rows(found := artifact(flow_run.id, "flagged-rows"))
+    assert {"check": "cross_split_duplicates", "line": 82, "row": 80, "text": planted["text"], "label": "finance",
+            "likely_label": None} in rows
+    assert "header line counted" in found.description and "audit-blocked" in flow_run.tags
 
 
 def test_audit_command_passes_a_clean_table(prefect_server, tmp_path, monkeypatch) -> None:

@@ -48,7 +48,7 @@ def test_the_flow_run_is_named_for_its_model_and_data_and_tagged_with_the_outcom
     assert run.name == f"ui · topics · {summary['data_hash'][:4]}"
     chosen = f"depth-{summary['selected_depth']}"
     assert {"model:ui", chosen, "promoted"} <= set(run.tags)
-    assert len({"audit-passed", "audit-warnings"} & set(run.tags)) == 1
+    assert len({"audit-passed", "audit-passed-with-warnings"} & set(run.tags)) == 1
     assert run.state.message == (f"depth {summary['selected_depth']} registered as ui/1, promoted: "
                                  f"{summary['promotion']}")
 
@@ -70,6 +70,11 @@ def test_mlflow_shows_the_night_the_scores_and_the_card_and_only_short_tags(nigh
         "macro_f1"])
     assert summary["rule"]["reason"] in parent.data.tags["mlflow.note.content"]
     version = client.get_model_version("ui", "1")
+    served = next(line for line in version.description.splitlines() if line.startswith("**Served form.**"))
+    torch_form = summary["deployment"]["variants"][0]
+    assert "`models:/ui@champion` (version 1;" in served and "serves the **torch** form" in served
+    assert (f"test macro_f1 {torch_form['metrics']['macro_f1']:.3f} [{torch_form['metric_low']:.3f}, "
+            f"{torch_form['metric_high']:.3f}]") in served
     registered = client.get_registered_model("ui")
     tags = [*[(run.info.run_name, run.data.tags) for run in runs], ("version 1", version.tags),
             ("registered model", registered.tags)]

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,16 @@ from runtime.interrupt import STOP
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture
+def sigint_live() -> Iterator[None]:
+    """SIGINT at Python's default for the test: a background job (`make test &`, nohup, some CI runners) starts with
+    it ignored, which the guard rightly leaves ignored, so its stop handler would not be there to see."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("sigint_live")
 def test_a_guard_inside_another_sets_nothing_up_again(tmp_path: Path) -> None:
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     with process_guard() as outer:

@@ -265,7 +265,7 @@ def test_a_dask_worker_killed_while_training_a_candidate_loses_nothing(
     try:
         def two_epochs_into_depth_4(run: Run) -> bool:  # so the first epoch's state is surely saved
             return (run.data.params.get("depth") == "4" and run.info.status == "RUNNING"
-                    and len(client.get_metric_history(run.info.run_id, "val/macro_f1")) >= 2)
+                    and len(client.get_metric_history(run.info.run_id, "by_epoch/val/macro_f1")) >= 2)
 
         children = child_runs_once(client, name, lambda runs: any(map(two_epochs_into_depth_4, runs)))
         running = next(filter(two_epochs_into_depth_4, children))
@@ -314,7 +314,7 @@ def test_an_mlflow_server_restarted_mid_run_loses_no_metric_or_artifact(
         parent.info.run_id)} <= {"changes"}  # no champion before this run: nothing to compare
     summary = run_summary(client, parent.info.run_id, tmp_path)
     for candidate in summary["candidates"]:
-        history = client.get_metric_history(candidate["mlflow_run_id"], "val/macro_f1")
+        history = client.get_metric_history(candidate["mlflow_run_id"], "by_epoch/val/macro_f1")
         assert len(history) == candidate["epochs"], (candidate["depth"], len(history), candidate["epochs"])
     assert client.get_model_version_by_alias(name, "champion").version == "1"
     print(f"\nMLflow server down and back in {outage:.1f} s mid-run; every epoch's metrics and every artifact kept")

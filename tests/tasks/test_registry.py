@@ -135,15 +135,14 @@ def test_the_deployment_gate_follows_the_deployment_margin_not_the_depth_toleran
     from tasks.registry import prepare_deployment
 
     _, dataset, _, bundles, _ = registry
-    measure = encoder.deployment._measure
+    judged = encoder.deployment._judged
 
-    def int8_loses_003(name, classifier, texts, truths, path, predicted):
-        variant = measure(name, classifier, texts, truths, path, predicted)
-        if name != "onnx-int8":
-            return variant
-        return variant.model_copy(update={"metrics": {key: value - 0.03 for key, value in variant.metrics.items()}})
+    def int8_loses_003(measured, metric, margin, note, noisy=None):
+        int8 = measured["onnx-int8"]
+        lower = int8.model_copy(update={"metrics": {key: value - 0.03 for key, value in int8.metrics.items()}})
+        return judged({**measured, "onnx-int8": lower}, metric, margin, note, noisy)
 
-    monkeypatch.setattr(encoder.deployment, "_measure", int8_loses_003)
+    monkeypatch.setattr(encoder.deployment, "_judged", int8_loses_003)
 
     def shipped(tolerance: float, margin: float) -> tuple[bool, bool]:
         rule = SelectionRule(tolerance=tolerance, deployment_margin=margin)

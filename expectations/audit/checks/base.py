@@ -35,6 +35,9 @@ class CheckPlan:
     frame: pd.DataFrame
     expectations: list[Expectation]
     observed: dict[str, Any] = field(default_factory=dict)
+    # The table rows the check suspects (row, text, label, likely_label where known), when it names them itself;
+    # None: a row-level check's failing rows are its suspects.
+    suspects: list[dict[str, Any]] | None = None
 
 
 class Check:

@@ -44,7 +44,7 @@ class ChampionDecayCheck(ChangeCheck):
                 "its test rows")
         if "on_rest" in observed:
             text += (f"; {observed['on_rest']:.3f} on the {observed['rest_rows']} not foreign, "
-                     f"{observed['on_foreign']:.3f} on the {observed['foreign_rows']} foreign")
+                     f"{observed['on_foreign']:.3f} on the {observed['foreign_rows']} flagged foreign")
         return text
 
     def plan(self, table: pd.DataFrame, comparison: Comparison) -> CheckPlan:

@@ -121,8 +121,13 @@ class ForeignRowsCheck(ChangeCheck):
         if "rows" not in observed:
             return super().headline(observed)
         shown = ", ".join(repr(token) for token in observed.get("top_tokens", [])[:3])
+        flagged = observed.get("flagged", observed["rows"])
+        scored = observed.get("scored", observed["added_rows"])
+        among = f" of the {scored} scored" if scored < observed["added_rows"] else ""
         return (f"{observed['rows']} of {observed['added_rows']} rows added look foreign "
-                f"({observed['fraction']:.1%} of the champion's table)" + (f", e.g. {shown}" if shown else ""))
+                f"({observed['fraction']:.1%} of the champion's table): {flagged}{among} flagged, less the "
+                f"{observed.get('by_chance', 0):g} a row of the same task is flagged by chance"
+                + (f", e.g. {shown}" if shown else ""))
 
     def plan(self, table: pd.DataFrame, comparison: Comparison) -> CheckPlan:
         import great_expectations.expectations as gxe
@@ -146,8 +151,12 @@ class ForeignRowsCheck(ChangeCheck):
                       "model something else under these labels", rows=count, fraction=round(fraction, 4)),
         )
         observed = {"rows": count, "fraction": round(fraction, 6), "added_rows": len(added),
-                    "share_of_added": round(count / len(added), 4), "top_tokens": top}
-        return CheckPlan(self.figures({"fraction": fraction}), [expectation], observed)
+                    "share_of_added": round(count / len(added), 4), "top_tokens": top, "flagged": len(flagged),
+                    "scored": len(scored), "by_chance": round(chance, 1)}
+        columns = [column for column in self.evidence_columns if column in flagged.columns]
+        suspects = flagged.sort_values(DRIFT_COLUMN, ascending=False)[columns].round({DRIFT_COLUMN: 4})
+        return CheckPlan(self.figures({"fraction": fraction}), [expectation], observed,
+                         suspects=[to_jsonable(record) for record in suspects.to_dict(orient="records")])
 
     def examples(self, table: pd.DataFrame, plan: CheckPlan, failing: list[Any], limit: int) -> list[dict[str, Any]]:
         """The rows added that look most foreign."""

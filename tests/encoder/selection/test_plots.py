@@ -44,3 +44,61 @@ def test_costs_are_written_as_a_reader_wants_them() -> None:
     assert cost_text("flops_per_example", 4.79e6) == "4.79 MFLOPs"
     assert cost_text("latency_ms_p50", 1.234) == "1.23 ms"
     assert cost_text("params", 2_500_000) == "2.5 M"
+
+
+def paired(decision, intervals: dict, families: dict | None = None):
+    """The decision with paired intervals set by hand (and its families renamed: model_copy does not validate, as a
+    checkpoint's family name would not on this branch's FamilyName)."""
+    from encoder.selection.evidence import Interval
+
+    scores = [s.model_copy(update={"vs_best": Interval(difference=s.mean - 0.946, low=s.mean - 0.946 + low,
+                                                       high=s.mean - 0.946 + high),
+                                   "family": (families or {}).get(s.depth, s.family)})
+              for s in decision.scores for low, high in [intervals[s.depth]]]
+    return decision.model_copy(update={"scores": scores, "confidence": 0.9})
+
+
+def test_each_depth_is_judged_by_the_rules_own_criterion_against_minus_tolerance() -> None:
+    """Depth 2's interval clears −0.01 (within: it may ship), depth 4's reaches below it without being shown
+    beyond it (unsettled), depth 1's lies wholly below (worse): the verdicts the rule's predicate gives."""
+    from encoder.selection.plots import depth_points
+    from encoder.selection.rule import ties
+
+    decision = paired(choose_depth(SWEEP, SelectionRule(tolerance=0.01, confidence=None)),
+                      {1: (-0.01, 0.01), 2: (-0.004, 0.004), 4: (-0.03, 0.03), 6: (0.0, 0.0)})
+    best = next(s for s in decision.scores if s.depth == 6)
+
+    verdicts = {p["depth"]: p["verdict"] for p in depth_points(decision)}
+
+    assert verdicts == {1: "worse", 2: "within", 4: "unsettled", 6: "best"}
+    assert {s.depth for s in decision.scores if s.depth != 6 and ties(s, best, 0.01)} == {
+        depth for depth, word in verdicts.items() if word == "within"}
+
+
+def test_the_plots_say_when_the_validation_rows_cannot_resolve_the_tolerance() -> None:
+    from encoder.selection.plots import evidence_note
+
+    decision = choose_depth(SWEEP, SelectionRule(tolerance=0.01, confidence=None))
+
+    assert evidence_note(decision) is None
+    assert evidence_note(decision.model_copy(update={"validation_rows": 124, "rows_to_resolve": 3100})) == (
+        "124 validation rows cannot resolve the 0.01 tolerance; about 3,100 would")
+
+
+def test_families_of_any_name_get_a_colour_each_and_the_cost_plot_has_intervals(tmp_path: Path) -> None:
+    from encoder.selection.plots import cost_points, family_colors
+
+    names = {1: "minilm-l6", 2: "minilm-l6", 4: "bert-tiny", 6: "scratch"}
+    decision = paired(choose_depth(SWEEP, SelectionRule(tolerance=0.01, confidence=None)),
+                      {1: (-0.01, 0.01), 2: (-0.004, 0.004), 4: (-0.03, 0.03), 6: (0.0, 0.0)}, names)
+    decision = decision.model_copy(update={"best_family": "scratch", "selected_family": "minilm-l6",
+                                           "pareto_families": [names[d] for d in decision.pareto_front]})
+
+    colors = family_colors(["minilm-l6", "bert-tiny", "scratch"])
+    points = {p["depth"]: p for p in cost_points(decision)}
+
+    assert len(set(colors.values())) == 3
+    assert points[4]["low"] == pytest.approx(0.944 - 0.03) and points[4]["high"] == pytest.approx(0.944 + 0.03)
+    for plot in (plot_metric_vs_depth(decision, tmp_path / "depth.png"),
+                 plot_metric_vs_cost(decision, tmp_path / "cost.png")):
+        assert plot.read_bytes().startswith(PNG_MAGIC)

@@ -36,20 +36,22 @@ def _artifact(client: MlflowClient, run_id: str, path: str, folder: Path) -> str
 def test_the_audit_report_its_flagged_rows_and_dropped_count_go_on_the_parent_run(sweep: SweepRun,
                                                                                      tmp_path: Path) -> None:
     check = CheckResult(name="conflicting_labels", category="noise", severity="error", success=False,
-                        observed={"rows": 2}, examples=[], failing_rows=[3, 17])
+                        observed={"rows": 2}, examples=[], failing_rows=[3, 17],
+                        suspects=[{"row": 3, "text": "a", "label": "x"},
+                                  {"row": 17, "text": "b, c", "label": "y", "likely_label": "x"}])
     report = AuditReport.from_checks([check], rows=20).model_copy(update={"dropped": {"conflicts": 2, "leaks": 1}})
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "index.html").write_text("<html></html>")
 
-    log_audit_report(sweep, report, str(docs))
+    log_audit_report(sweep, report, str(docs), first_line=2)
 
     client, run = sweep.client, sweep.client.get_run(sweep.run_id)
     assert run.data.metrics["audit.dropped_rows"] == 3
-    assert run.data.tags["depthfinder.audit"] == "failed"
+    assert run.data.tags["depthfinder.audit"] == "blocked"
     assert json.loads(_artifact(client, sweep.run_id, "audit/report.json", tmp_path / "a")) == report.to_dict()
-    assert _artifact(client, sweep.run_id, FLAGGED_ROWS, tmp_path / "b") == \
-        "check,row\nconflicting_labels,3\nconflicting_labels,17\n"
+    assert _artifact(client, sweep.run_id, FLAGGED_ROWS, tmp_path / "b") == (  # line: the file's, header counted
+        'check,line,row,text,label,likely_label\nconflicting_labels,5,3,a,x,\nconflicting_labels,19,17,"b, c",y,x\n')
     assert [f.path for f in client.list_artifacts(sweep.run_id, "audit/data_docs")] == ["audit/data_docs/index.html"]
 
 
@@ -67,6 +69,23 @@ def test_what_changed_goes_on_the_parent_run_as_metrics_tags_and_the_report(swee
     assert run.data.tags["depthfinder.champion_compared"] == "3"
     assert json.loads(_artifact(sweep.client, sweep.run_id, "changes/what_changed.json", tmp_path)) == \
         report.to_dict()
+
+
+def test_a_forced_night_is_tagged_forced_and_the_foreign_rows_are_metrics_and_a_csv(sweep: SweepRun,
+                                                                                      tmp_path: Path) -> None:
+    foreign = CheckResult(name="foreign_rows", category="drift", severity="error", success=False,
+                          observed={"rows": 1}, examples=[], suspects=[{"row": 7, "text": "news", "label": "pos"}])
+    report = ChangeReport(champion_version="3", rows_before=100, rows_now=120, rows_added=20, rows_removed=0,
+                          relabelled=0, foreign_rows=1, foreign_share=0.01, checks=[foreign],
+                          policy=Policy(decision="retrain", reason="forced (--force); ...", overridden="stop"))
+
+    log_change_report(sweep, report, first_line=1)
+
+    run = sweep.client.get_run(sweep.run_id)
+    assert run.data.tags["depthfinder.changes"] == "forced past stop"
+    assert run.data.metrics["changes.foreign_rows"] == 1 and run.data.metrics["changes.foreign_share"] == 0.01
+    assert _artifact(sweep.client, sweep.run_id, "changes/foreign_rows.csv", tmp_path) == \
+        "check,line,row,text,label,likely_label\nforeign_rows,8,7,news,pos,\n"
 
 
 def test_the_summary_its_tags_metrics_and_plots_go_on_the_parent_run(sweep: SweepRun, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ def test_the_markdown_summary_shows_verdicts_and_top_examples() -> None:
         ],
     })
     markdown = audit_markdown(report)
-    assert markdown.startswith("# Data audit: failed")
+    assert markdown.startswith("# Data audit: blocked")
     assert "| cross_split_duplicates | leakage | **blocks** | 4 rows (0.20 %) |" in markdown
     assert "Rows dropped before the audit: 3 conflicts." in markdown
     assert "## cross_split_duplicates (**blocks**)" in markdown

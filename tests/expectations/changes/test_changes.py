@@ -159,7 +159,7 @@ def test_the_report_round_trips_through_json(champion, reviews) -> None:
     report = judge(champion, reviews)
 
     assert ChangeReport.from_dict(report.to_dict()).to_dict() == report.to_dict()
-    assert report.to_dict()["policy"] == {"decision": "retrain", "reason": report.policy.reason}
+    assert report.to_dict()["policy"] == {"decision": "retrain", "reason": report.policy.reason, "overridden": None}
 
 
 @pytest.mark.parametrize("share", [0.05, 0.20, 0.45])
