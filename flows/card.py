@@ -37,6 +37,8 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
         sections.append(f"**What changed since version {summary.changes.champion_version}.** "
                         f"{_sentence(summary.changes.policy.reason)}")
     sections.append(_scores(summary))
+    if len({c.family for c in summary.candidates}) > 1:
+        sections.append(family_curves(summary))
     sections.append(f"**Served form.** {served_sentence(summary)}")
     if summary.deployment is not None:
         sections.append(f"**Deployable forms, on the test split.** {_sentence(summary.deployment.sentence)}")
@@ -93,6 +95,27 @@ def _scores(summary: RunSummary) -> str:
     return "**Scores of the chosen depth.**\n\n" + "\n".join(rows)
 
 
+def family_curves(summary: RunSummary) -> str:
+    """Every family's curve (each checkpoint's): validation / test metric and FLOPs per example at each depth it
+    finished; a depth pruned or untried shows its status."""
+    metric = summary.rule.metric
+    depths = sorted({c.depth for c in summary.candidates if c.status != "screened"})
+    rows = ["| family | " + " | ".join(f"depth {d}" for d in depths) + " |", "|---|" + "---:|" * len(depths)]
+    for family in dict.fromkeys(c.family for c in summary.candidates):
+        cells = []
+        for depth in depths:
+            runs = [c for c in summary.candidates if (c.family, c.depth) == (family, depth) and c.status != "screened"]
+            best = max((c for c in runs if c.usable), key=lambda c: c.metrics.get(metric, 0), default=None)
+            if best is None:
+                cells.append(runs[0].status if runs else "")
+                continue
+            flops = best.cost.flops_per_example / 1e6 if best.cost and best.cost.flops_per_example else None
+            cells.append(f"{best.metrics.get(metric, 0):.3f} / {best.test_metrics.get(metric, 0):.3f}"
+                         + (f" ({flops:.3g} MFLOPs)" if flops else ""))
+        rows.append(f"| {family} | " + " | ".join(cells) + " |")
+    return f"**Every family's curve** ({metric}, validation / test; FLOPs per example).\n\n" + "\n".join(rows)
+
+
 def _hashes(fingerprint: dict[str, str]) -> str:
     names = {"data_hash": "data", "table_hash": "table", "pretrained": "checkpoint", "config_hash": "settings",
              "code_version": "code"}
@@ -118,7 +141,7 @@ def _loading(summary: RunSummary) -> str:
     if deployment is not None and deployment.hf_folder:
         lines += ["", f"Hugging Face folder: `depthfinder export --model {uri} --to DIR --format hf`, then "
                   '`transformers.pipeline("text-classification", model="DIR")`.']
-    elif summary.model.family == "pretrained":  # pooled into a linear head: its standard form is this one
+    elif summary.model.family not in (None, "scratch"):  # a checkpoint pooled into a linear head: this is its form
         lines += ["", f"sentence-transformers folder: `depthfinder export --model {uri} --to DIR --format "
                   'sentence-transformers`, then `SentenceTransformer("DIR").encode(texts)`: class logits, in the '
                   "order of DIR/labels.json."]

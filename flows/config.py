@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
-from encoder.config import SCRATCH_DEPTHS, SEED_MAX, FamilyName, ModelConfig, TrainConfig, yaml_switch
+from encoder.config import SCRATCH_DEPTHS, SEED_MAX, FamilyKind, ModelConfig, TrainConfig, yaml_switch
 from encoder.selection.halving import rung_budgets
 from encoder.selection.rule import SelectionRule
 from encoder.selection.strategies import StrategyName
@@ -44,11 +44,11 @@ class SweepConfig(SelectionRule):
         "checkpoint's layer count.",
         json_schema_extra={"flag": "--depths"},
     )
-    families: list[FamilyName] | None = Field(
+    families: list[FamilyKind] | None = Field(
         None, min_length=1,
         description="Which encoders to sweep, chosen among together: scratch (depthfinder's own, trained from "
-        "scratch) and pretrained (the bottom layers of model.pretrained, fine-tuned); null = pretrained when "
-        "model.pretrained is set, else scratch.",
+        "scratch) and pretrained (the bottom layers of each checkpoint of model.pretrained, fine-tuned: one family "
+        "per checkpoint, named after it); null = pretrained when model.pretrained is set, else scratch.",
         json_schema_extra={"flag": "--families"},
     )
     seeds: list[Annotated[StrictInt, Field(ge=0, le=SEED_MAX)]] = Field(
@@ -100,6 +100,13 @@ class SweepConfig(SelectionRule):
         "depth (the 1x runs are the sweep's own first epochs, reused).",
         json_schema_extra={"flag": "--check-lr"},
     )
+    budget_flops: float | None = Field(
+        None, gt=0,
+        description="Training FLOPs the sweep may spend (3 x FLOPs per example x train rows x epochs, over every "
+        "candidate): families run cheapest first, and once it is spent no further step starts; the decision says "
+        "what it left untried. null = no budget.",
+        json_schema_extra={"flag": "--budget-flops"},
+    )
     task_runner: Literal["threads", "processes", "dask"] = Field(
         "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster.",
         json_schema_extra={"flag": "--task-runner"},
@@ -147,6 +154,13 @@ class SweepConfig(SelectionRule):
         if not self.halves(depths):
             return []
         return rung_budgets(depths, self.halving_epochs or recipe.min_epochs, recipe.max_epochs)
+
+    def checks(self, depths: int, recipe: TrainConfig) -> list[int]:
+        """Epoch budgets at which a family swept after cheaper ones stops the depths they outclass (the rungs it
+        would halve at, and at least the first; none with halving off)."""
+        if self.halving == "off":
+            return []
+        return rung_budgets(max(depths, 3), self.halving_epochs or recipe.min_epochs, recipe.max_epochs)
 
     def extension(self, recipe: TrainConfig) -> int:
         """Epochs a not-converged candidate of a family with this recipe gets more (0: no extension)."""
@@ -207,8 +221,9 @@ class RunConfig(BaseModel):
         return self
 
     @property
-    def families(self) -> list[FamilyName]:
-        """The families this run sweeps, in order: as configured, else the one the model settings imply."""
+    def families(self) -> list[FamilyKind]:
+        """The kinds of family this run sweeps, in order: as configured, else the one the model settings imply
+        (pretrained: one family per checkpoint)."""
         return self.sweep.families or (["pretrained"] if self.model.pretrained else ["scratch"])
 
 

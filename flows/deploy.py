@@ -40,8 +40,9 @@ def absolute_paths(config: RunConfig) -> RunConfig:
     if data.path is not None:
         data = data.model_copy(update={"path": Path(data.path).resolve()})
     model = config.model
-    if model.pretrained is not None and Path(model.pretrained).exists():  # a folder here, not a hub id
-        model = model.model_copy(update={"pretrained": str(Path(model.pretrained).resolve())})
+    if model.pretrained is not None:  # a folder here pinned, a hub id as it is
+        pinned = [str(Path(given).resolve()) if Path(given).exists() else given for given in model.pretrained]
+        model = model.model_copy(update={"pretrained": pinned})
     registry = config.registry.model_copy(update={
         "tracking_uri": resolve_tracking_uri(config.registry.tracking_uri),
         "workdir": Path(config.registry.workdir).resolve(),

@@ -92,11 +92,10 @@ def check_cost(cost: str) -> None:
 def check_families(config: RunConfig) -> None:
     """Each family the run sweeps opens (a pretrained checkpoint is found and checked, encoder.checkpoint) and
     can have every depth asked of it."""
-    from encoder.families import open_families
+    from encoder.families import depth_caps, open_families
 
     families = open_families(config.families, config.model)
-    for family in families:
-        family.check_depths(family.depths(config.sweep.depths))
+    depth_caps(families, config.sweep.depths)
     check_hard_limits(config, families)
 
 

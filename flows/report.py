@@ -116,7 +116,8 @@ def halving_sentence(halving: Halving) -> str:
     """What successive halving did and what it saved, in one sentence."""
     rungs = "; ".join(
         f"after {rung.epochs} epochs kept {'' if rung.family == 'scratch' else rung.family + ' '}depths "
-        f"{', '.join(map(str, rung.kept))} of {', '.join(map(str, rung.depths))}"
+        f"{', '.join(map(str, rung.kept)) or 'none'} of {', '.join(map(str, rung.depths))}"
+        + (f" ({', '.join(map(str, rung.outclassed))} outclassed by a cheaper family)" if rung.outclassed else "")
         for rung in halving.rungs
     )
     saved = ""

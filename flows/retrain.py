@@ -53,7 +53,7 @@ from tasks.tracking import (
     log_summary,
     start_sweep_run,
 )
-from tasks.train import Training, open_family, prepare_tokenizer
+from tasks.train import Training, open_families, prepare_tokenizer
 
 
 @flow(name="retrain", flow_run_name=flow_run_name, task_runner=ThreadPoolTaskRunner(max_workers=1))
@@ -93,7 +93,7 @@ def retrain(
                 get_run_logger().warning("ended %d MLflow runs left RUNNING by a retrain that died", len(closed))
             for settled in settle_registrations(tracking_uri, registry.model_name):
                 get_run_logger().warning("%s %s", registry.model_name, settled)
-            families = [open_family(name, model) for name in config.families]
+            families = open_families(config.families, model)
             fingerprint = fingerprint_of(config, dataset, families)
             wanted = fingerprint | {"sweep": "complete"}
             unchanged = None if force else find_unchanged_model(tracking_uri, registry.model_name, wanted)
@@ -131,17 +131,19 @@ def train_and_register(
     trainings = [training_of(family, config, dataset, summary.audit.informs.class_weights, run)
                  for family in families]
     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
-    candidates, halving, searches = sweep_depths(config.sweep, trainings)
+    candidates, halving, searches, budget = sweep_depths(config.sweep, trainings)
     decision = choose_depth(candidates, config.sweep)
+    if budget is not None:  # the sweep's, not the rule's: a replay of the rule gives the same choice without it
+        decision = decision.model_copy(update={"reason": f"{decision.reason}; {budget.sentence}"})
     chosen = shipped(candidates, decision)
     deployment = prepare_deployment(chosen, dataset, config.sweep, str(run_folder(config, run) / "deployment"))
     registration = register_model(
         chosen, dataset, run, config.registry.model_name, config.sweep,
-        fingerprint | version_tags(candidates, decision, summary.audit), deployment,
+        fingerprint | version_tags(candidates, decision, summary.audit, families), deployment,
     )
     summary = summary.model_copy(update={
         "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision, "halving": halving,
-        "lr_check": lr_check, "deployment": deployment, "search": searches,
+        "lr_check": lr_check, "deployment": deployment, "search": searches, "budget": budget,
         "model": registration.model, "promoted": registration.promoted, "promotion": registration.promotion,
         "champion_version": registration.champion_version,
         "challenger_test_metrics": registration.challenger_test_metrics,
@@ -205,6 +207,8 @@ def what_changed(
         return None
     docs = Path(registry.workdir) / "changes" / f"{champion.version}-{dataset.table_hash}" / "data_docs"
     changed = [key for key in SETTINGS if champion.tags.get(key) != fingerprint[key]]
+    if (own := champion.tags.get("checkpoint")) and own not in fingerprint["pretrained"].split("+"):
+        changed.append(f"the champion's checkpoint ({champion.tags.get('family')}) is not among tonight's")
     report = compare_with_champion(dataset, champion, f"models:/{registry.model_name}/{champion.version}",
                                    config.changes, config.sweep.metric, changed, str(docs))
     said = report.policy
@@ -272,18 +276,22 @@ def concluded(config: RunConfig, summary: RunSummary, state: State) -> State:
 
 
 def shipped(candidates: list[Candidate], decision: Decision) -> Candidate:
-    """The model that ships: the chosen depth's best seed."""
-    chosen = [c for c in candidates if c.depth == decision.selected_depth and c.usable]
+    """The model that ships: the chosen (family, depth)'s best seed."""
+    chosen = [c for c in candidates if c.usable and (c.family, c.depth) == (decision.selected_family,
+                                                                           decision.selected_depth)]
     return max(chosen, key=lambda c: c.metrics[decision.metric])
 
 
-def version_tags(candidates: list[Candidate], decision: Decision, report: RunAudit) -> dict[str, str]:
+def version_tags(candidates: list[Candidate], decision: Decision, report: RunAudit,
+                 families: list[Family] = ()) -> dict[str, str]:
     """Tags of the registered version besides its fingerprint, each a short value (the model card says the rest):
-    sweep completeness, family and depth, audit."""
+    sweep completeness, family (with the chosen checkpoint's content hash) and depth, audit."""
     failed = [c for c in candidates if c.status == "failed"]
+    chosen = next((f.identity() for f in families if f.name == decision.selected_family), None)
     return {
         "sweep": f"incomplete: {len(failed)} failed" if failed else "complete",
         "family": decision.selected_family,
+        **({"checkpoint": chosen} if chosen else {}),
         "depth": str(decision.selected_depth),
         "audit": report.verdict,
     }
@@ -324,7 +332,7 @@ def fingerprint_of(config: RunConfig, dataset: PreparedData, families: list[Fami
     return {
         "data_hash": dataset.data_hash,
         "table_hash": dataset.table_hash,
-        "pretrained": "+".join(identities) or "none",
+        "pretrained": "+".join(sorted(identities)) or "none",  # the checkpoints given, in any order
         "config_hash": config_hash(config),
         "code_version": code_version(),
     }

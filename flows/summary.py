@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from encoder.deployment import Deployment
+from encoder.selection.budget import Budget
 from encoder.selection.candidate import Candidate, Record
 from encoder.selection.evidence import Interval
 from encoder.selection.halving import Halving
@@ -56,6 +57,10 @@ class RunSummary(Record):
     rule: Decision | None = Field(None, description="How the depth was chosen, and why.")
     halving: Halving | None = Field(None, description="What successive halving did; none without halving.")
     search: list[Search] = Field([], description="What the search strategy screened and confirmed, per family.")
+    budget: Budget | None = Field(
+        None, description="The sweep's budget in training FLOPs (sweep.budget_flops), what it spent and what it left "
+        "untried; none without a budget."
+    )
     lr_check: list[RateCheck] = Field([], description="The learning-rate check per family (sweep.check_lr).")
     deployment: Deployment | None = Field(
         None, description="The chosen model's forms (torch, ONNX, int8 ONNX): each one's test metric, latency at "

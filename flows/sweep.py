@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pandas as pd
 from prefect import get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 
+from encoder.families import depth_caps
+from encoder.selection.budget import Budget, Spending
 from encoder.selection.candidate import Candidate
 from encoder.selection.halving import Halving, Rung, halving_summary
 from encoder.selection.learning_rate import RATE_FACTORS, RateCheck, RateTrial, judge_rates
@@ -17,42 +20,90 @@ from encoder.selection.strategies import DepthSeed, Step, Strategy, SweepPlan, s
 from encoder.tracking.runs import SweepRun
 from flows.config import SweepConfig
 from runtime.interrupt import Interrupted
+from tasks.data import PreparedData
 from tasks.tracking import mark_pruned, record_cached_candidate, tag_convergence
 from tasks.train import Training, train_depth
 
 
 def sweep_depths(
     sweep: SweepConfig, trainings: list[Training]
-) -> tuple[list[Candidate], Halving | None, list[Search]]:
+) -> tuple[list[Candidate], Halving | None, list[Search], Budget | None]:
     """Train what each family's strategy asks for (`sweep.strategy`): the grid, by successive halving within a
     family when it sweeps enough depths (each family has its own recipe, so its own rung budgets); or the search,
-    which screens every depth 1..L of a family and confirms the depths the screen cannot rule out.
+    which screens every depth 1..L of a family and confirms the depths the screen cannot rule out. Families go
+    cheapest first; a costlier family's grid stops the depths the cheaper ones already outclass; with a budget
+    (`sweep.budget_flops`), no step starts once it is spent.
 
     Returns the candidates in (family, depth, seed) order, pruned and screened ones marked, what halving did,
-    and what each search did.
+    what each search did, and the budget (None without one).
     """
     candidates: list[Candidate] = []
     rungs: list[Rung] = []
     searches: list[Search] = []
+    trainings = cheapest_first(sweep, trainings)
+    if capped := depth_caps([training.family for training in trainings], sweep.depths):
+        get_run_logger().info("%s", capped)
+    rows = train_rows(trainings[0].dataset) if sweep.budget_flops is not None and trainings else 0
+    spending = Spending(sweep.budget_flops, rows)
     with task_runner(sweep) as runner:
         for training in trainings:
-            strategy = strategy_of(sweep, training)
+            if spending.spent(candidates):
+                spending.untried += [(training.family.name, depth) for depth in depths_of(sweep, training)]
+                continue
+            strategy = strategy_of(sweep, training, [c for c in candidates if c.usable])
             while (step := strategy.next_step()) is not None:
+                if step.grids and spending.spent(candidates + list(strategy.latest.values())):
+                    _stop_for_budget(strategy, step, training, spending)
+                    break
                 strategy.record(_take(step, training, runner))
             tag_convergence(training.sweep, [c for c in strategy.latest.values() if c.usable])
             candidates += strategy.candidates()
             rungs += strategy.rungs
             searches += [strategy.search] if strategy.search is not None else []
-    return candidates, halving_summary(rungs, candidates, sweep.halving_margin) if rungs else None, searches
+    halving = halving_summary(rungs, candidates, sweep.halving_margin) if rungs else None
+    return candidates, halving, searches, spending.budget(candidates, len(trainings) > 1)
 
 
-def strategy_of(sweep: SweepConfig, training: Training) -> Strategy:
-    """The strategy that sweeps `training`'s family, with what its recipe and the sweep let it spend."""
+def _stop_for_budget(strategy: Strategy, step: Step, training: Training, spending: Spending) -> None:
+    """End a family's sweep before `step`: what the step would have continued is pruned (stopped short), and its
+    depths are untried."""
+    stopped = [strategy.latest[grid] for grid in step.grids if grid in strategy.latest and strategy.latest[grid].usable]
+    strategy.latest |= {(c.depth, c.seed): c.model_copy(update={"status": "pruned"}) for c in stopped}
+    if pruned := [*step.pruned, *stopped]:
+        mark_pruned(training.sweep, pruned)
+    spending.untried += [(training.family.name, depth) for depth, _ in step.grids]
+    get_run_logger().warning("the budget of %.2g training FLOPs is spent: %s stops before %d more candidates",
+                             spending.flops, training.family.name, len(step.grids))
+
+
+def train_rows(dataset: PreparedData) -> int:
+    """Rows of the train split."""
+    return int((pd.read_parquet(dataset.path, columns=["split"])["split"] == "train").sum())
+
+
+def cheapest_first(sweep: SweepConfig, trainings: list[Training]) -> list[Training]:
+    """The families in order of their deepest candidate's estimated compute, cheapest first (parameters per layer,
+    which a forward's FLOPs per token grow with, times its deepest depth): a cheaper family's finished candidates
+    then stand beside a costlier one's rungs."""
+    def estimate(training: Training) -> float:
+        family, model, deepest = training.family, training.model, max(depths_of(sweep, training))
+        if deepest == 1:  # one layer: nothing to take the embeddings' share from
+            return family.fewest_params(1, model)
+        per_layer = (family.fewest_params(deepest, model) - family.fewest_params(1, model)) / (deepest - 1)
+        return per_layer * deepest
+
+    return sorted(trainings, key=estimate) if len(trainings) > 1 else trainings
+
+
+def strategy_of(sweep: SweepConfig, training: Training, reference: list[Candidate] = ()) -> Strategy:
+    """The strategy that sweeps `training`'s family, with what its recipe and the sweep let it spend, beside the
+    finished candidates of the cheaper families (`reference`)."""
     depths, recipe = depths_of(sweep, training), training.train
     plan = SweepPlan(seeds=list(sweep.seeds), rungs=sweep.rung_budgets(len(depths), recipe),
+                     checks=sweep.checks(len(depths), recipe),
                      max_epochs=recipe.max_epochs, extension=sweep.extension(recipe), window=recipe.patience,
                      halving_margin=sweep.halving_margin, convergence_gain=sweep.convergence_gain)
-    return strategy_named(sweep.strategy)(sweep, training.family.name, depths, plan)
+    return strategy_named(sweep.strategy)(sweep, training.family.name, depths, plan, reference)
 
 
 def _take(step: Step, training: Training, runner: TaskRunner) -> dict[DepthSeed, Candidate]:

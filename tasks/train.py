@@ -87,11 +87,12 @@ def prepare_tokenizer(family: Family, dataset: PreparedData, model: ModelConfig,
 
 
 @task(**RETRIES)
-def open_family(name: str, model: ModelConfig) -> Family:
-    """The family `name` as the model settings describe it (a hub checkpoint is fetched: network I/O, retried)."""
-    from encoder.families import family_named
+def open_families(kinds: list[str], model: ModelConfig) -> list[Family]:
+    """The families of `kinds` as the model settings describe them, one per checkpoint (a hub checkpoint is
+    fetched: network I/O, retried)."""
+    from encoder.families import open_families as opened
 
-    return family_named(name).open(model)
+    return opened(kinds, model)
 
 
 @dataclass(frozen=True)
@@ -112,10 +113,11 @@ class Training:
 
 
 def candidate_key(training: Training, depth: int, seed: int) -> str:
-    """What decides a trained candidate, as a short hash: the checkpoint by its content, not its path."""
+    """What decides a trained candidate, as a short hash: the checkpoint by its content, not its path or the name
+    it has in the run (which depends on the other checkpoints beside it)."""
     return _digest({
         "data": training.dataset.data_hash,
-        "family": training.family.name,
+        "family": training.family.kind,
         "checkpoint": training.family.identity(),
         "model": training.model.model_dump(mode="json", exclude={"pretrained"}),
         "train": training.train.model_dump(mode="json", exclude={"seed"}),
@@ -156,10 +158,11 @@ def train_depth(
     training = replace(training, train=training.train.model_copy(update={"seed": seed}))
     epochs = epochs or training.train.max_epochs
     key = candidate_key(training, depth, seed)
-    folder = f"{training.family.name}-depth-{depth}-seed-{seed}-{key}"
+    # By kind and key, not name: a checkpoint named otherwise beside other checkpoints is the same candidate.
+    folder = f"{training.family.kind}-depth-{depth}-seed-{seed}-{key}"
     candidate_dir = Path(training.workdir).resolve() / "candidates" / folder  # absolute: results name their files
-    if (found := read_result(candidate_dir, epochs)) is not None:
-        return found.model_copy(update={"status": "cached"})
+    if (found := read_result(candidate_dir, epochs)) is not None:  # named as this run names its family
+        return found.model_copy(update={"status": "cached", "family": training.family.name})
     sweep = training.sweep
     label = arm_label(training.family.name, depth)
     if previous is not None:

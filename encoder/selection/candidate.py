@@ -77,7 +77,10 @@ class Candidate(Record):
     """One (depth, seed) of a sweep: how it ended, its quality on validation and test, and its cost."""
 
     depth: int = Field(description="Encoder blocks (pretrained: the checkpoint's bottom layers kept).")
-    family: FamilyName = Field("scratch", description="scratch (trained from scratch) or pretrained (fine-tuned).")
+    family: FamilyName = Field(
+        "scratch", description="scratch (trained from scratch), or the name of the pretrained checkpoint whose bottom "
+        "layers it fine-tuned (its folder's or hub id's, unique in the run)."
+    )
     seed: int = Field(1, description="Seed of initialisation and batching.")
     status: Status = Field(
         description="trained; cached (reused from an earlier, interrupted or identical sweep); pruned (dropped "

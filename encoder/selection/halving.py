@@ -15,6 +15,12 @@ better half whose validation curve is still rising steeply enough to come within
 margin (`halving_margin`) of the weakest kept depth within one more window of epochs, with the
 kept depths going on at their own pace (`late_bloomers`), is kept too: deep models often learn
 late. The grid strategy (encoder.selection.strategies) runs the rungs.
+
+Across families (several checkpoints, scratch beside them), the cheaper families sweep first, and at each rung of a
+costlier one a depth that costs more than the choice among the cheaper families' finished candidates, and that even
+at its projected best would leave that choice within the tolerance of it, is outclassed: it cannot change the
+decision (the rule ships the cheapest within the tolerance of the best), so it stops there (`outclassed`); but
+never a family's last kept depth: its cheapest trains on, so the decision can say what each family gave.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from pydantic import Field
 from encoder.config import FamilyName
 from encoder.selection.candidate import Candidate, Record, recent_gain
 from encoder.selection.margin import within
-from encoder.selection.rule import SelectionRule, choose_depth
+from encoder.selection.rule import SelectionRule, choose_depth, score_of
 
 
 class Rung(Record):
@@ -39,6 +45,10 @@ class Rung(Record):
     kept: list[int] = Field(description="Depths kept for the next rung.")
     late_bloomers: list[int] = Field(
         [], description="Kept depths outside the better half: still rising fast enough to catch up (late_bloomers)."
+    )
+    outclassed: list[int] = Field(
+        [], description="Depths stopped because a cheaper family's finished candidate is already as good: each costs "
+        "more, and even at its projected best would leave that candidate within the tolerance (outclassed)."
     )
 
 
@@ -124,6 +134,30 @@ def late_bloomers(candidates: list[Candidate], kept: list[int], window: int, mar
     if weakest == -math.inf:  # a kept depth without a curve: nothing to measure the rising ones against
         return sorted(rising)
     return sorted(depth for depth in rising if within(projected(depth) - weakest, margin))
+
+
+def outclassed(candidates: list[Candidate], reference: list[Candidate], rule: SelectionRule, window: int) -> list[int]:
+    """Depths of `candidates` (one family at a rung) that can no longer change the decision made among `reference`
+    (the cheaper families' finished candidates): each costs more by the rule's cost than the reference's choice,
+    and its projected metric (its own plus its gain over the last `window` epochs once more) is not more than the
+    tolerance above the choice's (encoder.selection.margin.within), so the choice would ship beside it. A depth
+    that already finished (early-stopped) costs nothing more: it stays for the decision to see."""
+    usable = [c for c in reference if c.usable]
+    if not usable:
+        return []
+    decision = choose_depth(usable, rule)
+    chosen = score_of(decision, decision.selected_family, decision.selected_depth)
+    depths = sorted({c.depth for c in candidates if c.usable and c.cost and c.cost.value(rule.cost) is not None}
+                    - {c.depth for c in candidates if c.finished})
+    gone = []
+    for depth in depths:
+        runs = [c for c in candidates if c.depth == depth and c.usable]
+        cost = statistics.fmean(c.cost.value(rule.cost) for c in runs)
+        projected = statistics.fmean(
+            c.metrics[rule.metric] + max(recent_gain(c.history, window) or 0.0, 0.0) for c in runs)
+        if cost > chosen.cost and within(chosen.mean - projected, rule.tolerance):
+            gone.append(depth)
+    return gone
 
 
 def _projected_best(candidate: Candidate, window: int) -> float:

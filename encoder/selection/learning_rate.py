@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from encoder.config import FamilyName
+from encoder.config import FAMILY_DESCRIPTION, FamilyName
 from encoder.selection.candidate import Record
 
 RATE_FACTORS = (1 / 3, 1.0, 3.0)
@@ -29,7 +29,7 @@ class RateTrial(Record):
 class RateCheck(Record):
     """The learning-rate check of one family: its trials and the verdict."""
 
-    family: FamilyName = Field(description="scratch or pretrained.")
+    family: FamilyName = Field(description=FAMILY_DESCRIPTION)
     epochs: int = Field(description="Epochs each trial trained (the first halving budget).")
     trials: list[RateTrial] = Field(description="Every (depth, rate) tried.")
     best_rates: dict[int, float] = Field(description="Depth -> the rate with the best validation macro-F1.")

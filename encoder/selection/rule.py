@@ -31,7 +31,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from encoder.config import FamilyName
+from encoder.config import FAMILY_DESCRIPTION, FamilyName
 from encoder.selection.candidate import COST_NAMES, Candidate, CostName, Record, arm_label
 from encoder.selection.evidence import RESAMPLES, Arm, Interval, compare_to_best, load_predictions
 from encoder.selection.margin import within
@@ -104,7 +104,7 @@ class DepthScore(Record):
     """One depth's quality over its seeds (mean and standard error) and its mean cost."""
 
     depth: int = Field(description="Encoder blocks.")
-    family: FamilyName = Field("scratch", description="scratch or pretrained.")
+    family: FamilyName = Field("scratch", description=FAMILY_DESCRIPTION)
     mean: float = Field(description="Mean validation metric over its seeds.")
     std_error: float = Field(description="Standard error of that mean (0 with one seed).")
     seeds: int = Field(description="Seeds trained.")
@@ -125,7 +125,9 @@ class Decision(Record):
     cost: CostName = Field(description="Cost it minimised.")
     reason: str = Field(description="The decision in one sentence, with its numbers.")
     selected_depth: int = Field(description="The chosen depth.")
-    selected_family: FamilyName = Field("scratch", description="The chosen depth's family.")
+    selected_family: FamilyName = Field(
+        "scratch", description="The chosen depth's family: scratch, or the chosen checkpoint's name."
+    )
     best_depth: int = Field(description="The depth with the best mean validation metric.")
     best_family: FamilyName = Field("scratch", description="Its family.")
     effective_tolerance: float = Field(
@@ -167,6 +169,11 @@ class Decision(Record):
                              confidence=self.confidence)
 
 
+def score_of(decision: Decision, family: str, depth: int) -> DepthScore:
+    """The decision's score of (family, depth)."""
+    return next(s for s in decision.scores if (s.family, s.depth) == (family, depth))
+
+
 def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     """Choose a depth by `rule`.
 
@@ -199,7 +206,7 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
         tied = [a for a in pool if ties(scores[a], scores[best], rule.tolerance)]
         selected = min(tied, key=lambda a: (pool[a].cost, _order(a)))
         reason, to_resolve = tolerance_reason(selected, best, scores, rule, label, rows)
-    clauses = [reason + _other_families(selected, scores, rule.metric)]
+    clauses = [reason + _other_families(selected, best, scores, rule.metric)]
     if unfinished := _not_converged(selected, best, scores, label):
         clauses.append(unfinished)
     if rule.cost == "params" and (embeddings := _embedding_share(selected, eligible, label)):
@@ -315,10 +322,11 @@ def _arms_text(arms: list[Arm], label) -> str:
     return "depths " + ", ".join(str(depth) for _, depth in arms)
 
 
-def _other_families(selected: Arm, scores: dict[Arm, DepthScore], metric: str) -> str:
-    """`; scratch best 0.820 at depth 4`: the best of each family the choice is not from."""
+def _other_families(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], metric: str) -> str:
+    """`; scratch best 0.820 at depth 4`: the best of each family the choice is not from (but the best's, whose
+    best the sentence already names)."""
     others = []
-    for family in sorted({family for family, _ in scores} - {selected[0]}):
+    for family in sorted({family for family, _ in scores} - {selected[0], best[0]}):
         best = max((a for a in scores if a[0] == family), key=lambda a: scores[a].mean)
         others.append(f"{family} best {metric} {quality(scores[best])} at depth {best[1]}")
     return "".join(f"; {text}" for text in others)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from pydantic import Field
 
+from encoder.config import FAMILY_DESCRIPTION
 from encoder.selection.candidate import Candidate, Record
 from encoder.selection.margin import within
 from encoder.selection.rule import Decision, ties
@@ -28,7 +29,7 @@ from encoder.selection.rule import Decision, ties
 class Search(Record):
     """What the search strategy of one family screened, confirmed, and paid."""
 
-    family: str = Field(description="scratch or pretrained.")
+    family: str = Field(description=FAMILY_DESCRIPTION)
     layers: int = Field(description="The deepest depth L: the screen's.")
     screened: list[int] = Field(description="Depths only the screen's probes saw.")
     confirmed: list[int] = Field(description="Depths trained on their own (the screen's depth L among them).")

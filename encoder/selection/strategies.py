@@ -22,7 +22,7 @@ from typing import ClassVar, Literal
 
 from encoder.config import FamilyName
 from encoder.selection.candidate import Candidate, still_rising
-from encoder.selection.halving import Rung, halve
+from encoder.selection.halving import Rung, halve, outclassed
 from encoder.selection.rule import SelectionRule, choose_depth
 from encoder.selection.search import NOT_TIED, Bisection, Search, first_guess, tied
 
@@ -37,6 +37,7 @@ class SweepPlan:
     seeds: list[int]
     rungs: list[int]  # epochs in all at each halving rung before the last; empty: no halving
     max_epochs: int
+    checks: list[int] = field(default_factory=list)  # epochs at which depths outclassed by cheaper families stop
     extension: int = 0  # epochs more for a candidate still rising at max_epochs; 0: none
     window: int = 5  # epochs a curve is judged over: the recipe's patience
     halving_margin: float = 0.01  # how far below the weakest kept depth a late bloomer may be projected
@@ -63,8 +64,10 @@ class Strategy(ABC):
 
     name: ClassVar[StrategyName]
 
-    def __init__(self, rule: SelectionRule, family: FamilyName, depths: list[int], plan: SweepPlan) -> None:
+    def __init__(self, rule: SelectionRule, family: FamilyName, depths: list[int], plan: SweepPlan,
+                 reference: list[Candidate] = ()) -> None:
         self.rule, self.family, self.depths, self.plan = rule, family, sorted(depths), plan
+        self.reference = [c for c in reference if c.usable]  # the cheaper families' finished candidates
         self.latest: dict[DepthSeed, Candidate] = {}  # each (depth, seed)'s latest result
         self.rungs: list[Rung] = []  # what successive halving did
         self._steps = self.steps()
@@ -135,19 +138,21 @@ def strategy_named(name: str) -> type[Strategy]:
 @register
 class GridStrategy(Strategy):
     """Every depth fine-tuned on its own: through the halving rungs the plan has (each keeps the better half by the
-    rule, and the late bloomers), the survivors to the end, then, with an extension, the candidates still rising."""
+    rule, and the late bloomers; and, after cheaper families, stops the depths they outclass but its cheapest), the
+    survivors to the end, then, with an extension, the candidates still rising."""
 
     name: ClassVar[StrategyName] = "grid"
 
     def steps(self) -> Iterator[Step]:
         depths, end = self.depths, self.plan.max_epochs
-        for epochs in [*self.plan.rungs, end]:
+        checks = self.plan.checks if self.reference else []
+        for epochs in [*sorted({*self.plan.rungs, *checks} - {end}), end]:
             unfinished = [grid for grid in self._grids(depths)
                           if not (grid in self.latest and self.latest[grid].finished)]
             if unfinished:
                 yield self._train(unfinished, epochs)
-            if epochs < end:
-                depths = self._halve(depths, epochs).kept
+            if epochs < end and depths:
+                depths = self._halve(depths, epochs, halving=epochs in self.plan.rungs).kept
         rising = [grid for grid in self._grids(depths) if self.latest[grid].usable and self.latest[grid].not_converged]
         if self.plan.extension and rising:
             self._notes.append(f"{', '.join(self.latest[grid].name for grid in rising)} still improving at the end "
@@ -155,25 +160,38 @@ class GridStrategy(Strategy):
             yield self._train(rising, end + self.plan.extension)
 
     def candidates(self) -> list[Candidate]:
-        return [self.latest[grid] for grid in self._grids(self.depths)]
+        return [self.latest[grid] for grid in self._grids(self.depths) if grid in self.latest]  # a budget stops it
 
     def _grids(self, depths: list[int]) -> list[DepthSeed]:
         return [(depth, seed) for depth in depths for seed in self.plan.seeds]
 
-    def _halve(self, depths: list[int], epochs: int) -> Rung:
-        """A rung over `depths` at `epochs`: the rest pruned (here, and to be recorded by the flow)."""
+    def _halve(self, depths: list[int], epochs: int, halving: bool = True) -> Rung:
+        """A rung over `depths` at `epochs` (halving, or only the cheaper families' check): the rest pruned (here,
+        and to be recorded by the flow)."""
         candidates = [self.latest[grid] for grid in self._grids(depths)]
-        rung = halve(candidates, self.rule, self.family, epochs, self.plan.window, self.plan.halving_margin)
+        if halving:
+            rung = halve(candidates, self.rule, self.family, epochs, self.plan.window, self.plan.halving_margin)
+        else:
+            rung = Rung(family=self.family, epochs=epochs, depths=depths, kept=depths)
+        gone = [d for d in outclassed(candidates, self.reference, self.rule, self.plan.window) if d in rung.kept]
+        if gone == rung.kept:  # never the family's last: its cheapest trains on, to say what the family gives
+            gone = gone[1:]
+        if gone:
+            rung = rung.model_copy(update={"kept": [d for d in rung.kept if d not in gone], "outclassed": gone})
+            self._notes.append(f"{self.family} depths {gone} stop at {epochs} epochs: a cheaper family's candidate is "
+                               "already as good (each costs more, and even its projected best leaves that one within "
+                               "the tolerance)")
         pruned = [c for c in candidates if c.usable and c.depth not in rung.kept]
         self.latest |= {(c.depth, c.seed): c.model_copy(update={"status": "pruned"}) for c in pruned}
         self._pruned += pruned
         if rung.late_bloomers:
             self._notes.append(f"successive halving keeps depths {rung.late_bloomers} still rising fast enough to "
                                "catch up")
-        if pruned:
+        if pruned and halving:
             pruned_depths = sorted({c.depth for c in pruned})
             self._notes.append(f"successive halving keeps depths {rung.kept}, prunes {pruned_depths}")
-        self.rungs.append(rung)
+        if halving or gone:
+            self.rungs.append(rung)
         return rung
 
 
@@ -184,8 +202,9 @@ class SearchStrategy(Strategy):
 
     name: ClassVar[StrategyName] = "search"
 
-    def __init__(self, rule: SelectionRule, family: FamilyName, depths: list[int], plan: SweepPlan) -> None:
-        super().__init__(rule, family, depths, plan)
+    def __init__(self, rule: SelectionRule, family: FamilyName, depths: list[int], plan: SweepPlan,
+                 reference: list[Candidate] = ()) -> None:
+        super().__init__(rule, family, depths, plan, reference)
         self.layers = max(self.depths)
         self.bisection: Bisection | None = None  # once the screen has trained
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from encoder.config import FAMILY_DESCRIPTION
 from encoder.selection.candidate import Record
 from encoder.selection.evidence import Interval
 
@@ -15,7 +16,7 @@ class ModelVersionRef(Record):
     name: str = Field(description="Registered model name.")
     version: str = Field(description="Its version.")
     uri: str = Field(description="models:/NAME/VERSION.")
-    family: str | None = Field(None, description="scratch or pretrained.")
+    family: str | None = Field(None, description=FAMILY_DESCRIPTION)
     depth: int | None = Field(None, description="Its depth.")
     size_mb: float | None = Field(None, description="Size of the saved model it serves (the layers it uses), MiB.")
 

@@ -78,7 +78,7 @@ def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example:
             signature=pyfunc.text_classifier_signature(labels),
             input_example=pd.DataFrame({TEXT_COLUMN: list(input_example)}),
             pip_requirements=_pinned_requirements(SERVING_PACKAGES + family_of(cfg).serving_packages),
-            metadata={"labels": labels, "depth": cfg.depth, "family": family_of(cfg).name},
+            metadata={"labels": labels, "depth": cfg.depth, "family": family_of(cfg).kind},
         )
     return info.model_uri
 

@@ -1,14 +1,19 @@
-"""One name type for the families; and a family knows, before training, the fewest parameters a candidate of a
-depth can have (the hard limit on parameters is refused up front only when no candidate can meet it)."""
+"""One kind type for the families, and one family per checkpoint, named after it (unique in the run); each
+checkpoint's depths capped at its layers, said in one line; and a family knows, before training, the fewest
+parameters a candidate of a depth can have (the hard limit on parameters is refused up front only when no candidate
+can meet it)."""
 
 from __future__ import annotations
 
+import re
 from typing import get_args
 
 import pytest
 
-from encoder.config import FamilyName, ModelConfig
-from encoder.families import FAMILIES, Pretrained, Scratch
+from encoder.architectures import ARCHITECTURES
+from encoder.checkpoint import PretrainedCheckpoint
+from encoder.config import FamilyKind, ModelConfig
+from encoder.families import FAMILIES, Pretrained, Scratch, depth_caps, family_names, open_families
 from encoder.tokenizer import train_tokenizer
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 
@@ -22,7 +27,7 @@ def test_a_pretrained_candidates_fewest_parameters_are_those_of_its_network_with
 ) -> None:
     model = ModelConfig(pretrained=str(tiny_checkpoint(tmp_path / "ckpt", TEXTS, layers=3, model_type=model_type)),
                         pretrained_pooling=pooling)
-    family = Pretrained.open(model)
+    (family,) = Pretrained.open(model)
 
     for depth in (1, 3):
         fewest = family.fewest_params(depth, model)
@@ -48,6 +53,44 @@ def test_counting_a_huge_candidate_allocates_nothing() -> None:
     assert Scratch().fewest_params(64, model) > 12 * 10**9
 
 
-def test_the_family_name_type_names_exactly_the_family_classes() -> None:
-    assert set(get_args(FamilyName)) == set(FAMILIES)
-    assert all(family.name == name for name, family in FAMILIES.items())
+def test_the_family_kind_type_names_exactly_the_family_classes() -> None:
+    assert set(get_args(FamilyKind)) == set(FAMILIES)
+    assert all(family.kind == kind for kind, family in FAMILIES.items())
+
+
+def test_each_checkpoint_is_named_after_its_folder_or_hub_id_and_names_are_unique_in_the_run() -> None:
+    assert family_names(["/m/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"]) == [
+        "all-MiniLM-L6-v2", "all-mpnet-base-v2"]
+    assert family_names(["/a/model", "/b/model/", "/c/encoder"]) == ["a-model", "b-model", "encoder"]
+    assert family_names(["/x/model", "/y/x/model"]) == ["x-model", "x-model-2"]  # the same folder above too
+    assert family_names(["/runs/scratch", "pretrained"]) == ["runs-scratch", "pretrained-2"]  # never a kind's name
+    assert family_names(["/m/my model (v2)"]) == ["my-model-v2"]  # a folder name and an MLflow tag take it
+
+
+def checkpoint(path: str, layers: int, content: str = "0") -> PretrainedCheckpoint:
+    return PretrainedCheckpoint(path, "bert", layers, 32, content * 16, ARCHITECTURES["bert"])
+
+
+def test_given_depths_are_capped_at_each_checkpoints_layers_and_said_once() -> None:
+    small, large = Pretrained(checkpoint("/s", 2), "small"), Pretrained(checkpoint("/l", 6, "1"), "large")
+
+    assert (small.depths([1, 2, 4]), large.depths([1, 2, 4])) == ([1, 2], [1, 2, 4])
+    assert depth_caps([small, large], [1, 2, 4]) == (
+        "depths beyond a checkpoint's layers are left out: small sweeps 1, 2 (its 2 layers)")
+    assert depth_caps([Scratch(), small], [1, 8]) is not None  # scratch can be 8 deep: small sweeps 1
+    assert depth_caps([small, large], [1, 2]) is None and depth_caps([small, large], None) is None
+    with pytest.raises(ValueError, match=r"depth 8 is beyond the layers of every checkpoint \(small 2, large 6; "):
+        depth_caps([small, large], [1, 8])
+    with pytest.raises(ValueError, match="small has none of the depths 4, 6: its layers are 2"):
+        depth_caps([small, large], [4, 6])
+    with pytest.raises(ValueError, match="depth 8 is beyond the 2 layers of the pretrained checkpoint /s"):
+        depth_caps([small], [1, 8])
+
+
+def test_a_checkpoint_given_twice_under_two_paths_is_refused(tmp_path) -> None:
+    folder = tiny_checkpoint(tmp_path / "ckpt", TEXTS, layers=1)
+    (tmp_path / "link").symlink_to(folder)
+    model = ModelConfig(pretrained=[str(folder), str(tmp_path / "link")])
+
+    with pytest.raises(ValueError, match=re.escape(f"checkpoints {folder} and {tmp_path / 'link'} are the same")):
+        open_families(["pretrained"], model)

@@ -33,9 +33,9 @@ HIDDEN = 32
 
 
 def tiny_checkpoint(folder: Path, texts: Iterable[str] = (), layers: int = 4, model_type: str = "bert",
-                    seed: int = 0, tokenizer: str = "json") -> Path:
-    """A `layers`-layer encoder (hidden 32) of `model_type` in `folder`; its tokenizer, trained on `texts`, as a
-    tokenizer.json (`json`), only a vocab.txt (`vocab`), or a SentencePiece model (`spm`)."""
+                    seed: int = 0, tokenizer: str = "json", hidden: int = HIDDEN) -> Path:
+    """A `layers`-layer encoder (hidden 32, or `hidden`) of `model_type` in `folder`; its tokenizer, trained on
+    `texts`, as a tokenizer.json (`json`), only a vocab.txt (`vocab`), or a SentencePiece model (`spm`)."""
     from transformers import AutoConfig, AutoModel
 
     folder = Path(folder)
@@ -43,11 +43,12 @@ def tiny_checkpoint(folder: Path, texts: Iterable[str] = (), layers: int = 4, mo
     texts = [*texts, " ".join(WORDS)]
     vocab_size = _spm_tokenizer(folder, texts) if tokenizer == "spm" else _wordpiece_tokenizer(folder, texts, tokenizer)
     config = AutoConfig.for_model(
-        model_type, vocab_size=vocab_size, hidden_size=HIDDEN, num_hidden_layers=layers, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=66, pad_token_id=0, type_vocab_size=1, **TYPES[model_type],
+        model_type, vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
+        intermediate_size=2 * hidden, max_position_embeddings=66, pad_token_id=0, type_vocab_size=1,
+        **TYPES[model_type],
     )
     if model_type == "distilbert":  # its own names for the sizes
-        config.update({"dim": HIDDEN, "hidden_dim": 64, "n_heads": 2})
+        config.update({"dim": hidden, "hidden_dim": 2 * hidden, "n_heads": 2})
     torch.manual_seed(seed)
     AutoModel.from_config(config).save_pretrained(folder, safe_serialization=True)
     return folder

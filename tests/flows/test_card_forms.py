@@ -15,6 +15,7 @@ from flows.summary import RunSummary
 @pytest.mark.parametrize(("family", "hf_folder", "forms"), [
     ("pretrained", None, {"sentence-transformers"}),
     ("pretrained", "hf", {"hf"}),
+    ("all-MiniLM-L6-v2", None, {"sentence-transformers"}),  # a checkpoint's family is named after it
     ("scratch", None, set()),
 ])
 def test_the_card_says_how_to_export_each_form_the_version_has(family, hf_folder, forms) -> None:

@@ -98,6 +98,18 @@ def test_each_family_sweeps_its_default_depths_unless_depths_are_given() -> None
         pretrained(6).check_depths([2, 8])
 
 
+def test_checkpoints_are_a_list_and_a_single_one_in_an_older_yaml_config_still_reads(tmp_path) -> None:
+    one, several = tmp_path / "one.yaml", tmp_path / "several.yaml"
+    one.write_text("data: {dataset: topics}\nmodel: {pretrained: some/where}\n")
+    several.write_text("data: {dataset: topics}\nmodel:\n  pretrained:\n    - some/where\n    - /else/where\n")
+
+    assert load_run_config(one, {}).model.pretrained == ["some/where"]
+    assert load_run_config(several, {}).model.pretrained == ["some/where", "/else/where"]
+    assert load_run_config(several, {"model": {"pretrained": ["x"]}}).model.pretrained == ["x"]  # the flags win
+    with pytest.raises(ValueError, match="setting model.pretrained .*: .*checkpoint some/where is given twice"):
+        load_run_config(several, {"model": {"pretrained": ["some/where", "some/where"]}})
+
+
 def test_a_pretrained_family_needs_a_checkpoint_and_is_the_default_with_one() -> None:
     topics = {"dataset": "topics"}
     assert RunConfig(data=topics).families == ["scratch"]

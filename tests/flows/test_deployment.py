@@ -49,6 +49,9 @@ def test_the_parameters_render_as_a_form_with_descriptions(deployment) -> None:
     assert depths["items"] == {"type": "integer"} and {"type": "null"} in sweep["depths"]["anyOf"]  # null: defaults
     families = next(option for option in sweep["families"]["anyOf"] if option.get("type") == "array")
     assert families["items"]["enum"] == ["scratch", "pretrained"]
+    model = _resolve(schema, properties["model"])["properties"]
+    checkpoints = next(option for option in model["pretrained"]["anyOf"] if option.get("type") == "array")
+    assert checkpoints["items"]["type"] == "string"  # the form takes a list of checkpoints
     assert sweep["rule"]["enum"] == ["tolerance", "ratio", "pareto"]
     assert sweep["halving"]["enum"] == ["auto", "on", "off"]
     for section in ("sweep", "train", "model", "registry", "audit", "changes", "data"):
@@ -116,6 +119,8 @@ def test_scheduled_runs_get_absolute_paths_for_local_files_and_keep_hub_ids(tmp_
     local = absolute_paths(RunConfig(data={"dataset": "topics"}, model={"pretrained": "ckpt"}))
     hub = absolute_paths(RunConfig(data={"dataset": "topics"}, model={"pretrained": "org/encoder"}))
 
-    assert local.model.pretrained == str(tmp_path / "ckpt")
-    assert hub.model.pretrained == "org/encoder"
+    assert local.model.pretrained == [str(tmp_path / "ckpt")]
+    assert hub.model.pretrained == ["org/encoder"]
+    both = absolute_paths(RunConfig(data={"dataset": "topics"}, model={"pretrained": ["ckpt", "org/encoder"]}))
+    assert both.model.pretrained == [str(tmp_path / "ckpt"), "org/encoder"]
     assert local.registry.workdir == tmp_path / ".depthfinder"

@@ -49,7 +49,7 @@ def test_a_checkpoint_of_each_type_is_swept_registered_and_served_from_raw_text(
     assert code == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert [(c["family"], c["depth"], c["status"]) for c in summary["candidates"]] == [
-        ("pretrained", 1, "trained"), ("pretrained", 2, "trained")]
+        (model_type, 1, "trained"), (model_type, 2, "trained")]  # the family is named after the checkpoint's folder
     assert summary["model"]["version"] == "1" and summary["promoted"] is True
     served = subprocess.run(
         [sys.executable, "-c", PREDICT, f"sqlite:///{tmp_path / 'mlflow.db'}", f"models:/{model_type}@champion",

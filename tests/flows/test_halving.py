@@ -40,7 +40,7 @@ def test_halving_prunes_half_the_depths_after_the_first_budget(sweeps) -> None:
     assert all(c["epochs"] == 2 for c in pruned)  # the budget each used
     assert all(c["epochs"] > 2 for c in finished)
     assert rung == {"family": "scratch", "epochs": 2, "depths": [1, 2, 3, 4],
-                    "kept": sorted(c["depth"] for c in finished), "late_bloomers": []}
+                    "kept": sorted(c["depth"] for c in finished), "late_bloomers": [], "outclassed": []}
     assert 0 < summary["halving"]["saved_fraction"] < 1
     assert summary["halving"]["train_seconds"] < summary["halving"]["full_grid_train_seconds"]
     for candidate in pruned:

@@ -63,11 +63,15 @@ def test_one_decision_over_both_families_names_them(runs) -> None:
     summary = summaries["first"]
 
     assert [(c.family, c.depth) for c in summary.candidates] == [
-        ("scratch", d) for d in (1, 2, 3, 4)] + [("pretrained", d) for d in (1, 2, 3, 4)]
-    chosen, other = summary.rule.selected_family, {"scratch": "pretrained", "pretrained": "scratch"}
-    assert summary.rule.reason.startswith(f"{chosen[0]}") and f"; {other[chosen]} best macro_f1" in summary.rule.reason
+        ("scratch", d) for d in (1, 2, 3, 4)] + [("checkpoint", d) for d in (1, 2, 3, 4)]  # named after its folder
+    chosen, other = summary.rule.selected_family, {"scratch": "checkpoint", "checkpoint": "scratch"}
+    rule = summary.rule
+    assert f"{chosen} depth {rule.selected_depth}" in rule.reason
+    named = (f"at {other[chosen]} depth {rule.best_depth}" if rule.best_family == other[chosen]
+             else f"; {other[chosen]} best macro_f1")  # the other family's best, as the best or beside it
+    assert named in rule.reason
     assert choose_depth(summary.candidates, summary.rule.selection_rule()) == summary.rule
-    assert {s.family for s in summary.rule.scores} <= {"scratch", "pretrained"}
+    assert {s.family for s in summary.rule.scores} <= {"scratch", "checkpoint"}
 
 
 def test_halving_ranks_pretrained_depths_on_the_fine_tuning_recipes_budget(runs) -> None:
@@ -75,9 +79,12 @@ def test_halving_ranks_pretrained_depths_on_the_fine_tuning_recipes_budget(runs)
     summary = summaries["first"]
 
     (rung,) = summary.halving.rungs  # scratch trains 3 epochs in all: no room for a rung below its 10
-    assert (rung.family, rung.epochs, rung.depths, len(rung.kept)) == ("pretrained", 2, [1, 2, 3, 4], 2)
+    # halving keeps two; of those, depths outclassed by a cheaper scratch depth stop too (never the last)
+    assert (rung.family, rung.epochs, rung.depths, len(rung.kept) + len(rung.outclassed)) == (
+        "checkpoint", 2, [1, 2, 3, 4], 2)
+    assert rung.kept and not set(rung.kept) & set(rung.outclassed)
     pruned = [c for c in summary.candidates if c.status == "pruned"]
-    assert {c.family for c in pruned} == {"pretrained"} and {c.epochs for c in pruned} == {2}
+    assert {c.family for c in pruned} == {"checkpoint"} and {c.epochs for c in pruned} == {2}
     assert sorted(c.depth for c in pruned) == sorted(set(rung.depths) - set(rung.kept))
 
 
@@ -97,7 +104,7 @@ def test_the_registered_model_holds_only_its_layers_and_answers_raw_text(runs) -
     served = mlflow.pyfunc.load_model("models:/depthfinder@champion")
     predictions = served.predict(pd.DataFrame({"text": ["a recipe with garlic and basil", "the match ended 2-1"]}))
     assert len(predictions) == 2 and set(predictions["label"]) <= set(DATASETS["topics"].generate(50, 1)["label"])
-    pretrained = [c for c in summary.candidates if c.family == "pretrained" and c.bundle]
+    pretrained = [c for c in summary.candidates if c.family == "checkpoint" and c.bundle]
     for candidate in pretrained:  # every pretrained bundle, the one served included, keeps only its layers
         assert len(load_bundle(Path(candidate.bundle)).network.encoder.encoder.layer) == candidate.depth
     sizes = [c.cost.bundle_mb for c in sorted(pretrained, key=lambda c: c.depth)]
@@ -130,7 +137,7 @@ def test_a_pretrained_candidate_serves_raw_text_through_mlflows_scoring_server(r
     from encoder.tracking.registry import log_text_classifier
 
     folder, summaries, _ = runs
-    deepest = max((c for c in summaries["first"].candidates if c.family == "pretrained" and c.bundle),
+    deepest = max((c for c in summaries["first"].candidates if c.family == "checkpoint" and c.bundle),
                   key=lambda c: c.depth)
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     with mlflow.start_run():
@@ -237,4 +244,4 @@ def test_a_checkpoint_transformers_loads_gets_past_every_check_to_the_run(case, 
 
     with contextlib.suppress(SystemExit):
         main(["run", "--dataset", "topics", "--pretrained", str(folder)])
-    assert reached == [str(folder)]
+    assert reached == [[str(folder)]]  # model.pretrained: a list of one

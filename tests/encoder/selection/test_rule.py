@@ -244,6 +244,24 @@ def test_one_decision_across_families_names_them_and_the_other_familys_best() ->
     assert choose_depth(scratch + pretrained, decision.selection_rule()) == decision
 
 
+def test_one_decision_over_checkpoints_is_by_flops_not_depth_and_names_each_checkpoints_best() -> None:
+    """Four layers of a narrow checkpoint cost less than two of a wide one: FLOPs, not depth, compare them."""
+    def of(family: str, depth: int, f1: float, flops: float) -> Candidate:
+        return candidate(depth, f1, flops).model_copy(update={"family": family})
+
+    mini = [of("all-MiniLM-L6-v2", 2, 0.86, 1e8), of("all-MiniLM-L6-v2", 4, 0.905, 2e8)]
+    mpnet = [of("all-mpnet-base-v2", 2, 0.88, 6e8), of("all-mpnet-base-v2", 12, 0.91, 18e8)]
+    e5 = [of("e5-small", 1, 0.84, 0.5e8)]
+
+    decision = choose_depth(mpnet + mini + e5, SelectionRule(tolerance=0.01, confidence=None))
+
+    assert (decision.selected_family, decision.selected_depth) == ("all-MiniLM-L6-v2", 4)
+    assert decision.reason == (
+        "all-MiniLM-L6-v2 depth 4 ships: its macro_f1 0.905 is within the 0.01 tolerance of the best, 0.910 at "
+        "all-mpnet-base-v2 depth 12, at 11% of its FLOPs per example; e5-small best macro_f1 0.840 at depth 1"
+    )  # the best's own checkpoint is named once, as the best
+
+
 def test_a_pretrained_sweep_alone_names_its_family_and_a_scratch_sweep_does_not() -> None:
     pretrained = [c.model_copy(update={"family": "pretrained"}) for c in SWEEP]
 

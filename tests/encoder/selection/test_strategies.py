@@ -179,3 +179,47 @@ def test_the_search_points_by_the_depth_tolerance_and_stops_when_the_screen_fail
     failed.record({(3, 2): result(3, [0.9], family="pretrained")})
     assert failed.next_step() is None
     assert failed.search.steps == [] and failed.search.screened == []
+
+
+def wide(depth: int, history: list[float]) -> Candidate:
+    """A candidate of a costlier checkpoint: ten times the FLOPs of a small one's at the same depth."""
+    return result(depth, history, family="wide").model_copy(
+        update={"cost": Cost(flops_per_example=depth * 1e7, train_seconds=100.0 * depth)})
+
+
+def test_a_costlier_checkpoints_depths_stop_at_the_first_rung_once_a_cheaper_one_is_as_good() -> None:
+    small = [result(2, [0.85, 0.90], family="small", finished=True)]  # finished, cheaper than any wide depth
+    plan = SweepPlan(seeds=[1], rungs=[], checks=[2], max_epochs=6, window=2)
+    grid = GridStrategy(RULE, "wide", [1, 2, 4], plan, reference=small)
+
+    assert grid.next_step().epochs == 2  # no halving of its own (three depths), but a check against the cheaper
+    grid.record({(1, 1): wide(1, [0.5, 0.6]), (2, 1): wide(2, [0.86, 0.88]), (4, 1): wide(4, [0.80, 0.95])})
+    step = grid.next_step()
+
+    # depth 1 (0.6 + its gain 0.1 once more) and depth 2 (0.88 + 0.02) cannot beat small's 0.90 by more than the
+    # tolerance; depth 4 (0.95 + 0.15) may: it goes on, and only it
+    assert (step.grids, step.epochs) == ([(4, 1)], 6)
+    assert sorted(c.depth for c in step.pruned) == [1, 2]
+    (rung,) = grid.rungs
+    assert (rung.family, rung.epochs, rung.outclassed, rung.kept) == ("wide", 2, [1, 2], [4])
+    assert any("stop at 2 epochs: a cheaper family's candidate is already as good" in note for note in step.notes)
+
+
+def test_a_family_outclassed_whole_keeps_its_cheapest_depth_to_say_what_it_gives() -> None:
+    small = [result(2, [0.85, 0.95], family="small", finished=True)]
+    grid = GridStrategy(RULE, "wide", [1, 2, 4], SweepPlan(seeds=[1], rungs=[], checks=[2], max_epochs=6, window=2),
+                        reference=small)
+    grid.next_step()
+    grid.record({(1, 1): wide(1, [0.5, 0.6]), (2, 1): wide(2, [0.86, 0.88]), (4, 1): wide(4, [0.88, 0.9])})
+
+    assert grid.next_step().grids == [(1, 1)]  # 4 (0.9 + 0.02) cannot beat 0.95 by more than 0.01 either
+    assert grid.rungs[0].outclassed == [2, 4]
+
+
+def test_without_a_cheaper_family_or_with_halving_off_nothing_is_outclassed() -> None:
+    plan = SweepPlan(seeds=[1], rungs=[], checks=[2], max_epochs=6, window=2)
+    alone = GridStrategy(RULE, "wide", [1, 2, 4], plan)
+    assert alone.next_step().epochs == 6  # no reference: straight to the end
+    off = GridStrategy(RULE, "wide", [1, 2, 4], SweepPlan(seeds=[1], rungs=[], max_epochs=6, window=2),
+                       reference=[result(2, [0.9], family="small", finished=True)])
+    assert off.next_step().epochs == 6

@@ -1,0 +1,176 @@
+"""Several pretrained checkpoints in one decision, end to end: each a family of its own named after its folder, with
+its own depths (capped at its layers), the cheaper swept first, one decision over every (checkpoint, depth) whose
+sentence names the other checkpoint's best, the chosen checkpoint's model registered and predicting in a fresh
+process; a rerun after a stop (SIGTERM) in the second checkpoint trains only what was not finished; a budget says
+what it left untried; the flag repeats, YAML takes a list or a string, and a checkpoint given twice or a path that
+is not there is one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import encoder.training
+from cli.main import main
+from encoder.selection.rule import choose_depth
+from expectations.table.datasets import DATASETS
+from flows.summary import RunSummary
+from runtime.interrupt import STOP
+from tests.encoder.tiny_checkpoint import tiny_checkpoint
+from tests.flows.test_encoder_types import PREDICT
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
+CONFIG = """
+data: {{dataset: topics, dataset_rows: 400}}
+model: {{max_len: 32, pretrained: {pretrained}}}
+train: {{batch_size: 32, finetune_learning_rate: 0.003, finetune_max_epochs: 3, finetune_min_epochs: 2,
+        finetune_patience: 2}}
+sweep: {{depths: [1, 2, 4]{sweep}}}
+"""
+
+
+def write_config(folder: Path, pretrained: str, sweep: str = "") -> Path:
+    path = folder / "run.yaml"
+    path.write_text(CONFIG.format(pretrained=pretrained, sweep=sweep))
+    return path
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory) -> Path:
+    """Two checkpoints of different widths and depths: `small` (2 layers, hidden 16) and `wide` (4 layers, 48)."""
+    folder = tmp_path_factory.mktemp("checkpoints")
+    texts = DATASETS["topics"].generate(400, 1)["text"]
+    tiny_checkpoint(folder / "wide", texts, layers=4, hidden=48, seed=1)
+    tiny_checkpoint(folder / "small", texts, layers=2, hidden=16, seed=2)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def run(prefect_server, checkpoints, tmp_path_factory):
+    """One run over both, given by the repeated flag (the costlier first: the sweep orders them by cost); halving
+    across checkpoints has its own tests (tests/encoder/selection/test_strategies.py)."""
+    folder = tmp_path_factory.mktemp("both")
+    write_config(folder, "null", ", halving: off")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        code = main(["run", "--config", "run.yaml", "--pretrained", str(checkpoints / "wide"),
+                     "--pretrained", str(checkpoints / "small"), "--summary-json", "summary.json"])
+    assert code == 0
+    return folder, RunSummary.from_dict(json.loads((folder / "summary.json").read_text()))
+
+
+def test_each_checkpoint_sweeps_its_own_depths_capped_at_its_layers_cheaper_first(run) -> None:
+    _, summary = run
+    assert [(c.family, c.depth) for c in summary.candidates] == [
+        ("small", 1), ("small", 2), ("wide", 1), ("wide", 2), ("wide", 4)]
+    costs = {(c.family, c.depth): c.cost.flops_per_example for c in summary.candidates if c.cost}
+    assert costs["small", 2] < costs["wide", 2]  # the same depth of the wider checkpoint costs more
+
+
+def test_one_decision_over_every_checkpoint_names_the_others_best(run) -> None:
+    _, summary = run
+    rule = summary.rule
+    chosen, other = rule.selected_family, ({"small", "wide"} - {rule.selected_family}).pop()
+    assert {s.family for s in rule.scores} == {"small", "wide"}
+    assert f"{chosen} depth {rule.selected_depth}" in rule.reason
+    named = (f"at {other} depth {rule.best_depth}" if rule.best_family == other
+             else f"; {other} best {rule.metric}")  # the other checkpoint's best, as the best or beside it
+    assert named in rule.reason
+    assert choose_depth(summary.candidates, rule.selection_rule()) == rule
+    assert (summary.model.family, summary.model.depth) == (chosen, summary.selected_depth)
+
+
+def test_the_chosen_checkpoints_model_predicts_in_a_fresh_process(run) -> None:
+    folder, summary = run
+    served = subprocess.run(
+        [sys.executable, "-c", PREDICT, f"sqlite:///{folder / 'mlflow.db'}", "models:/depthfinder@champion",
+         "The striker scored twice.", "Whisk the eggs into the flour."],
+        capture_output=True, text=True, timeout=300, cwd=folder,
+    )
+    assert served.returncode == 0, served.stderr[-2000:]
+    labels = served.stdout.split()
+    assert len(labels) == 2 and set(labels) <= set(DATASETS["topics"].generate(400, 1)["label"])
+
+
+def test_the_card_has_every_checkpoints_curve_and_the_version_names_its_checkpoint(run, checkpoints) -> None:
+    from mlflow import MlflowClient
+
+    from encoder.checkpoint import resolve_checkpoint
+
+    folder, summary = run
+    version = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}").get_model_version(
+        "depthfinder", summary.model.version)
+    curves = version.description.split("**Every family's curve**")[1].split("\n\n**")[0]
+    rows = {line.split(" | ")[0].strip("| "): line for line in curves.splitlines() if line.startswith("| ")}
+    assert set(rows) == {"family", "small", "wide"}
+    assert rows["small"].count(" / ") == 2 and rows["wide"].count(" / ") == 3  # one cell per depth it has
+    chosen = checkpoints / summary.rule.selected_family
+    assert version.tags["family"] == summary.rule.selected_family
+    assert version.tags["checkpoint"] == resolve_checkpoint(str(chosen)).content_hash
+
+
+def test_a_rerun_after_a_stop_in_the_second_checkpoint_trains_only_what_was_not_finished(
+        prefect_server, checkpoints, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_config(tmp_path, f"[{checkpoints / 'small'}, {checkpoints / 'wide'}]", ", halving: off")
+    real_train = encoder.training.train_candidate
+    trained: list[tuple[str, int]] = []
+
+    def stops_in_wide_depth_2(frame, labels, tokenizer, depth, *args, **kwargs):
+        if (kwargs["family"].name, depth) == ("wide", 2) and stop:  # SIGTERM, as training checks for it
+            STOP.request("SIGTERM")
+            STOP.raise_if_requested("training wide depth 2")
+        trained.append((kwargs["family"].name, depth))
+        return real_train(frame, labels, tokenizer, depth, *args, **kwargs)
+
+    monkeypatch.setattr(encoder.training, "train_candidate", stops_in_wide_depth_2)
+    stop = True
+    first = main(["run", "--config", "run.yaml", "--summary-json", "first.json"])
+    before, stop = list(trained), False
+    second = main(["run", "--config", "run.yaml", "--summary-json", "second.json"])
+
+    assert (first, second) == (143, 0)  # stopped by SIGTERM; then done
+    assert before[:3] == [("small", 1), ("small", 2), ("wide", 1)]  # the cheaper checkpoint first
+    # the rerun trains what the stop left: wide depth 2, and wide depth 4, which the same stop ended if it had begun
+    assert sorted(trained[len(before):]) == [("wide", 2), ("wide", 4)]
+    summary = json.loads((tmp_path / "second.json").read_text())
+    statuses = {(c["family"], c["depth"]): c["status"] for c in summary["candidates"]}
+    assert statuses == {("small", 1): "cached", ("small", 2): "cached", ("wide", 1): "cached",
+                        ("wide", 2): "trained", ("wide", 4): "trained"}
+    assert list(statuses) == [("small", 1), ("small", 2), ("wide", 1), ("wide", 2), ("wide", 4)]
+
+
+def test_a_budget_stops_the_sweep_and_the_decision_says_what_it_left_untried(
+        prefect_server, checkpoints, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_config(tmp_path, f"[{checkpoints / 'wide'}, {checkpoints / 'small'}]", ", halving: off, budget_flops: 1")
+
+    assert main(["run", "--config", "run.yaml", "--summary-json", "summary.json"]) == 0
+
+    summary = RunSummary.from_dict(json.loads((tmp_path / "summary.json").read_text()))
+    assert [(c.family, c.status) for c in summary.candidates] == [("small", "trained")] * 2
+    assert summary.budget.untried == ["wide depth 1", "wide depth 2", "wide depth 4"]
+    assert summary.budget.spent_flops > summary.budget.flops == 1
+    assert summary.rule.reason.endswith("left untried: wide depth 1, wide depth 2, wide depth 4")
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    (["--pretrained", "{a}", "--pretrained", "{a}"], "checkpoint {a} is given twice"),
+    (["--pretrained", "{a}", "--pretrained", "{a}/"], "are the same checkpoint"),
+    (["--pretrained", "{a}", "--pretrained", "{missing}"], "{missing}"),
+    (["--pretrained", "{a}", "--pretrained", "{b}", "--depths", "1,8"], "depth 8 is beyond the layers of every"),
+])
+def test_bad_checkpoints_exit_2_in_one_line_before_any_work(
+        checkpoints, tmp_path, monkeypatch, capsys, given: list[str], expected: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    paths = {"a": str(checkpoints / "small"), "b": str(checkpoints / "wide"), "missing": str(tmp_path / "nowhere")}
+    code = main(["run", "--dataset", "topics", *[arg.format(**paths) for arg in given]])
+
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert expected.format(**paths) in err
+    assert list(tmp_path.iterdir()) == []
