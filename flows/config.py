@@ -296,4 +296,7 @@ def first_error(exc: ValidationError, path: Path | None) -> str:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"]) or "config"
     source = f" (in {path})" if path is not None else ""
-    return f"setting {where}{source}: {error['msg']}"
+    # A validator's ValueError reads "Value error, <what>" in pydantic's message: the user needs only the what.
+    message = str(error["ctx"]["error"]) if error["type"] == "value_error" and "error" in error.get("ctx", {}) \
+        else error["msg"]
+    return f"setting {where}{source}: {message}"

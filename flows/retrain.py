@@ -221,7 +221,8 @@ def what_changed(
             decision="skip", reason=unchanged_reason(config, fingerprint, unchanged))})
     create_markdown_artifact(key="what-changed", markdown=changes_markdown(report),
                              description=f"depthfinder: since version {champion.version}, {report.policy.tag}")
-    publish_rows("foreign-rows", "rows added flagged foreign", report.foreign, first_data_line(config.data),
+    publish_rows("foreign-rows", "rows added flagged foreign (changes.foreign_rows counts those beyond the rows of "
+                 "the same task flagged by chance)", report.foreign, first_data_line(config.data),
                  FOREIGN_ROWS)
     get_run_logger().info("What changed since version %s:\n%s", champion.version, "\n".join(changes_lines(report)))
     return report

@@ -106,7 +106,7 @@ def test_checkpoints_are_a_list_and_a_single_one_in_an_older_yaml_config_still_r
     assert load_run_config(one, {}).model.pretrained == ["some/where"]
     assert load_run_config(several, {}).model.pretrained == ["some/where", "/else/where"]
     assert load_run_config(several, {"model": {"pretrained": ["x"]}}).model.pretrained == ["x"]  # the flags win
-    with pytest.raises(ValueError, match="setting model.pretrained .*: .*checkpoint some/where is given twice"):
+    with pytest.raises(ValueError, match=r"setting model.pretrained \(in .*\): checkpoint some/where is given twice"):
         load_run_config(several, {"model": {"pretrained": ["some/where", "some/where"]}})
 
 

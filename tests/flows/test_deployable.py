@@ -59,7 +59,8 @@ def test_the_model_card_is_the_versions_and_the_models_description_and_the_runs_
     model = client.get_registered_model("depthfinder").description
     note = client.get_run(summary["mlflow_run_id"]).data.tags["mlflow.note.content"]
 
-    assert version.startswith(f"# depthfinder version 1: pretrained depth {summary['selected_depth']}")
+    chosen = f"{summary['rule']['selected_family']} depth {summary['selected_depth']}"  # the checkpoint's own name
+    assert version.startswith(f"# depthfinder version 1: {chosen}")
     assert summary["rule"]["reason"] in version and summary["deployment"]["sentence"] in version
     assert "get-artifact?path=plots%2Fmetric_vs_depth.png" in version
     assert "--format hf" in version and "--format onnx" in version
