@@ -145,25 +145,24 @@ def paired_interval(
 ) -> Interval:
     """`predicted`'s metric minus `reference`'s on the same labelled rows, with a paired bootstrap interval at
     `confidence` (the rows are resampled together): how a challenger is compared with the champion."""
-    classes = {label: index for index, label in enumerate(sorted({*true, *predicted, *reference}))}
-
-    def ids(labels: Sequence[str]) -> np.ndarray:
-        return np.array([classes[label] for label in labels], dtype=np.int32)
-
-    pair = Predictions(ids(true), {("a", 0, 0): ids(predicted), ("b", 0, 0): ids(reference)})
+    truth, mine, theirs = _class_ids(true, predicted, reference)
+    pair = Predictions(truth, {("a", 0, 0): mine, ("b", 0, 0): theirs})
     return compare_to_best(pair, {("a", 0): [0], ("b", 0): [0]}, ("b", 0), metric, confidence, resamples)[("a", 0)]
 
 
 def metric_interval(true: Sequence[str], predicted: Sequence[str], metric: str, confidence: float,
                     resamples: int = RESAMPLES) -> tuple[float, float, float]:
     """The metric of `predicted` on labelled rows and its bootstrap interval at `confidence`: (value, low, high)."""
-    classes = {label: index for index, label in enumerate(sorted({*true, *predicted}))}
-    truth = np.array([classes[label] for label in true], dtype=np.int32)
-    guess = np.array([classes[label] for label in predicted], dtype=np.int32)
+    truth, guess = _class_ids(true, predicted)
     values = _resampled_metrics(truth, [guess], metric, resamples, np.random.default_rng(SEED))[0]
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(values, [tail, 100 - tail])
-    return metric_of(truth, guess, metric), float(low), float(high)
+    found = interval_of(metric_of(truth, guess, metric), values, confidence)
+    return found.difference, found.low, found.high
+
+
+def _class_ids(*labellings: Sequence[str]) -> list[np.ndarray]:
+    """Each labelling as class ids, numbered over the labels of all of them (sorted)."""
+    classes = {label: index for index, label in enumerate(sorted(set().union(*labellings)))}
+    return [np.array([classes[label] for label in labels], dtype=np.int32) for labels in labellings]
 
 
 def _seed_resampled_mean(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
