@@ -9,11 +9,19 @@ the one full-depth fine-tune: training seconds, and training FLOPs (FLOPs per ex
 the candidates trained, over the depth-6 candidate's). Last line:
 `RESULT same_choice=<per dataset> cost_vs_full=<search, seconds> cost_vs_grid=<search over grid, seconds>
 flops_vs_full=<search, FLOPs>` (same_choice: the same depth, or one the grid's rule calls tied with it).
+
+`--grid-from FOLDER` takes the grid from an earlier `--halving off` run of depths 1-6 instead of training it
+again: FOLDER/<dataset>/summary.json, e.g. bench/tolerance_risk.py's work folder, whose runs train every depth
+with several seeds; the grid is its seed-1 candidates (a one-seed run's, the seed being 1 by default) and its
+choice is the rule's on them. Its training seconds are those of that run (on a busy machine, not comparable);
+its FLOPs are. `--work FOLDER` keeps each run in FOLDER/<dataset>/<strategy> (instead of a temporary folder), and a
+run whose summary.json is there is read, not run again.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -47,6 +55,19 @@ def grid_ties(grid: dict, depth: int) -> bool:
     return depth in scores and ties(scores[depth], scores[decision.best_depth], decision.tolerance)
 
 
+def grid_from(summary_path: Path) -> dict:
+    """The one-seed grid inside an earlier every-depth run: its seed-1 candidates and the rule's choice on them."""
+    from encoder.selection.candidate import Candidate
+    from encoder.selection.rule import SelectionRule, choose_depth
+
+    summary = json.loads(summary_path.read_text())
+    candidates = [c for c in summary["candidates"] if c["seed"] == 1 and c["status"] in ("trained", "cached")]
+    if sorted(c["depth"] for c in candidates) != list(range(1, LAYERS + 1)):
+        raise SystemExit(f"{summary_path}: not every depth 1-{LAYERS} trained with seed 1")
+    decision = choose_depth([Candidate.from_dict(c) for c in candidates], SelectionRule())
+    return {"candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision.to_dict()}
+
+
 def table(name: str, grid: dict, search: dict) -> list[str]:
     rows = [f"\n{name}\n", "| depth | grid val | grid test | search | search val | search test |",
             "|---:|---:|---:|---|---:|---:|"]
@@ -66,15 +87,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_cache_argument(parser)
     parser.add_argument("--datasets", default=",".join(DATASETS), help="files under DEPTHFINDER_DATA")
+    parser.add_argument("--grid-from", type=Path, help="read each grid from FOLDER/<dataset>/summary.json")
+    parser.add_argument("--work", type=Path, help="keep the runs in FOLDER/<dataset>/<strategy>; reuse finished ones")
     args = parser.parse_args(argv)
     checkpoint = str(minilm(args.cache))
     same, vs_full, vs_grid, flops = [], [], [], []
     with tempfile.TemporaryDirectory() as scratch_space:
         for name in args.datasets.split(","):
             runs = {}
+            if args.grid_from:
+                runs["grid"] = {"summary": grid_from(args.grid_from / name / "summary.json")}
             for strategy, options in (("grid", ["--halving", "off"]), ("search", ["--strategy", "search"])):
-                folder = Path(scratch_space) / name / strategy
-                folder.mkdir(parents=True)
+                folder = (args.work or Path(scratch_space)) / name / strategy
+                if strategy in runs:
+                    continue
+                if (folder / "summary.json").is_file():
+                    runs[strategy] = {"summary": json.loads((folder / "summary.json").read_text())}
+                    continue
+                folder.mkdir(parents=True, exist_ok=True)
                 depths = ",".join(map(str, range(1, LAYERS + 1))) if strategy == "grid" else ""
                 runs[strategy] = run_depthfinder(["--data", str(DATA / name)], depths, folder, "--pretrained",
                                                  checkpoint, *options)
