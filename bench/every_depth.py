@@ -61,7 +61,9 @@ def grid_from(summary_path: Path) -> dict:
     from encoder.selection.rule import SelectionRule, choose_depth
 
     summary = json.loads(summary_path.read_text())
-    candidates = [c for c in summary["candidates"] if c["seed"] == 1 and c["status"] in ("trained", "cached")]
+    # A cached candidate was trained by the run that first made it; its recorded cost is that training's.
+    candidates = [{**c, "status": "trained"} for c in summary["candidates"]
+                  if c["seed"] == 1 and c["status"] in ("trained", "cached")]
     if sorted(c["depth"] for c in candidates) != list(range(1, LAYERS + 1)):
         raise SystemExit(f"{summary_path}: not every depth 1-{LAYERS} trained with seed 1")
     decision = choose_depth([Candidate.from_dict(c) for c in candidates], SelectionRule())
