@@ -100,9 +100,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.grid_from:
                 runs["grid"] = {"summary": grid_from(args.grid_from / name / "summary.json")}
             for strategy, options in (("grid", ["--halving", "off"]), ("search", ["--strategy", "search"])):
-                folder = (args.work or Path(scratch_space)) / name / strategy
                 if strategy in runs:
                     continue
+                folder = (args.work or Path(scratch_space)) / name / strategy
                 if (folder / "summary.json").is_file():
                     runs[strategy] = {"summary": json.loads((folder / "summary.json").read_text())}
                     continue
