@@ -71,12 +71,11 @@ def save_predictions(path: Path, true: Sequence[int], predicted: Sequence[int]) 
 
 
 def load_predictions(candidates: Iterable[Candidate]) -> Predictions | str:
-    """The saved predictions of the usable candidates, or why they cannot be compared row by row."""
+    """The saved predictions of `candidates` (the rule's eligible ones, or a screen and its probes), or why they
+    cannot be compared row by row."""
     true: np.ndarray | None = None
     predicted = {}
     for candidate in candidates:
-        if not candidate.usable:
-            continue
         if candidate.predictions is None:
             return f"{candidate.name} has no saved validation predictions"
         try:
@@ -90,7 +89,7 @@ def load_predictions(candidates: Iterable[Candidate]) -> Predictions | str:
             return f"{candidate.name} was validated on other rows than the rest"
         predicted[candidate.family, candidate.depth, candidate.seed] = classes
     if true is None:
-        return "no usable candidate"
+        return "no candidate"
     return Predictions(true, predicted)
 
 

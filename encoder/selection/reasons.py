@@ -49,6 +49,8 @@ def tolerance_reason(
                         f"{quality(chosen)}), and the validation rows show {label(selected)} within the "
                         f"{tolerance:.3g} tolerance ({interval_words(chosen, selected, best, rule, label)}), so the "
                         f"cheaper {label(selected)} ships, {cost}")
+    elif len(scores) == 1:
+        return f"{label(best)} ships: the only depth to choose from ({metric} {quality(top)})", None
     elif closest is None:
         return (f"{label(best)} has the best {metric} {quality(top)} and is also the cheapest by "
                 f"{COST_NAMES[rule.cost]}"), None

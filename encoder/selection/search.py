@@ -22,7 +22,8 @@ from pydantic import Field
 
 from encoder.config import FAMILY_DESCRIPTION
 from encoder.selection.candidate import Candidate, Record
-from encoder.selection.margin import within
+from encoder.selection.evidence import Interval, compare_to_best, load_predictions
+from encoder.selection.margin import rows_to_resolve, within
 from encoder.selection.rule import Decision, ties
 
 
@@ -51,15 +52,55 @@ class Search(Record):
                 f"{self.cost_vs_full:.1f}x one fine-tune of depth {self.layers} (every depth apart: about {grid:.1f}x)")
 
 
-def first_guess(screen: list[Candidate], reference: Candidate, metric: str, tolerance: float) -> int:
-    """Where the screen points: the cheapest depth whose probe is within the tolerance, widened by how far the
-    probe of depth L−1 falls below the reference (the probes' own shortfall), of the reference's metric."""
+def screen_intervals(screen: Candidate, metric: str, confidence: float | None) -> tuple[dict[int, Interval], int]:
+    """Each screened depth's probe minus the screen (depth L) on the validation rows, with the paired bootstrap
+    interval at `confidence` (the rule's): how finely these rows resolve a depth below L; and how many rows. None
+    with `confidence` null or without saved predictions."""
+    if confidence is None or not screen.screen:
+        return {}, 0
+    predictions = load_predictions([screen, *screen.screen])
+    if isinstance(predictions, str):
+        return {}, 0
+    arms = {(c.family, c.depth): [c.seed] for c in [screen, *screen.screen]}
+    intervals = compare_to_best(predictions, arms, (screen.family, screen.depth), metric, confidence)
+    return {depth: interval for (_, depth), interval in intervals.items() if depth != screen.depth}, predictions.rows
+
+
+def first_guess(screen: list[Candidate], reference: Candidate, metric: str, tolerance: float,
+                intervals: dict[int, Interval] | None = None) -> int:
+    """Where the screen points: the cheapest depth the rule could tie with the reference if its separate fine-tune
+    made up the probes' own shortfall (how far the probe of depth L−1 falls below the reference): its probe's mean,
+    lifted by the shortfall, within the tolerance of the reference's metric, and, with the screen's `intervals`,
+    the lifted lower end of its interval too."""
     if not screen:
         return reference.depth
     best = reference.metrics[metric]
     shortfall = max(0.0, best - screen[-1].metrics[metric])
-    close = [c.depth for c in screen if within(c.metrics[metric] - best, tolerance + shortfall)]
+    intervals = intervals or {}
+
+    def could_tie(probe: Candidate) -> bool:
+        found = intervals.get(probe.depth)
+        return within(probe.metrics[metric] - best + shortfall, tolerance,
+                      found.low + shortfall if found is not None else None)
+
+    close = [c.depth for c in screen if could_tie(c)]
     return min(close) if close else reference.depth
+
+
+def unresolvable(intervals: dict[int, Interval], rows: int, tolerance: float) -> str | None:
+    """Why no separate fine-tune below L could be shown within the tolerance, or None when one could: the narrowest
+    of the screen's intervals (a probe's, against depth L) is wider than the tolerance, so even a depth that
+    matched L's mean would not be shown within it. A probe shares depth L's lower layers and agrees with it more
+    than a network fine-tuned apart does (docs/selection.md), so its interval is the narrower of the two."""
+    if not intervals:
+        return None
+    depth, narrowest = min(intervals.items(), key=lambda item: (item[1].half_width, -item[0]))
+    needed = rows_to_resolve(rows, narrowest.half_width, tolerance)
+    if needed is None:
+        return None
+    return (f"depths 1-{max(intervals)}: not confirmed, the {rows:,} validation rows cannot show any within the "
+            f"{tolerance:.3g} tolerance (the screen's narrowest interval, depth {depth}'s probe against depth "
+            f"{max(intervals) + 1}, is ±{narrowest.half_width:.3f}; about {needed:,} rows would resolve it)")
 
 
 def tied(decision: Decision, family: str, depth: int) -> bool:
@@ -93,6 +134,11 @@ class Bisection:
     def next(self) -> int | None:
         """The depth to confirm next, or None when the range is closed."""
         return next_depth(self.low, self.high, self.guess) if self.low < self.high else None
+
+    def close(self, why: str) -> None:
+        """End the search before any confirmation, for the reason given: depth `layers` is the cheapest tied."""
+        self.low = self.high
+        self.steps.append(why)
 
     def record(self, depth: int, verdict: bool | None) -> None:
         """What confirming `depth` showed: tied with the best (True), not shown within (False), failed (None)."""

@@ -24,7 +24,7 @@ from encoder.config import FamilyName
 from encoder.selection.candidate import Candidate, still_rising
 from encoder.selection.halving import Rung, halve, outclassed
 from encoder.selection.rule import SelectionRule, choose_depth
-from encoder.selection.search import NOT_TIED, Bisection, Search, first_guess, tied
+from encoder.selection.search import NOT_TIED, Bisection, Search, first_guess, screen_intervals, tied, unresolvable
 
 StrategyName = Literal["grid", "search"]  # the names of STRATEGIES (a test holds the two together)
 DepthSeed = tuple[int, int]
@@ -216,7 +216,12 @@ class SearchStrategy(Strategy):
         screen = self.latest[layers, seeds[0]]
         if not screen.usable:
             return
-        self.bisection = Bisection(layers, first_guess(screen.screen, screen, self.rule.metric, self.rule.tolerance))
+        intervals, rows = screen_intervals(screen, self.rule.metric, self.rule.confidence)
+        self.bisection = Bisection(layers, first_guess(screen.screen, screen, self.rule.metric, self.rule.tolerance,
+                                                       intervals))
+        if why := unresolvable(intervals, rows, self.rule.tolerance):
+            self.bisection.close(why)
+            self._notes.append(f"search: {self.family} {why}")
         while (depth := self.bisection.next()) is not None:
             yield self._train([(depth, seed) for seed in seeds], end)
             self.bisection.record(depth, self._verdict(depth))

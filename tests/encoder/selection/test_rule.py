@@ -55,6 +55,11 @@ def test_zero_tolerance_picks_the_best_and_a_best_that_is_cheapest_says_so() -> 
     assert "depth 1 has the best macro_f1 0.950 and is also the cheapest" in decision.reason
 
 
+def test_a_single_depth_is_said_to_be_the_only_one_not_the_cheapest() -> None:
+    decision = choose_depth([candidate(6, 0.93, 6e8)], SelectionRule(tolerance=0.01))
+    assert decision.reason == "depth 6 ships: the only depth to choose from (macro_f1 0.930)"
+
+
 def test_a_depth_exactly_at_the_tolerance_boundary_qualifies() -> None:
     sweep = [candidate(1, 0.94, 1e8), candidate(2, 0.95, 2e8)]  # 0.95 - 0.01 is 0.9399999... in floats
     assert choose_depth(sweep, SelectionRule(tolerance=0.01)).selected_depth == 1

@@ -8,7 +8,8 @@ import math
 import pytest
 
 from encoder.selection.candidate import Candidate
-from encoder.selection.search import first_guess, search
+from encoder.selection.evidence import Interval
+from encoder.selection.search import first_guess, search, unresolvable
 
 
 @pytest.mark.parametrize("layers", [2, 6, 12, 24])
@@ -46,6 +47,35 @@ def test_the_screen_points_at_the_cheapest_probe_within_the_tolerance_and_the_pr
 
     assert guess == 4  # 0.91 >= 0.94 - 0.01 - 0.02; depth 3's 0.89 is not
     assert first_guess([], reference, "macro_f1", 0.01) == 6
+
+
+def around(difference: float, half_width: float) -> Interval:
+    return Interval(difference=difference, low=difference - half_width, high=difference + half_width)
+
+
+def test_with_the_screens_intervals_it_points_at_the_cheapest_probe_the_rows_could_show_within() -> None:
+    reference = Candidate(depth=6, status="trained", metrics={"macro_f1": 0.94})
+    probes = screened([0.58, 0.76, 0.89, 0.91, 0.92])  # shortfall 0.02, as above
+    # Lifted by the shortfall, depth 4's probe is 0.01 below depth 6 with an interval of ±0.015: its lower end,
+    # -0.025, is not within; depth 5's, 0 ± 0.008, is.
+    intervals = {4: around(-0.03, 0.015), 5: around(-0.02, 0.008)}
+
+    assert first_guess(probes, reference, "macro_f1", 0.01, intervals) == 5
+    assert first_guess(probes, reference, "macro_f1", 0.01, {**intervals, 4: around(-0.03, 0.0)}) == 4
+    assert first_guess(probes, reference, "macro_f1", 0.01) == 4  # the means alone (confidence null)
+
+
+def test_the_rows_cannot_resolve_the_tolerance_when_even_the_screens_narrowest_interval_is_wider() -> None:
+    wide = {1: around(-0.09, 0.04), 4: around(-0.01, 0.015), 5: around(-0.006, 0.013)}
+
+    why = unresolvable(wide, 304, 0.01)
+
+    assert why == ("depths 1-5: not confirmed, the 304 validation rows cannot show any within the 0.01 tolerance "
+                   "(the screen's narrowest interval, depth 5's probe against depth 6, is ±0.013; about 520 rows "
+                   "would resolve it)")
+    assert unresolvable({**wide, 4: around(-0.01, 0.009)}, 304, 0.01) is None  # one narrow enough: search
+    assert unresolvable(wide, 304, 0.02) is None
+    assert unresolvable({}, 0, 0.01) is None  # no evidence (confidence null): search as by the means
 
 
 def test_the_sentence_names_exactly_the_depths_only_screened() -> None:

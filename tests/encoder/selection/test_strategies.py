@@ -8,11 +8,14 @@ convergence by the convergence gain.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import get_args
 
+import numpy as np
 import pytest
 
 from encoder.selection.candidate import Candidate, Cost
+from encoder.selection.evidence import metric_of, save_predictions
 from encoder.selection.halving import Rung
 from encoder.selection.rule import SelectionRule
 from encoder.selection.strategies import (
@@ -179,6 +182,54 @@ def test_the_search_points_by_the_depth_tolerance_and_stops_when_the_screen_fail
     failed.record({(3, 2): result(3, [0.9], family="pretrained")})
     assert failed.next_step() is None
     assert failed.search.steps == [] and failed.search.screened == []
+
+
+def screen_on(folder: Path, rows: int, disagreement: float) -> Candidate:
+    """A depth-6 screen, with its saved validation predictions on `rows` rows, whose probes of depths 1-5 disagree
+    with it on ever fewer rows, depth 5's on a share `disagreement` of them."""
+    rng = np.random.default_rng(3)
+    true = rng.integers(0, 2, rows)
+    deep = np.where(rng.random(rows) < 0.94, true, 1 - true)
+
+    def saved(depth: int, predicted: np.ndarray, status: str = "screened") -> Candidate:
+        path = save_predictions(folder / f"depth-{depth}.npz", true, predicted)
+        return Candidate(depth=depth, family="pretrained", status=status, predictions=str(path),
+                         metrics={"macro_f1": metric_of(true, predicted, "macro_f1")})
+
+    probes = [saved(k, np.where(rng.random(rows) < share, 1 - deep, deep))
+              for k, share in enumerate([0.3, 0.2, 0.1, 0.06, disagreement], start=1)]
+    screen = saved(6, deep, status="trained")
+    return result(6, [screen.metrics["macro_f1"]], family="pretrained", screen=probes).model_copy(
+        update={"predictions": screen.predictions})
+
+
+def test_the_search_confirms_nothing_when_the_rows_could_not_show_any_cheaper_depth_within(tmp_path: Path) -> None:
+    search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SweepPlan(seeds=[1], rungs=[], max_epochs=3))
+    search.next_step()
+    # 300 rows, depth 5's probe off on 4% of them: its paired interval against depth 6 is about ±0.02.
+    search.record({(6, 1): screen_on(tmp_path, 300, 0.04)})
+
+    last = search.next_step()
+
+    assert last.grids == [] and len(last.notes) == 1
+    assert last.notes[0].startswith("search: pretrained depths 1-5: not confirmed, the 300 validation rows cannot "
+                                    "show any within the 0.01 tolerance (the screen's narrowest interval, depth 5's "
+                                    "probe against depth 6, is ±0.0")
+    assert search.next_step() is None
+    record = search.search
+    assert (record.confirmed, record.screened) == ([6], [1, 2, 3, 4, 5])
+    assert record.steps == [last.notes[0].removeprefix("search: pretrained ")]
+
+
+def test_the_search_confirms_where_the_rows_can_resolve_the_tolerance(tmp_path: Path) -> None:
+    search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SweepPlan(seeds=[1], rungs=[], max_epochs=3))
+    search.next_step()
+    # 20,000 rows, depth 5's probe off on 0.5% of them: its interval is about ±0.001, and it is 0.005 below depth 6.
+    search.record({(6, 1): screen_on(tmp_path, 20_000, 0.005)})
+
+    step = search.next_step()
+
+    assert step.grids == [(5, 1)] and step.notes == []  # depth 4's probe, 0.06 off, is not within
 
 
 def wide(depth: int, history: list[float]) -> Candidate:
