@@ -7,11 +7,16 @@ fine-tuned on its own reaches, so the rule never decides on them; they say where
 confirms depths with separate fine-tunes, each compared with the best confirmed depth by the rule's own test
 (encoder.selection.rule.ties): a depth the rows show within the tolerance is tied, and the search goes cheaper;
 one not shown within rules out every shallower depth too (quality does not fall as depth grows, up to noise),
-and the search goes deeper. It starts where the screen points (the cheapest depth whose probe is within the
-tolerance plus the probes' own shortfall at depth L−1 of the best), then halves the depths still open: about
-log2(L) separate fine-tunes of fewer than L layers each, besides the screen (`Bisection`). The rule then decides
-among the confirmed depths, with intervals, as for the grid. The search strategy (encoder.selection.strategies)
-asks for these trainings one step at a time.
+and the search goes deeper. It starts where the screen points (the cheapest depth whose probe, lifted by the
+probes' own shortfall at depth L−1, the rule could tie with the best: its mean and the lower end of its paired
+interval against depth L within the tolerance), then halves the depths still open: about log2(L) separate
+fine-tunes of fewer than L layers each, besides the screen (`Bisection`). When even the narrowest of the probes'
+intervals is wider than the tolerance, the validation rows could not show any separate fine-tune within it (a
+probe shares depth L's lower layers and agrees with it more than a network fine-tuned apart does), and the search
+confirms nothing: a confirmation would cost a fine-tune and could ship only by outscoring depth L on rows too few
+to tell the two apart. Depth L ships, and the search says how many rows would resolve the tolerance. The rule
+then decides among the confirmed depths, with intervals, as for the grid. The search strategy
+(encoder.selection.strategies) asks for these trainings one step at a time.
 """
 
 from __future__ import annotations
