@@ -5,8 +5,10 @@ every seed (`--seeds`): the scratch known-depth problems (`nested-ops-1..3`, 8,0
 settings, depths 1-4) and the two real files with all-MiniLM-L6-v2 (depths 1-6; bench/pretrained_depth.py says
 where it comes from). Each (depth, seed)'s validation and test predictions go to a cache file
 (`<work>/<dataset>.npz`), so the table is recomputed for new policies without retraining: a dataset whose cache
-file exists is not trained again. A depth's true quality is its test macro-F1 averaged over the seeds; a depth
-is within the tolerance in truth when that is no more than the tolerance below the best depth's.
+file exists is not trained again. `--merge-from FOLDER ...` merges the cache files of other work folders, e.g. of
+runs of other seeds trained side by side (`--seeds 1,2,3` in one, `--seeds 4,5` in another). A depth's true
+quality is its test macro-F1 averaged over the seeds; a depth is within the tolerance in truth when that is no
+more than the tolerance below the best depth's.
 
 Decisions: for each validation size (`--sizes`, e.g. 100, 300 and all), `--draws` sweeps of one seed per depth
 (drawn at random) on a random subset of the validation rows of that size (all: every row), each decided by
@@ -154,18 +156,32 @@ def train(name: str, source: list[str], depths: str, seeds: str, folder: Path, *
 
 
 def ground_truth(args: argparse.Namespace) -> list[Trained]:
-    """Every dataset's Trained, from its cache file or trained now (and cached)."""
+    """Every dataset's Trained, from its cache files (in --work and every --merge-from folder, merged) or trained
+    now (and cached)."""
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     plans = _plans(args)
     found = []
     for name, plan in plans.items():
-        cache = work / f"{name}.npz"
-        if not cache.is_file():
+        caches = [cache for folder in [work, *args.merge_from] if (cache := folder / f"{name}.npz").is_file()]
+        if not caches:
             source, depths, options = plan()
-            save_cache(cache, train(name, source, depths, args.seeds, work / name, *options))
-        found.append(load_cache(cache))
+            save_cache(work / f"{name}.npz", train(name, source, depths, args.seeds, work / name, *options))
+            caches = [work / f"{name}.npz"]
+        found.append(merged([load_cache(cache) for cache in caches]))
     return found
+
+
+def merged(parts: list[Trained]) -> Trained:
+    """One dataset's Trained from runs of other seeds (the same split: the same validation and test rows)."""
+    first = parts[0]
+    for part in parts[1:]:
+        if not (np.array_equal(part.val_true, first.val_true) and np.array_equal(part.test_true, first.test_true)):
+            raise SystemExit(f"{first.name}: its cache files hold other validation or test rows; cannot merge them")
+    return Trained(first.name, first.val_true, first.test_true, val={k: v for p in parts for k, v in p.val.items()},
+                   test={k: v for p in parts for k, v in p.test.items()},
+                   flops={d: f for p in parts for d, f in p.flops.items()},
+                   test_metric={k: v for p in parts for k, v in p.test_metric.items()})
 
 
 def _plans(args: argparse.Namespace) -> dict:
@@ -369,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--confidence", type=float, default=0.9)
     parser.add_argument("--work", type=Path, default=ROOT / ".depthfinder" / "tolerance-risk",
                         help="runs and cache files (reused: a dataset with a cache file is not trained again)")
+    parser.add_argument("--merge-from", type=Path, nargs="*", default=[],
+                        help="more folders of cache files (runs of other seeds, e.g. trained side by side): a "
+                        "dataset's files are merged")
     parser.add_argument("--quick", action="store_true", help="a tiny problem, to develop the script")
     args = parser.parse_args(argv)
     if args.quick:
