@@ -103,9 +103,10 @@ def unresolvable(intervals: dict[int, Interval], rows: int, tolerance: float) ->
     needed = rows_to_resolve(rows, narrowest.half_width, tolerance)
     if needed is None:
         return None
-    return (f"depths 1-{max(intervals)}: not confirmed, the {rows:,} validation rows cannot show any within the "
-            f"{tolerance:.3g} tolerance (the screen's narrowest interval, depth {depth}'s probe against depth "
-            f"{max(intervals) + 1}, is ±{narrowest.half_width:.3f}; about {needed:,} rows would resolve it)")
+    layers = max(intervals) + 1
+    return (f"no depth below {layers} confirmed: on the {rows:,} validation rows even the screen's narrowest interval, "
+            f"depth {depth}'s probe against depth {layers}, is ±{narrowest.half_width:.3f}, wider than the "
+            f"{tolerance:.3g} tolerance, so none could be shown within it; about {needed:,} rows would resolve it")
 
 
 def tied(decision: Decision, family: str, depth: int) -> bool:

@@ -70,9 +70,9 @@ def test_the_rows_cannot_resolve_the_tolerance_when_even_the_screens_narrowest_i
 
     why = unresolvable(wide, 304, 0.01)
 
-    assert why == ("depths 1-5: not confirmed, the 304 validation rows cannot show any within the 0.01 tolerance "
-                   "(the screen's narrowest interval, depth 5's probe against depth 6, is ±0.013; about 520 rows "
-                   "would resolve it)")
+    assert why == ("no depth below 6 confirmed: on the 304 validation rows even the screen's narrowest interval, "
+                   "depth 5's probe against depth 6, is ±0.013, wider than the 0.01 tolerance, so none could be "
+                   "shown within it; about 520 rows would resolve it")
     assert unresolvable({**wide, 4: around(-0.01, 0.009)}, 304, 0.01) is None  # one narrow enough: search
     assert unresolvable(wide, 304, 0.02) is None
     assert unresolvable({}, 0, 0.01) is None  # no evidence (confidence null): search as by the means
