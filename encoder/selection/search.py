@@ -21,6 +21,7 @@ then decides among the confirmed depths, with intervals, as for the grid. The se
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 
 from pydantic import Field
@@ -92,21 +93,39 @@ def first_guess(screen: list[Candidate], reference: Candidate, metric: str, tole
     return min(close) if close else reference.depth
 
 
-def unresolvable(intervals: dict[int, Interval], rows: int, tolerance: float) -> str | None:
-    """Why no separate fine-tune below L could be shown within the tolerance, or None when one could: the narrowest
-    of the screen's intervals (a probe's, against depth L) is wider than the tolerance, so even a depth that
-    matched L's mean would not be shown within it. A probe shares depth L's lower layers and agrees with it more
-    than a network fine-tuned apart does (docs/selection.md), so its interval is the narrower of the two."""
-    if not intervals:
+def unresolvable(intervals: dict[int, Interval], rows: int, tolerance: float, open_depths: list[int] | None = None,
+                 confirmed: dict[int, float] | None = None) -> str | None:
+    """Why no separate fine-tune of the `open_depths` (every depth below L by default) could be shown within the
+    tolerance, or None when one could.
+
+    Each depth's interval against depth L is estimated from its probe's (the screen's `intervals`), widened by how
+    much wider the intervals of the separate fine-tunes `confirmed` so far (depth -> half-width against the best)
+    have been than their probes' (the mean ratio). Before any is confirmed the probe's own interval stands: a probe
+    reads depth L's own lower layers and agrees with it more than a network fine-tuned apart does, so its interval
+    is the narrower of the two. When even the narrowest estimate is wider than the tolerance, a depth that matched
+    L's mean would still not be shown within it."""
+    depths = [d for d in (intervals if open_depths is None else open_depths) if d in intervals]
+    if not depths:
         return None
-    depth, narrowest = min(intervals.items(), key=lambda item: (item[1].half_width, -item[0]))
-    needed = rows_to_resolve(rows, narrowest.half_width, tolerance)
+    seen = {d: (half, intervals[d].half_width) for d, half in (confirmed or {}).items()
+            if d in intervals and intervals[d].half_width > 0}
+    widen = statistics.fmean(half / probe for half, probe in seen.values()) if seen else 1.0
+    depth = min(depths, key=lambda d: (intervals[d].half_width, -d))
+    estimate = widen * intervals[depth].half_width
+    needed = rows_to_resolve(rows, estimate, tolerance)
     if needed is None:
         return None
     layers = max(intervals) + 1
-    return (f"no depth below {layers} confirmed: on the {rows:,} validation rows even the screen's narrowest interval, "
-            f"depth {depth}'s probe against depth {layers}, is ±{narrowest.half_width:.3f}, wider than the "
-            f"{tolerance:.3g} tolerance, so none could be shown within it; about {needed:,} rows would resolve it")
+    if not seen:
+        return (f"no depth below {layers} confirmed: on the {rows:,} validation rows even the screen's narrowest "
+                f"interval, depth {depth}'s probe against depth {layers}, is ±{estimate:.3f}, wider than the "
+                f"{tolerance:.3g} tolerance, so none could be shown within it; about {needed:,} rows would resolve it")
+    named = f"depth {depths[0]}" if len(depths) == 1 else f"depths {_depth_ranges(depths)}"
+    shown = ", ".join(f"depth {d}'s ±{half:.3f} against ±{probe:.3f}" for d, (half, probe) in seen.items())
+    return (f"{named} not confirmed: the separate fine-tunes' intervals have been {widen:.2f}x their probes', "
+            f"{shown}, so on the {rows:,} validation rows even the narrowest left, depth {depth}'s, would be about "
+            f"±{estimate:.3f}, wider than the {tolerance:.3g} tolerance, and none could be shown within it; about "
+            f"{needed:,} rows would resolve it")
 
 
 def tied(decision: Decision, family: str, depth: int) -> bool:
@@ -142,7 +161,7 @@ class Bisection:
         return next_depth(self.low, self.high, self.guess) if self.low < self.high else None
 
     def close(self, why: str) -> None:
-        """End the search before any confirmation, for the reason given: depth `layers` is the cheapest tied."""
+        """End the search, for the reason given: `high` stays the cheapest depth tied with the best."""
         self.low = self.high
         self.steps.append(why)
 

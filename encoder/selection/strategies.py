@@ -22,8 +22,9 @@ from typing import ClassVar, Literal
 
 from encoder.config import FamilyName
 from encoder.selection.candidate import Candidate, still_rising
+from encoder.selection.evidence import Interval
 from encoder.selection.halving import Rung, halve, outclassed
-from encoder.selection.rule import SelectionRule, choose_depth
+from encoder.selection.rule import SelectionRule, choose_depth, score_of
 from encoder.selection.search import NOT_TIED, Bisection, Search, first_guess, screen_intervals, tied, unresolvable
 
 StrategyName = Literal["grid", "search"]  # the names of STRATEGIES (a test holds the two together)
@@ -219,21 +220,28 @@ class SearchStrategy(Strategy):
         intervals, rows = screen_intervals(screen, self.rule.metric, self.rule.confidence)
         self.bisection = Bisection(layers, first_guess(screen.screen, screen, self.rule.metric, self.rule.tolerance,
                                                        intervals))
-        if why := unresolvable(intervals, rows, self.rule.tolerance):
-            self.bisection.close(why)
-            self._notes.append(f"search: {self.family} {why}")
+        confirmed: dict[int, float] = {}  # each confirmed depth's interval half-width against the best
         while (depth := self.bisection.next()) is not None:
+            open_depths = list(range(self.bisection.low, self.bisection.high))
+            if why := unresolvable(intervals, rows, self.rule.tolerance, open_depths, confirmed):
+                self.bisection.close(why)
+                self._notes.append(f"search: {self.family} {why}")
+                break
             yield self._train([(depth, seed) for seed in seeds], end)
-            self.bisection.record(depth, self._verdict(depth))
+            verdict, interval = self._verdict(depth)
+            self.bisection.record(depth, verdict)
+            if interval is not None:
+                confirmed[depth] = interval.half_width
 
-    def _verdict(self, depth: int) -> bool | None:
-        """Whether the confirmed `depth` may ship in the best confirmed one's place, by the rule; None when a seed of
-        it failed."""
+    def _verdict(self, depth: int) -> tuple[bool | None, Interval | None]:
+        """Whether the confirmed `depth` may ship in the best confirmed one's place, by the rule (None when a seed
+        of it failed), and its interval against the best."""
         if not all(self.latest[depth, seed].usable for seed in self.plan.seeds):
-            return None
-        verdict = tied(choose_depth([c for c in self.latest.values() if c.usable], self.rule), self.family, depth)
+            return None, None
+        decision = choose_depth([c for c in self.latest.values() if c.usable], self.rule)
+        verdict = tied(decision, self.family, depth)
         self._notes.append(f"search: {self.family} depth {depth} {'tied with the best' if verdict else NOT_TIED}")
-        return verdict
+        return verdict, score_of(decision, self.family, depth).vs_best
 
     def _screened(self) -> list[Candidate]:
         """The screen's probes of the depths no separate fine-tune confirmed."""

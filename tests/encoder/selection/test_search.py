@@ -112,3 +112,18 @@ def test_a_confirmed_depth_is_tied_only_when_the_rule_would_ship_it_in_the_bests
     assert not tied(decision_with(0.888, -0.060, -0.003), "pretrained", 3)
     assert not tied(decision_with(0.915, -0.030, 0.02), "pretrained", 3)  # within on the mean, not shown within
     assert tied(decision_with(0.92, 0.0, 0.0), "pretrained", 6)
+
+
+def test_the_probes_intervals_are_widened_by_what_the_confirmed_depths_showed() -> None:
+    probes = {3: around(-0.05, 0.02), 4: around(-0.01, 0.010), 5: around(-0.007, 0.008)}
+
+    # Depth 4 fine-tuned apart had an interval of ±0.015, 1.5x its probe's: depth 5's would be about ±0.012.
+    why = unresolvable(probes, 304, 0.01, open_depths=[5], confirmed={4: 0.015})
+
+    assert why == ("depth 5 not confirmed: the separate fine-tunes' intervals have been 1.50x their probes', depth "
+                   "4's ±0.015 against ±0.010, so on the 304 validation rows even the narrowest left, depth 5's, would "
+                   "be about ±0.012, wider than the 0.01 tolerance, and none could be shown within it; about 440 rows "
+                   "would resolve it")
+    assert unresolvable(probes, 304, 0.01, open_depths=[5], confirmed={4: 0.011}) is None  # 1.1x: ±0.0088
+    assert unresolvable(probes, 304, 0.01, open_depths=[5]) is None  # the probe's own ±0.008
+    assert unresolvable(probes, 304, 0.01, open_depths=[], confirmed={4: 0.015}) is None  # nothing left open

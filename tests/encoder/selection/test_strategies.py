@@ -184,30 +184,30 @@ def test_the_search_points_by_the_depth_tolerance_and_stops_when_the_screen_fail
     assert failed.search.steps == [] and failed.search.screened == []
 
 
-def screen_on(folder: Path, rows: int, disagreement: float) -> Candidate:
-    """A depth-6 screen, with its saved validation predictions on `rows` rows, whose probes of depths 1-5 disagree
-    with it on ever fewer rows, depth 5's on a share `disagreement` of them."""
+def saved(folder: Path, true: np.ndarray, depth: int, predicted: np.ndarray, status: str = "trained") -> Candidate:
+    """A pretrained candidate whose validation predictions are saved in `folder`, its metric computed from them."""
+    path = save_predictions(folder / f"depth-{depth}-{status}.npz", true, predicted)
+    return Candidate(depth=depth, family="pretrained", status=status, predictions=str(path), epochs=3,
+                     metrics={"macro_f1": metric_of(true, predicted, "macro_f1")},
+                     cost=Cost(flops_per_example=depth * 1e6, train_seconds=10.0 * depth))
+
+
+def screen_on(folder: Path, rows: int, shares: list[float]) -> tuple[Candidate, np.ndarray, np.ndarray]:
+    """A depth-6 screen with its saved validation predictions on `rows` rows (right on 94% of them), whose probe
+    of depth k disagrees with it on a share `shares[k - 1]` of them; and the rows' true and depth 6's classes."""
     rng = np.random.default_rng(3)
     true = rng.integers(0, 2, rows)
     deep = np.where(rng.random(rows) < 0.94, true, 1 - true)
-
-    def saved(depth: int, predicted: np.ndarray, status: str = "screened") -> Candidate:
-        path = save_predictions(folder / f"depth-{depth}.npz", true, predicted)
-        return Candidate(depth=depth, family="pretrained", status=status, predictions=str(path),
-                         metrics={"macro_f1": metric_of(true, predicted, "macro_f1")})
-
-    probes = [saved(k, np.where(rng.random(rows) < share, 1 - deep, deep))
-              for k, share in enumerate([0.3, 0.2, 0.1, 0.06, disagreement], start=1)]
-    screen = saved(6, deep, status="trained")
-    return result(6, [screen.metrics["macro_f1"]], family="pretrained", screen=probes).model_copy(
-        update={"predictions": screen.predictions})
+    probes = [saved(folder, true, k, np.where(rng.random(rows) < share, 1 - deep, deep), status="screened")
+              .model_copy(update={"cost": None}) for k, share in enumerate(shares, start=1)]
+    return saved(folder, true, 6, deep).model_copy(update={"screen": probes}), true, deep
 
 
 def test_the_search_confirms_nothing_when_the_rows_could_not_show_any_cheaper_depth_within(tmp_path: Path) -> None:
     search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SweepPlan(seeds=[1], rungs=[], max_epochs=3))
     search.next_step()
     # 300 rows, depth 5's probe off on 4% of them: its paired interval against depth 6 is about ±0.02.
-    search.record({(6, 1): screen_on(tmp_path, 300, 0.04)})
+    search.record({(6, 1): screen_on(tmp_path, 300, [0.3, 0.2, 0.1, 0.06, 0.04])[0]})
 
     last = search.next_step()
 
@@ -225,7 +225,7 @@ def test_the_search_confirms_where_the_rows_can_resolve_the_tolerance(tmp_path: 
     search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SweepPlan(seeds=[1], rungs=[], max_epochs=3))
     search.next_step()
     # 5,000 rows, depth 5's probe off on 0.5% of them: its interval is about ±0.002, about 0.004 below depth 6.
-    search.record({(6, 1): screen_on(tmp_path, 5_000, 0.005)})
+    search.record({(6, 1): screen_on(tmp_path, 5_000, [0.3, 0.2, 0.1, 0.06, 0.005])[0]})
 
     step = search.next_step()
 
@@ -274,3 +274,29 @@ def test_without_a_cheaper_family_or_with_halving_off_nothing_is_outclassed() ->
     off = GridStrategy(RULE, "wide", [1, 2, 4], SweepPlan(seeds=[1], rungs=[], max_epochs=6, window=2),
                        reference=[result(2, [0.9], family="small", finished=True)])
     assert off.next_step().epochs == 6
+
+
+def test_the_search_stops_once_separate_fine_tunes_show_the_rows_cannot_resolve_the_depths_left(
+        tmp_path: Path) -> None:
+    search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SweepPlan(seeds=[1], rungs=[], max_epochs=3))
+    search.next_step()
+    # 2,000 rows; the probes of depths 4 and 5 are off on about 1% of them: intervals of about ±0.004, narrow enough.
+    screen, true, deep = screen_on(tmp_path, 2_000, [0.3, 0.2, 0.1, 0.012, 0.01])
+    search.record({(6, 1): screen})
+    assert search.next_step().grids == [(4, 1)]
+    # Depth 4 fine-tuned apart is as good as depth 6 but disagrees with it on 12% of the rows (every row depth 6
+    # gets wrong, and as many it gets right): its interval is about ±0.013, three times its probe's.
+    wrong = np.flatnonzero(deep != true)
+    right = np.random.default_rng(4).choice(np.flatnonzero(deep == true), len(wrong), replace=False)
+    apart = deep.copy()
+    apart[np.concatenate([wrong, right])] ^= 1
+    search.record({(4, 1): saved(tmp_path, true, 4, apart)})
+
+    last = search.next_step()
+
+    assert last.grids == [] and last.notes[0] == "search: pretrained depth 4 not shown within the tolerance"
+    assert last.notes[1].startswith("search: pretrained depth 5 not confirmed: the separate fine-tunes' intervals "
+                                    "have been ")  # its probe's interval alone (about ±0.004) would confirm it
+    assert ", wider than the 0.01 tolerance, and none could be shown within it; about " in last.notes[1]
+    assert search.next_step() is None
+    assert (search.search.confirmed, search.search.screened) == ([4, 6], [1, 2, 3, 5])
