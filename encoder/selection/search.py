@@ -10,13 +10,13 @@ one not shown within rules out every shallower depth too (quality does not fall 
 and the search goes deeper. It starts where the screen points (the cheapest depth whose probe, lifted by the
 probes' own shortfall at depth L−1, the rule could tie with the best: its mean and the lower end of its paired
 interval against depth L within the tolerance), then halves the depths still open: about log2(L) separate
-fine-tunes of fewer than L layers each, besides the screen (`Bisection`). When even the narrowest of the probes'
-intervals is wider than the tolerance, the validation rows could not show any separate fine-tune within it (a
-probe shares depth L's lower layers and agrees with it more than a network fine-tuned apart does), and the search
-confirms nothing: a confirmation would cost a fine-tune and could ship only by outscoring depth L on rows too few
-to tell the two apart. Depth L ships, and the search says how many rows would resolve the tolerance. The rule
-then decides among the confirmed depths, with intervals, as for the grid. The search strategy
-(encoder.selection.strategies) asks for these trainings one step at a time.
+fine-tunes of fewer than L layers each, besides the screen (`Bisection`). Before each confirmation it asks whether
+the validation rows could show any depth still open within the tolerance (`unresolvable`): each one's interval is
+estimated from its probe's, widened by how much wider the confirmed depths' intervals have been than their
+probes'. When even the narrowest estimate is wider than the tolerance, a confirmation would cost a fine-tune and
+could ship only by outscoring the best on rows too few to tell the two apart, so the search stops and says how
+many rows would resolve the tolerance. The rule then decides among the confirmed depths, with intervals, as for
+the grid. The search strategy (encoder.selection.strategies) asks for these trainings one step at a time.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from encoder.config import FAMILY_DESCRIPTION
 from encoder.selection.candidate import Candidate, Record
 from encoder.selection.evidence import Interval, compare_to_best, load_predictions
 from encoder.selection.margin import rows_to_resolve, within
-from encoder.selection.rule import Decision, ties
+from encoder.selection.rule import Decision, score_of, ties
 
 
 class Search(Record):
@@ -60,7 +60,7 @@ class Search(Record):
 
 def screen_intervals(screen: Candidate, metric: str, confidence: float | None) -> tuple[dict[int, Interval], int]:
     """Each screened depth's probe minus the screen (depth L) on the validation rows, with the paired bootstrap
-    interval at `confidence` (the rule's): how finely these rows resolve a depth below L; and how many rows. None
+    interval at `confidence` (the rule's): how finely these rows resolve a depth below L; and how many rows. Nothing
     with `confidence` null or without saved predictions."""
     if confidence is None or not screen.screen:
         return {}, 0
@@ -130,9 +130,8 @@ def unresolvable(intervals: dict[int, Interval], rows: int, tolerance: float, op
 
 def tied(decision: Decision, family: str, depth: int) -> bool:
     """Whether a confirmed depth may ship in the best confirmed one's place, by the rule's own test."""
-    score = next(s for s in decision.scores if (s.family, s.depth) == (family, depth))
-    best = next(s for s in decision.scores if (s.family, s.depth) == (decision.best_family, decision.best_depth))
-    return ties(score, best, decision.tolerance)
+    best = score_of(decision, decision.best_family, decision.best_depth)
+    return ties(score_of(decision, family, depth), best, decision.tolerance)
 
 
 # What a confirmation that did not tie showed: the rows did not show it within the tolerance (it may be worse by
