@@ -58,8 +58,9 @@ class SweepConfig(SelectionRule):
     strategy: StrategyName = Field(
         "grid", description="How depths are learned: grid, one fine-tune of each depth (halving may prune); search, "
         "every depth 1..L of a family screened by one fine-tune of depth L with a probe on each layer, then separate "
-        "fine-tunes only of the depths the screen cannot rule out (about log2(L) of them): every depth answered "
-        "for about two fine-tunes (docs/selection.md).",
+        "fine-tunes only of the depths the screen cannot rule out (about log2(L) of them; none once the validation "
+        "rows could not show one within the tolerance): every depth answered for at most about two fine-tunes "
+        "(docs/selection.md).",
         json_schema_extra={"flag": "--strategy"},
     )
     halving: Literal["auto", "on", "off"] = Field(
