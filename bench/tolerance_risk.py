@@ -35,8 +35,18 @@ by more than twice the standard error of the paired difference (the decisions ar
 and by at least 0.01 (two policies differ on few decisions, so their paired error is tiny: only a gain that
 matters counts). lenient, means and best_mean are shown, never chosen: lenient breaks the promise by construction,
 means is the fixed margin that ties on noise (the failure the bootstrap was brought in for, which issue 30 keeps
-fixed), best_mean is the floor. Last line:
-`RESULT default=<policy> worst_risk=<policy:risk,...> thrift=<policy:share,...> decisions=<n>`.
+fixed), best_mean is the floor.
+
+Constructed cells (`--gaps`, multiples of the tolerance: 0.5, 1.1, 1.25, 1.5, 2, 3): the trained files hold few
+depths just beyond the tolerance, where a looser tie errs most, and the product is used on tasks nobody here has.
+So for each gap, a cheaper depth and a best one whose truth is known exactly: balanced binary labels, the best
+right on 90 % of the rows of each class, the cheaper fixing 30 % of its errors and erring on just enough of its
+right rows that its accuracy (= macro-F1: the errors are symmetric) is the gap below; 20,000 validation rows to
+draw the decisions' subsets from (`all` becomes 1,000), exact counts on the test rows. They count for the risk
+(a policy must keep the promise in them too: it is a promise about every task) but not for the thrift that may
+make a looser policy the default (their mix is this script's choice, not a sample of tasks). Last line:
+`RESULT default=<policy> worst_risk=<policy:risk,...> constructed_worst_risk=<policy:risk,...>
+thrift=<policy:share,...> decisions=<n> constructed_decisions=<n>` (thrift and decisions: the trained datasets').
 
 `--quick` develops the script on a tiny problem in a few minutes (one built-in dataset, a tiny model, depths 1-3,
 two seeds, 20 draws); its table measures nothing.
@@ -172,6 +182,39 @@ def ground_truth(args: argparse.Namespace) -> list[Trained]:
     return found
 
 
+def constructed(gaps: list[float], tolerance: float, val_rows: int = 20_000, test_rows: int = 20_000) -> Trained:
+    """Cheaper depths 1..k whose test macro-F1 is exactly `gaps[i]` x `tolerance` below the best one's (k + 1),
+    the errors symmetric between two balanced classes; the validation rows drawn alike (module docstring). Each
+    cheaper depth fixes and breaks rows of its own, so its comparison with the best is nearly independent of the
+    others'."""
+    from encoder.selection.evidence import metric_of
+
+    rng = np.random.default_rng([round(gap * 1000) for gap in gaps])
+    accuracy, fixed = 0.9, 0.3
+
+    def split(rows: int) -> tuple[np.ndarray, list[np.ndarray]]:
+        true = np.repeat([0, 1], rows // 2)
+        predicted = [true.copy() for _ in range(len(gaps) + 1)]
+        for label in (0, 1):
+            index = np.flatnonzero(true == label)
+            wrong = round(len(index) * (1 - accuracy))
+            best_wrong, best_right = np.split(rng.permutation(index), [wrong])
+            predicted[-1][best_wrong] = 1 - label
+            for cheaper, gap in zip(predicted, gaps, strict=False):
+                fixes = round(wrong * fixed)  # its errors: wrong - fixes + breaks, breaks = fixes + gap's rows
+                breaks = fixes + round(len(index) * gap * tolerance)
+                cheaper[rng.permutation(best_wrong)[fixes:]] = 1 - label
+                cheaper[rng.permutation(best_right)[:breaks]] = 1 - label
+        return true, predicted
+
+    (val_true, val), (test_true, test) = split(val_rows), split(test_rows)
+    depths = range(1, len(gaps) + 2)
+    return Trained(f"constructed, {'/'.join(f'{gap:g}' for gap in gaps)}x", val_true, test_true,
+                   {(d, 1): v for d, v in zip(depths, val, strict=True)},
+                   {(d, 1): t for d, t in zip(depths, test, strict=True)}, {d: float(d) for d in depths},
+                   {(d, 1): metric_of(test_true, t, METRIC) for d, t in zip(depths, test, strict=True)})
+
+
 def merged(parts: list[Trained]) -> Trained:
     """One dataset's Trained from runs of other seeds (the same split: the same validation and test rows)."""
     first = parts[0]
@@ -193,7 +236,7 @@ def _plans(args: argparse.Namespace) -> dict:
     synthetic = args.work / "synthetic.yaml"
     synthetic.write_text(SYNTHETIC_CONFIG)
     plans = {}
-    for name in args.datasets.split(","):
+    for name in filter(None, args.datasets.split(",")):
         if name in SYNTHETIC:
             plans[name] = lambda name=name: (["--dataset", name, "--config", str(synthetic)], args.scratch_depths, [])
         else:
@@ -313,36 +356,40 @@ def cells_of(table: dict[str, dict[str, dict[str, Outcomes]]]) -> list[dict[str,
 
 def pooled_thrifty(cells: list[dict[str, Outcomes]], policy: str) -> np.ndarray:
     """Whether each decision of every cell shipped the cheapest depth within the tolerance (1.0) or not (0.0)."""
-    return np.concatenate([cell[policy].thrifty for cell in cells]).astype(float)
+    return np.concatenate([np.zeros(0), *(cell[policy].thrifty for cell in cells)]).astype(float)
 
 
-def default_policy(table: dict[str, dict[str, dict[str, Outcomes]]], goal: float) -> tuple[str, str]:
-    """The default, and why: among the policies that keep the promise in every cell (risk at most the goal, or at
-    most best_mean's where that is above it), the strictest, unless a looser one is more thrifty by more than twice
-    the standard error of the paired difference over every decision (a difference the decisions show, not one
-    draw's luck) and by at least MATERIAL."""
+def default_policy(table: dict[str, dict[str, dict[str, Outcomes]]], stress: dict[str, dict[str, dict[str, Outcomes]]],
+                   goal: float) -> tuple[str, str]:
+    """The default, and why: among the policies that keep the promise in every cell of `table` and `stress` (the
+    constructed cells; risk at most the goal, or at most best_mean's where that is above it), the strictest, unless
+    a looser one is more thrifty over every decision of `table` by more than twice the standard error of the paired
+    difference (a difference the decisions show, not one draw's luck) and by at least MATERIAL."""
     cells = cells_of(table)
 
     def keeps(policy: str) -> bool:
-        return all(cell[policy].risk <= max(goal, cell["best_mean"].risk) + 1e-12 for cell in cells)
+        return all(cell[policy].risk <= max(goal, cell["best_mean"].risk) + 1e-12
+                   for cell in [*cells, *cells_of(stress)])
 
     keeping = [p for p in STRICTEST_FIRST if keeps(p)]
     if not keeping:
-        chosen = min(STRICTEST_FIRST, key=lambda p: (max(c[p].risk - max(goal, c["best_mean"].risk) for c in cells),
+        every = [*cells, *cells_of(stress)]
+        chosen = min(STRICTEST_FIRST, key=lambda p: (max(c[p].risk - max(goal, c["best_mean"].risk) for c in every),
                                                      -pooled_thrifty(cells, p).mean()))
         return chosen, "no policy kept the promise in every cell; the smallest excess risk"
     chosen, why = keeping[0], "the strictest"
     for looser in keeping[1:]:
         gain = pooled_thrifty(cells, looser) - pooled_thrifty(cells, chosen)
         error = gain.std(ddof=1) / np.sqrt(len(gain)) if len(gain) > 1 else 0.0
-        if gain.mean() > max(2 * error, MATERIAL):
+        if len(gain) and gain.mean() > max(2 * error, MATERIAL):
             chosen, why = looser, f"more thrifty than the stricter by {gain.mean():.3f} (± {error:.3f})"
     return chosen, (f"{why} of {', '.join(keeping)}, which keep the risk at most {goal:.2f} (or best_mean's) in "
                     "every cell")
 
 
-def report(found: list[Trained], table: dict, tolerance: float, confidence: float) -> None:
-    """The truth per dataset, the table, the default and the RESULT line."""
+def report(found: list[Trained], table: dict, stress: dict, tolerance: float, confidence: float) -> None:
+    """The truth per dataset, the table (the trained datasets', then the constructed cells), the default and the
+    RESULT line."""
     from encoder.selection.evidence import metric_of
 
     for trained in found:
@@ -355,19 +402,23 @@ def report(found: list[Trained], table: dict, tolerance: float, confidence: floa
               + f"; the stored test predictions give the run's test {METRIC} to within {drift:.4f}")
     rows = [[name, size, *(f"{cells[p].risk:.2f} / {cells[p].thrift:.2f}" for p in POLICIES),
              str(cells[POLICIES[0]].decisions)]
-            for name, sizes in table.items() for size, cells in sizes.items()]
+            for name, sizes in {**table, **stress}.items() for size, cells in sizes.items()]
     print(f"\nrisk / thrift per policy (tolerance {tolerance:g}, confidence {confidence:g}; risk goal at most "
           f"{1 - confidence:.2f})")
     _print_table(["dataset", "validation rows", *POLICIES, "decisions"], rows)
     goal = 1 - confidence
-    chosen, why = default_policy(table, goal)
+    chosen, why = default_policy(table, stress, goal)
     print(f"\ndefault: {chosen}: {why}")
     cells = cells_of(table)
-    worst = {p: max(c[p].risk for c in cells) for p in POLICIES}
-    thrift = {p: float(pooled_thrifty(cells, p).mean()) for p in POLICIES}
+    worst = {p: max((c[p].risk for c in cells), default=0.0) for p in POLICIES}
+    worst_constructed = {p: max((c[p].risk for c in cells_of(stress)), default=0.0) for p in POLICIES}
+    thrift = {p: float(pooled_thrifty(cells, p).mean()) if cells else float("nan") for p in POLICIES}
     decisions = sum(c[POLICIES[0]].decisions for c in cells)
+    constructed = sum(c[POLICIES[0]].decisions for c in cells_of(stress))
     print(f"RESULT default={chosen} worst_risk={','.join(f'{p}:{worst[p]:.3f}' for p in POLICIES)} "
-          f"thrift={','.join(f'{p}:{thrift[p]:.3f}' for p in POLICIES)} decisions={decisions}")
+          f"constructed_worst_risk={','.join(f'{p}:{worst_constructed[p]:.3f}' for p in POLICIES)} "
+          f"thrift={','.join(f'{p}:{thrift[p]:.3f}' for p in POLICIES)} decisions={decisions} "
+          f"constructed_decisions={constructed}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -388,16 +439,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge-from", type=Path, nargs="*", default=[],
                         help="more folders of cache files (runs of other seeds, e.g. trained side by side): a "
                         "dataset's files are merged")
+    parser.add_argument("--gaps", default="0.5,1.1,1.25,1.5,2,3,1.1/1.1/1.1,1.5/1.5/1.5",
+                        help="constructed cells: a cheaper depth this many tolerances below the best in truth; "
+                        "a/b/c: three cheaper depths, that many below (empty: none)")
+    parser.add_argument("--constructed-sizes", default="100,300,1000,3000",
+                        help="validation rows per decision in the constructed cells (of 20,000)")
     parser.add_argument("--quick", action="store_true", help="a tiny problem, to develop the script")
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.sizes, args.draws, args.checks = "1,2", "50,all", 20, 5
+        args.gaps, args.constructed_sizes = "1.5,1.1/1.1/1.1", "100,1000"
         args.work = args.work / "quick"
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     found = ground_truth(args)
-    table = {t.name: measure(t, args.sizes.split(","), args.draws, args.tolerance, args.confidence, args.checks)
-             for t in found}
-    report(found, table, args.tolerance, args.confidence)
+    sizes = args.sizes.split(",")
+    table = {t.name: measure(t, sizes, args.draws, args.tolerance, args.confidence, args.checks) for t in found}
+    built = [constructed([float(gap) for gap in cell.split("/")], args.tolerance) for cell in args.gaps.split(",")
+             if cell]
+    stress = {t.name: measure(t, args.constructed_sizes.split(","), args.draws, args.tolerance, args.confidence,
+                              args.checks) for t in built}
+    report([*found, *built], table, stress, args.tolerance, args.confidence)
     return 0
 
 
