@@ -8,6 +8,7 @@ its numbers; what each deployable form scored and costs; the hashes a version is
 
 from __future__ import annotations
 
+from encoder.selection.promotion import APART
 from expectations.audit.report import cell, markdown_table
 from expectations.changes.report import FORCED
 from flows.summary import RunSummary
@@ -32,6 +33,7 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
         f"![quality by depth]({PLOT.format(name='metric_vs_depth.png', run_id=summary.mlflow_run_id)})",
         f"**Audit.** {audit.verdict}{warnings}.",
         f"**Promotion.** {'promoted to champion' if summary.promoted else 'not promoted'}: {summary.promotion}.",
+        *filter(None, [promotion_rows(summary)]),
     ]
     if summary.changes is not None:
         sections.append(f"**What changed since version {summary.changes.champion_version}.** "
@@ -44,6 +46,20 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
         sections.append(f"**Deployable forms, on the test split.** {_sentence(summary.deployment.sentence)}")
     sections += [_hashes(fingerprint), _loading(summary)]
     return "\n\n".join(sections) + "\n"
+
+
+def promotion_rows(summary: RunSummary) -> str | None:
+    """Which test rows promotion was judged on and which it reported apart, with both models' scores, as a table;
+    None when every test row was judged on."""
+    if not summary.rows_apart:
+        return None
+    metric = summary.rule.metric
+    judged = ["judged on: the champion's own test rows", f"{summary.promotion_rows:,}",
+              f"{summary.challenger_test_metrics[metric]:.3f}", f"{summary.champion_test_metrics[metric]:.3f}"]
+    apart = [[f"apart: {APART[rows.standing]}", f"{rows.rows:,}", f"{rows.challenger:.3f}", f"{rows.champion:.3f}"]
+             for rows in summary.rows_apart]
+    return (f"**The test rows of the promotion** ({metric}).\n\n"
+            + markdown_table(["test rows", "rows", "challenger", "champion"], [judged, *apart]))
 
 
 # The forms of a version, as the card and the decision name them.

@@ -139,7 +139,7 @@ def train_and_register(
     deployment = prepare_deployment(chosen, dataset, config.sweep, str(run_folder(config, run) / "deployment"))
     registration = register_model(
         chosen, dataset, run, config.registry.model_name, config.sweep,
-        fingerprint | version_tags(candidates, decision, summary.audit, families), deployment,
+        fingerprint | version_tags(candidates, decision, summary.audit, families), deployment, changes,
     )
     summary = summary.model_copy(update={
         "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision, "halving": halving,
@@ -149,6 +149,7 @@ def train_and_register(
         "challenger_test_metrics": registration.challenger_test_metrics,
         "champion_test_metrics": registration.champion_test_metrics,
         "comparison": registration.comparison, "promotion_margin": registration.promotion_margin,
+        "promotion_rows": registration.promotion_rows, "rows_apart": registration.rows_apart,
     })
     record_decision(config, run, summary)
     describe_model(run, registration.model.name, registration.model.version, model_card(summary, fingerprint))
@@ -316,13 +317,17 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
 
 def decision_metrics(summary: RunSummary) -> dict[str, float]:
     """The parent run's metrics: the chosen candidate's validation and test scores, its depth, and the champion
-    comparison on the test split (the challenger's scores, and the champion's when there was one)."""
+    comparison on the test rows promotion judged on (the challenger's scores, and the champion's when there was one),
+    and both models' scores on the rows it reported apart."""
     chosen = next(c for c in summary.candidates if c.usable and c.depth == summary.selected_depth
                   and c.family == summary.rule.selected_family)
     figures = {"chosen.depth": summary.selected_depth, **{f"chosen.val.{k}": v for k, v in chosen.metrics.items()},
                **{f"chosen.test.{k}": v for k, v in chosen.test_metrics.items()}}
     for side, metrics in (("challenger", summary.challenger_test_metrics), ("champion", summary.champion_test_metrics)):
         figures |= {f"{side}.test.{key}": value for key, value in (metrics or {}).items()}
+    for rows in summary.rows_apart:  # the test rows promotion reported apart, by standing
+        figures |= {f"apart.{rows.standing}.rows": rows.rows, f"apart.{rows.standing}.challenger": rows.challenger,
+                    f"apart.{rows.standing}.champion": rows.champion}
     return figures
 
 

@@ -16,6 +16,7 @@ from encoder.selection.candidate import Candidate, Record
 from encoder.selection.evidence import Interval
 from encoder.selection.halving import Halving
 from encoder.selection.learning_rate import RateCheck
+from encoder.selection.promotion import RowsApart
 from encoder.selection.rule import Decision
 from encoder.selection.search import Search
 from encoder.tracking.records import ModelVersionRef
@@ -71,10 +72,18 @@ class RunSummary(Record):
     promotion: str | None = Field(None, description="Why it was promoted or not, in a phrase.")
     champion_version: str | None = Field(None, description="The champion after the run.")
     challenger_test_metrics: dict[str, float] | None = Field(
-        None, description="The registered version's metrics on the test split, as promotion compared them."
+        None, description="The registered version's metrics on the test rows promotion judged on (promotion_rows)."
     )
     champion_test_metrics: dict[str, float] | None = Field(
         None, description="The champion's metrics on the same test rows; none without a champion."
+    )
+    promotion_rows: int | None = Field(
+        None, description="Test rows promotion judged on: when the table changed since the champion, only the "
+        "champion's own test rows still in tonight's test split (the comparison is fair there); else every test row."
+    )
+    rows_apart: list[RowsApart] = Field(
+        [], description="Test rows promotion did not judge on (added since the champion, those flagged foreign apart, "
+        "or rows whose texts the champion learned from), with both models' scores on them: reported, never deciding."
     )
     comparison: Interval | None = Field(
         None, description="The challenger's test metric minus the champion's on the same rows, with the paired "

@@ -58,7 +58,7 @@ def compare_with_champion(
     table = comparison_table(pd.read_parquet(champion.path), pd.read_parquet(dataset.path))
     scores = score_champion(model_uri, table, config, metric)
     comparison = Comparison(config, champion.version, scores, tuple(settings_changed))
-    return judge_changes(table, comparison, Path(docs_dir))
+    return judge_changes(table, comparison, Path(docs_dir)).model_copy(update={"champion_table": champion.path})
 
 
 def score_champion(model_uri: str, table: pd.DataFrame, config: ChangesConfig, metric: str) -> ChampionScores | None:

@@ -16,8 +16,9 @@ from encoder.selection.candidate import Candidate
 from encoder.selection.rule import SelectionRule
 from encoder.tracking.records import KnownVersion, Registration
 from encoder.tracking.runs import SweepRun, client_of
+from expectations.changes.report import ChangeReport
 from runtime.retries import RETRIES
-from tasks.data import TRAINING_COLUMNS, PreparedData
+from tasks.data import PreparedData
 
 
 @task(cache_policy=NONE)
@@ -41,14 +42,15 @@ def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: Select
 @task(**RETRIES)
 def register_model(
     candidate: Candidate, dataset: PreparedData, sweep: SweepRun, model_name: str, rule: SelectionRule,
-    tags: dict[str, str], deployment: Deployment | None = None,
+    tags: dict[str, str], deployment: Deployment | None = None, changes: ChangeReport | None = None,
 ) -> Registration:
-    """Register `candidate`, judged against the champion on the same test split by `rule`, and alias it challenger
-    (encoder.tracking.registry.register_challenger)."""
+    """Register `candidate`, judged against the champion on the test rows where the comparison is fair (what
+    `changes` says of them) by `rule`, and alias it challenger (encoder.tracking.registry.register_challenger)."""
     from encoder.tracking.registry import register_challenger
 
     texts, labels = _test_split(dataset)
-    return register_challenger(sweep, candidate, dataset.path, texts, labels, model_name, rule, tags, deployment)
+    return register_challenger(sweep, candidate, dataset.path, texts, labels, model_name, rule, tags, deployment,
+                               _test_standing(dataset, changes))
 
 
 @task(**RETRIES)
@@ -70,6 +72,21 @@ def find_unchanged_model(tracking_uri: str, model_name: str, fingerprint: dict[s
 
 def _test_split(dataset: PreparedData) -> tuple[list[str], list[str]]:
     """The prepared table's test texts and labels."""
-    frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
-    test = frame[frame["split"] == "test"]
+    test = _test_rows(dataset)
     return test["text"].tolist(), test["label"].tolist()
+
+
+def _test_rows(dataset: PreparedData) -> pd.DataFrame:
+    frame = pd.read_parquet(dataset.path)
+    return frame[frame["split"] == "test"]
+
+
+def _test_standing(dataset: PreparedData, changes: ChangeReport | None) -> list[str] | None:
+    """Each test row's standing against the champion's table (expectations.changes.compare.standing), or None when
+    no table of the champion's was compared with tonight's."""
+    from expectations.changes.compare import standing
+
+    if changes is None or changes.champion_table is None:
+        return None
+    champion = pd.read_parquet(changes.champion_table)
+    return standing(champion, _test_rows(dataset), changes.foreign_row_numbers).tolist()

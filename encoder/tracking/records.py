@@ -8,6 +8,7 @@ from pydantic import Field
 from encoder.config import FAMILY_DESCRIPTION
 from encoder.selection.candidate import Record
 from encoder.selection.evidence import Interval
+from encoder.selection.promotion import RowsApart
 
 
 class ModelVersionRef(Record):
@@ -42,3 +43,5 @@ class Registration(Record):
     promotion_margin: float | None = Field(
         None, description="The promotion margin it was judged by (sweep.promotion_margin); none without a champion."
     )
+    promotion_rows: int | None = Field(None, description="Test rows promotion judged on.")
+    rows_apart: list[RowsApart] = Field([], description="Test rows it did not judge on, with both models' scores.")

@@ -26,7 +26,6 @@ from encoder import model as network
 from encoder import serving
 from encoder.deployment import Deployment
 from encoder.families import SERVING_PACKAGES, family_of
-from encoder.metrics import classification_metrics
 from encoder.selection.candidate import Candidate
 from encoder.selection.promotion import Judgement, should_promote
 from encoder.selection.rule import SelectionRule
@@ -241,6 +240,7 @@ def promote_if_better(
     challenger_labels: Sequence[str],
     champion_labels: Sequence[str] | None,
     rule: SelectionRule,
+    standing: Sequence[str] | None = None,
 ) -> Judgement:
     """Move `champion` to the challenger when should_promote says so; the old one becomes `previous-champion`.
     The move records the judgement's sentence, interval included.
@@ -255,11 +255,13 @@ def promote_if_better(
         challenger_labels: The challenger's labels for the same rows.
         champion_labels: The champion's, or None when there is no champion.
         rule: The selection rule: its metric, confidence and promotion_margin decide.
+        standing: Each test row's standing against the champion (expectations.changes.compare.standing): only
+            the rows both could fairly be asked about are judged on; None judges on every row.
 
     Returns:
         The judgement: whether the challenger was promoted, why, and the interval it was decided by.
     """
-    judgement = should_promote(truths, challenger_labels, champion_labels, rule)
+    judgement = should_promote(truths, challenger_labels, champion_labels, rule, standing)
     if not judgement.promoted:
         return judgement
     champion = current_champion(client, model_name)
@@ -273,9 +275,11 @@ def promote_if_better(
 def register_challenger(
     sweep: SweepRun, candidate: Candidate, table: str, texts: list[str], labels: list[str], model_name: str,
     rule: SelectionRule, tags: dict[str, str], deployment: Deployment | None = None,
+    standing: list[str] | None = None,
 ) -> Registration:
     """Register `candidate` under the sweep's parent run (which keeps `table`, the table it was trained on); score
-    it and the champion on the same test rows (`texts`, `labels`); promote it if it earns it by `rule`; alias it
+    it and the champion on the same test rows (`texts`, `labels`); promote it if it earns it by `rule`, judged on
+    the rows whose `standing` against the champion makes the comparison fair (all without one); alias it
     challenger.
 
     A signal waits for each registry step to finish (STOP.deferred). A run stopped while the versions are
@@ -295,7 +299,7 @@ def register_challenger(
         client, model_uri, model_name, champion, texts, tags | cost_tag)
     with STOP.deferred():  # the judgement moves champion, then challenger, then says it is complete
         judgement = promote_if_better(client, model_name, challenger, labels, challenger_labels, champion_labels,
-                                      rule)
+                                      rule, standing)
         mark_challenger(client, model_name, challenger, judgement.reason)
         record_judgement(client, model_name, challenger.version, judgement.promoted)
     return Registration(
@@ -305,10 +309,12 @@ def register_challenger(
         promoted=judgement.promoted,
         promotion=judgement.reason,
         champion_version=str(challenger.version if judgement.promoted else champion.version),
-        challenger_test_metrics=classification_metrics(labels, challenger_labels),
-        champion_test_metrics=None if champion_labels is None else classification_metrics(labels, champion_labels),
+        challenger_test_metrics=judgement.challenger_metrics,
+        champion_test_metrics=judgement.champion_metrics,
         comparison=judgement.comparison,
         promotion_margin=judgement.margin,
+        promotion_rows=judgement.rows,
+        rows_apart=judgement.apart,
     )
 
 

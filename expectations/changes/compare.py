@@ -10,7 +10,7 @@ corrected is one row relabelled, not one removed and one added.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +20,7 @@ from expectations.audit.checks.base import KEY_COLUMN
 from expectations.audit.run import prepare_audit_table
 from expectations.changes.config import ChangesConfig
 from expectations.table.labels import normalize_labels
+from expectations.table.normalize import text_keys
 
 SIDE_COLUMN = "_side"  # "champion" (the table it was trained on) or "tonight"
 CHANGE_COLUMN = "_change"  # kept, added, removed or relabelled
@@ -169,3 +170,23 @@ def rows_to_score(table: pd.DataFrame, config: ChangesConfig) -> tuple[pd.Index,
     tested = side(table, "champion")
     tested = tested[tested["split"] == "test"] if "split" in tested.columns else tested.iloc[:0]
     return sample(side(table, "tonight", "added"), config.max_rows).index, sample(tested, config.max_rows).index
+
+
+# Where a row of tonight's table stands against the champion, for promotion (encoder.selection.promotion): a test
+# row both models may fairly be asked about (the champion's table held its text in the test split only), or one to
+# report apart: added since the champion, added and flagged foreign, or one whose text the champion learned from.
+HELD_OUT, ADDED, FOREIGN, SEEN = "held out", "added", "foreign", "seen"
+
+
+def standing(champion: pd.DataFrame, tonight: pd.DataFrame, foreign_rows: Collection[int] = ()) -> pd.Series:
+    """Each row of `tonight` against the champion's table (same index): SEEN when the champion trained or validated
+    on its text, HELD_OUT when its table held the text only in its test split, else ADDED, or FOREIGN when the
+    what-changed check flagged it (`foreign_rows`: tonight's `row` numbers). Texts match by their normalised key, so
+    a relabelled row of the champion's test split is still held out: neither model learned from it."""
+    keys, known = text_keys(tonight["text"]), text_keys(champion["text"])
+    tested = champion["split"] == "test" if "split" in champion.columns else pd.Series(False, index=champion.index)
+    learned, held_out = set(known[~tested]), set(known[tested])
+    flagged = (tonight["row"].isin(list(foreign_rows)) if "row" in tonight.columns
+               else pd.Series(False, index=tonight.index))
+    return pd.Series(np.select([keys.isin(learned), keys.isin(held_out), flagged], [SEEN, HELD_OUT, FOREIGN], ADDED),
+                     index=tonight.index)

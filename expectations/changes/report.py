@@ -97,6 +97,7 @@ class ChangeReport(_Record):
     thresholds: dict[str, str] = Field({}, description="Each measure's thresholds as the policy reads them.")
     policy: Policy = Field(description="What the night does about it.")
     data_docs: str | None = Field(None, exclude=True)
+    champion_table: str | None = Field(None, exclude=True)  # the table compared with, for promotion's fair rows
 
     @classmethod
     def from_checks(cls, checks: list[CheckResult], table: pd.DataFrame, champion_version: str,
@@ -134,6 +135,11 @@ class ChangeReport(_Record):
     def foreign(self) -> list[CheckResult]:
         """The foreign-rows check, whose suspects are the rows added it flagged (none when it was not run)."""
         return [check for check in self.checks if check.name == "foreign_rows"]
+
+    @property
+    def foreign_row_numbers(self) -> set[int]:
+        """The `row` of every row added that the foreign-rows check flagged."""
+        return {int(suspect["row"]) for check in self.foreign for suspect in check.suspects}
 
 
 def verdict(check: CheckResult, retrains: bool) -> str:

@@ -47,6 +47,8 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops_unless_forced(
     printed = capsys.readouterr().out
     registered_before_new_rows = versions()
     forced_code, forced = night("forced", pd.concat([topics.iloc[:600], reviews]), "--force")
+    tables = [pd.read_parquet(tmp_path / ".depthfinder" / "data" / f"{version.tags['table_hash']}.parquet")
+              for version in sorted(client.search_model_versions("name='depthfinder'"), key=lambda v: int(v.version))]
     shutil.rmtree(tmp_path / ".depthfinder" / "data")  # the champion's table comes back from its run
     new_code, new = night("new", topics)
 
@@ -69,6 +71,7 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops_unless_forced(
     assert forced["changes"]["policy"]["decision"] == "retrain"
     assert forced["changes"]["policy"]["reason"].startswith("forced (--force); the comparison said stop: ")
     assert_a_forced_night_is_marked_where_a_reviewer_looks(client, forced)
+    assert_a_forced_promotion_is_judged_on_the_champions_own_test_rows(client, forced, *tables)
 
     assert new_code == 0 and not new["skipped"] and new["model"]["version"] == "3"
     changes = new["changes"]
@@ -116,3 +119,24 @@ def assert_a_forced_night_is_marked_where_a_reviewer_looks(client: MlflowClient,
     assert run.info.run_name == name and run.data.tags["depthfinder.changes"] == "forced past stop"
     card = client.get_model_version("depthfinder", summary["model"]["version"]).description
     assert card.splitlines()[0].endswith("(forced past a stop)") and "`--force` retrained although" in card
+
+
+def assert_a_forced_promotion_is_judged_on_the_champions_own_test_rows(
+    client: MlflowClient, summary: dict, champions: pd.DataFrame, tonights: pd.DataFrame,
+) -> None:
+    """The forced night's promotion was judged on the test rows of the champion's own table, never on the reviews
+    added (which the challenger learned beside): those are scored apart, and the sentence, the parent run's metrics
+    and the version's card say so."""
+    tested = tonights[tonights["split"] == "test"]
+    own = tested["text"].isin(champions.loc[champions["split"] == "test", "text"])
+    assert summary["promotion_rows"] == own.sum() > 0
+    apart = {rows["standing"]: rows for rows in summary["rows_apart"]}
+    assert sum(rows["rows"] for rows in apart.values()) == (~own).sum() == (tested["row"] >= 600).sum()
+    assert apart["foreign"]["rows"] > 0 and set(apart) <= {"foreign", "added"}
+    assert f"on the champion's own {own.sum()} test rows" in summary["promotion"]
+    assert "apart, deciding nothing: " in summary["promotion"]
+    metrics = client.get_run(summary["mlflow_run_id"]).data.metrics
+    assert metrics["apart.foreign.rows"] == apart["foreign"]["rows"]
+    assert metrics["apart.foreign.champion"] == pytest.approx(apart["foreign"]["champion"])
+    card = client.get_model_version("depthfinder", summary["model"]["version"]).description
+    assert "**The test rows of the promotion**" in card and "apart: added since and flagged foreign" in card

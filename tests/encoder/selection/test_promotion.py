@@ -4,9 +4,11 @@ promotion margin, a setting of its own."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from encoder.selection.promotion import should_promote
 from encoder.selection.rule import SelectionRule
+from expectations.changes.compare import ADDED, FOREIGN, HELD_OUT
 
 
 def labels_of(rng: np.random.Generator, truths: np.ndarray, accuracy: float) -> list[str]:
@@ -66,3 +68,36 @@ def test_promotion_follows_the_promotion_margin_not_the_depth_tolerance() -> Non
 
     assert not promoted(tolerance=0.05, margin=0.01)
     assert promoted(tolerance=0.0, margin=0.05)
+
+
+def test_promotion_is_judged_on_the_champions_own_test_rows_and_the_rows_added_are_reported_apart() -> None:
+    """A forced night: 300 of the champion's own test rows, where the challenger is 0.05 worse, and 100 rows added
+    since and flagged foreign, which the challenger learned beside and the champion gets all wrong. Pooled, the
+    challenger would win by 0.2125; judged where the comparison is fair, it is shown worse and not promoted, and
+    the foreign rows are scored apart."""
+    truths = ["pos", "neg"] * 200
+    champion = truths[:300] + [{"pos": "neg", "neg": "pos"}[t] for t in truths[300:]]
+    challenger = [{"pos": "neg", "neg": "pos"}[t] if i < 15 else t for i, t in enumerate(truths)]
+    standing = [HELD_OUT] * 300 + [FOREIGN] * 100
+    rule = SelectionRule(metric="accuracy", promotion_margin=0.01)
+
+    pooled = should_promote(truths, challenger, champion, rule)
+    fair = should_promote(truths, challenger, champion, rule, standing)
+
+    assert pooled.promoted and pooled.comparison.difference == pytest.approx(0.2125, abs=1e-6)
+    assert not fair.promoted and fair.rows == 300 and fair.comparison.difference == pytest.approx(-0.05, abs=1e-6)
+    assert fair.challenger_metrics["accuracy"] == pytest.approx(0.95, abs=1e-6) and fair.champion_metrics["accuracy"] == 1.0
+    (apart,) = fair.apart
+    assert (apart.standing, apart.rows, apart.challenger, apart.champion) == (FOREIGN, 100, 1.0, 0.0)
+    assert "on the champion's own 300 test rows" in fair.reason
+    assert fair.reason.endswith("apart, deciding nothing: 100 test rows added since and flagged foreign "
+                                "(challenger 1.000, champion 0.000)")
+
+
+def test_without_any_of_the_champions_test_rows_every_row_is_judged_and_the_sentence_says_so() -> None:
+    truths = ["pos", "neg"] * 50
+
+    judgement = should_promote(truths, truths, truths, SelectionRule(), [ADDED] * 100)
+
+    assert judgement.promoted and judgement.rows == 100 and judgement.apart == []
+    assert "on 100 test rows (none of them the champion's own test rows)" in judgement.reason

@@ -6,7 +6,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from expectations.changes.compare import ChampionScores, Comparison, comparison_table, rows_to_score
+from expectations.changes.compare import (
+    ADDED,
+    FOREIGN,
+    HELD_OUT,
+    SEEN,
+    ChampionScores,
+    Comparison,
+    comparison_table,
+    rows_to_score,
+    standing,
+)
 from expectations.changes.config import ChangesConfig
 from expectations.changes.judge import judge_changes
 from expectations.changes.report import ChangeReport, changes_markdown
@@ -217,3 +227,23 @@ def test_a_champions_table_whose_labels_look_alike_is_the_same_table(champion, r
 
     assert (report.rows_added, report.rows_removed, report.relabelled) == (0, 0, 0)
     assert failed(report) == {} and report.new_classes == []
+
+
+def test_each_row_of_tonight_stands_where_the_champion_learned_or_was_tested_on_it(champion, reviews) -> None:
+    """A row whose text the champion trained or validated on is seen, one of its test split held out (relabelled
+    too: neither model learned from it), a new one added, and a new one the foreign check flagged foreign."""
+    news = DATASETS["topics"].generate(40, seed=5).assign(label="positive")
+    tonight = split(pd.concat([reviews.iloc[:2000], reviews.iloc[2000:2100], news]))
+    test_row = int(champion.loc[champion["split"] == "test", "row"].iloc[0])
+    tonight.loc[tonight["row"] == test_row, "label"] = "flipped"
+    flagged = set(tonight["row"].iloc[-40:-20])
+
+    stands = standing(champion, tonight, flagged)
+
+    by_row = dict(zip(tonight["row"], stands, strict=True))
+    learned = champion.loc[champion["split"] != "test", "row"]
+    tested = champion.loc[champion["split"] == "test", "row"]
+    assert {by_row[row] for row in learned} == {SEEN}
+    assert {by_row[row] for row in tested} == {HELD_OUT} and by_row[test_row] == HELD_OUT
+    assert {by_row[row] for row in flagged} == {FOREIGN}
+    assert {by_row[row] for row in range(2000, 2140) if row not in flagged} == {ADDED}
