@@ -86,7 +86,8 @@ def test_promotion_is_judged_on_the_champions_own_test_rows_and_the_rows_added_a
 
     assert pooled.promoted and pooled.comparison.difference == pytest.approx(0.2125, abs=1e-6)
     assert not fair.promoted and fair.rows == 300 and fair.comparison.difference == pytest.approx(-0.05, abs=1e-6)
-    assert fair.challenger_metrics["accuracy"] == pytest.approx(0.95, abs=1e-6) and fair.champion_metrics["accuracy"] == 1.0
+    assert fair.challenger_metrics["accuracy"] == pytest.approx(0.95, abs=1e-6)
+    assert fair.champion_metrics["accuracy"] == 1.0
     (apart,) = fair.apart
     assert (apart.standing, apart.rows, apart.challenger, apart.champion) == (FOREIGN, 100, 1.0, 0.0)
     assert "on the champion's own 300 test rows" in fair.reason
