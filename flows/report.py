@@ -8,6 +8,7 @@ from pathlib import Path
 from encoder.latency import cost_table_noise
 from encoder.selection.candidate import Candidate, arm_label
 from encoder.selection.halving import Halving
+from encoder.selection.reasons import depth_verdicts
 from encoder.selection.rule import Decision
 from expectations.audit.report import audit_lines, markdown_table
 from expectations.changes.report import FORCED, changes_lines
@@ -82,15 +83,15 @@ def format_summary(summary: RunSummary) -> str:
 
 
 def evidence_sentence(decision: Decision) -> str:
-    """How the depths were compared, and each one's difference to the best with its interval."""
+    """How the depths were compared, and each one's difference to the best with its interval and the rule's
+    verdict on it."""
     others = [score for score in decision.scores if score.vs_best is not None
               and (score.family, score.depth) != (decision.best_family, decision.best_depth)]
     if not others:
         return f"Compared by {decision.evidence}."
     named = len({score.family for score in decision.scores}) > 1
     best = arm_label(decision.best_family, decision.best_depth, named)
-    differences = ", ".join(f"{arm_label(s.family, s.depth, named)} {s.vs_best.text()}" for s in others)
-    return f"Compared by {decision.evidence}; {decision.metric} against {best}: {differences}."
+    return f"Compared by {decision.evidence}; {decision.metric} against {best}: {depth_verdicts(decision, others)}."
 
 
 def latency_noise(candidates: list[Candidate]) -> str | None:
