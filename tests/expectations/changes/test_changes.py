@@ -102,6 +102,22 @@ def test_a_shifted_label_mix_is_tested_and_retrains(champion, reviews) -> None:
     assert failed(report) == {"label_shift": "warning"} and report.policy.decision == "retrain"
 
 
+def test_the_label_mix_table_shows_each_sides_own_shares_of_its_rows(champion, reviews) -> None:
+    """Issue 42: `added_rows 0` beside `added_share 0.0017` (the share smoothed for the PSI). A class no row added
+    carries has share 0, and every share is its rows over its side's rows, in the table and in the observed mix."""
+    positives = reviews.iloc[2000:][lambda t: t["label"] == "positive"].iloc[:90]
+    check = judge(champion, pd.concat([reviews.iloc[:2000], positives])).check("label_shift")
+    rows = {example["label"]: example for example in check.examples}
+
+    assert rows["negative"]["added_rows"] == 0 and rows["negative"]["added_share"] == 0
+    for side in ("champion", "added"):
+        total = sum(example[f"{side}_rows"] for example in rows.values())
+        for label, example in rows.items():
+            assert example[f"{side}_share"] == round(example[f"{side}_rows"] / total, 4)
+            assert check.observed[f"{side}_mix"][label] == example[f"{side}_share"]
+    assert check.observed["psi"] > 0.1  # the PSI still sees the shift (on smoothed shares)
+
+
 def test_rows_from_another_task_stop_the_night_with_the_tokens_that_tell(champion, reviews) -> None:
     topics = DATASETS["topics"].generate(400, seed=2)
 
