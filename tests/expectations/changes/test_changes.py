@@ -203,6 +203,22 @@ def test_a_block_of_another_task_is_found_row_by_row_even_when_in_domain_rows_di
         assert examples and set(e["row"] for e in examples) <= set(range(3000 - foreign, 3000))
 
 
+def test_the_foreign_share_says_of_what_it_is_a_share(champion, reviews) -> None:
+    """Issue 42: `foreign_share 0.173` is a share of the champion's table, read as one of the rows added (0.867).
+    Both shares are reported, each named for its base, and the headline's words match the figures."""
+    news = DATASETS["topics"].generate(300, seed=3).assign(label="positive")
+
+    report = judge(champion, pd.concat([reviews.iloc[:2000], reviews.iloc[2000:2100], news]))
+    headline = report.check("foreign_rows").headline
+
+    assert report.rows_added == 400 and report.foreign_rows > 250
+    assert report.foreign_share == pytest.approx(report.foreign_rows / report.rows_before, abs=1e-6)
+    assert report.foreign_share_of_added == pytest.approx(report.foreign_rows / report.rows_added, abs=1e-4)
+    assert (f"{report.foreign_rows} of 400 rows added look foreign ({report.foreign_share_of_added:.1%} of the rows "
+            f"added, {report.foreign_share:.1%} of the champion's table)") in headline
+    assert ChangeReport.from_dict(report.to_dict()).foreign_share_of_added == report.foreign_share_of_added
+
+
 def test_the_champions_decay_is_judged_on_the_rows_that_are_not_foreign(champion, reviews) -> None:
     """The champion labels every new review right and every foreign row wrong: decay over all rows added would
     retrain on the foreign rows; judged on the rest, there is none, and the foreign block is reported apart."""
