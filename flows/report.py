@@ -138,6 +138,12 @@ QUALITY = ("family", "depth", "seed", "status", "epochs", "converged", "val macr
 COSTS = ("family", "depth", "seed", "params", "MFLOPs/ex", "p50 ms", "p95 ms", "train s")
 
 
+# What the cost table's latencies measure, said where they are shown: the deployment's torch figure of the same
+# network is another measure (encoder.deployment.two_latencies).
+COST_NOTE = ("p50 / p95 ms: each network's forward alone at batch 1 on one input of the median train length, timed "
+             "as its depth finished training.")
+
+
 def outcome(summary: RunSummary) -> str:
     """`depth 1 registered as ui/2, promoted: better: ...`, the run's outcome in a line."""
     if summary.skipped:
@@ -180,5 +186,5 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
         notes.append(f"Deployment, on the test split: {summary.deployment.sentence}.")
     return (
         f"# {outcome(summary)[0].upper()}{outcome(summary)[1:]}\n\n" + "\n\n".join(notes)
-        + "\n\n## Quality\n\n" + tables[0] + "\n\n## Cost\n\n" + tables[1] + images
+        + "\n\n## Quality\n\n" + tables[0] + "\n\n## Cost\n\n" + COST_NOTE + "\n\n" + tables[1] + images
     )
