@@ -48,6 +48,8 @@ def format_summary(summary: RunSummary) -> str:
     lines = ["What changed:", *changes_lines(summary.changes), ""] if summary.changes else []
     if summary.skipped:
         return "\n".join([*lines, f"Skipped: {summary.reason}."])
+    if summary.rows is not None:
+        lines.append(f"Data: {summary.rows.text()}")
     audit = summary.audit
     if audit is None:  # the comparison with the champion stopped the night before the audit
         return "\n".join([*lines, "Stopped before training.", f"MLflow run: {summary.mlflow_run_id}"])
@@ -175,8 +177,10 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
     images = "".join(
         f"\n\n![{path.stem}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})" for path in plots
     )
-    notes = [summary.rule.reason, evidence_sentence(summary.rule), *([halving_sentence(summary.halving)]
-             if summary.halving else []), *(f"Search: {search.sentence()}." for search in summary.search),
+    notes = [summary.rule.reason, evidence_sentence(summary.rule),
+             *([f"Data: {summary.rows.text()}."] if summary.rows is not None else []),
+             *([halving_sentence(summary.halving)] if summary.halving else []),
+             *(f"Search: {search.sentence()}." for search in summary.search),
              *(check.sentence for check in summary.lr_check),
              *filter(None, [resumed_sentence(summary.candidates)]),
              *(f"Latency: {noise}." for noise in filter(None, [latency_noise(summary.candidates)]))]
