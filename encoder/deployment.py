@@ -170,7 +170,7 @@ def measure_deployment(
                                  latency_ms=latency, size_mb=_size_mb(classifier, files.get(name)), shipped=False,
                                  file=str(files[name]) if name in files else None, vs_torch=interval,
                                  metric_low=low, metric_high=high)
-    return _judged(measured, metric, margin, note, timed[1].noisy, expected_ms)
+    return beside_cost_table(_judged(measured, metric, margin, note, timed[1].noisy), expected_ms)
 
 
 def _size_mb(classifier: TextClassifier, path: Path | None) -> float:
@@ -199,10 +199,9 @@ def _timed(classifiers: dict[str, TextClassifier], texts: list[str], batch: int,
                        rounds=rounds, repeats=REPEATS[batch])
 
 
-def _judged(measured: dict[str, Variant], metric: str, margin: float, note: str, noisy: str | None = None,
-            cost_ms: float | None = None) -> Deployment:
-    """The variants with `shipped` decided, and the sentence (no speed-up stated when the latencies are noisy; what
-    torch's figure measures beside `cost_ms`, the cost table's for the same network, when there is one)."""
+def _judged(measured: dict[str, Variant], metric: str, margin: float, note: str, noisy: str | None = None
+            ) -> Deployment:
+    """The variants with `shipped` decided, and the sentence (no speed-up stated when the latencies are noisy)."""
     reference = measured["torch"]
     base = reference.metrics[metric]
     variants, clauses = [reference.model_copy(update={"shipped": True})], []
@@ -219,8 +218,6 @@ def _judged(measured: dict[str, Variant], metric: str, margin: float, note: str,
                        f"{variant.size_mb:.2f} MiB: {verdict}")
     if noisy and clauses:
         clauses.append(f"latencies not compared ({noisy})")
-    if clauses and cost_ms:
-        clauses.append(two_latencies(reference, cost_ms))
     return Deployment(metric=metric, tolerance=margin, variants=variants, sentence="; ".join(clauses) or note,
                       latency_noisy=noisy)
 
@@ -237,13 +234,18 @@ def speed_text(variant: Variant, reference: Variant, noisy: str | None) -> str:
     return f"{relation} ({figures}, p50 of interleaved rounds)"
 
 
-def two_latencies(torch_form: Variant, cost_ms: float) -> str:
-    """Why the page shows two batch-1 latencies of one torch network: they measure different things (the cost
-    table's is written as its table writes it, so that the two read as the same figure)."""
-    return (f"torch's {torch_form.latency_ms['b1_p50']:.3g} ms here is per test text as served (each text padded "
-            "into a batch of one, in rounds interleaved with the ONNX forms after the sweep); the cost table's "
-            f"{cost_ms:.2f} ms for the same network is its forward alone on one input of the median train length, "
-            "timed as its depth finished training")
+def beside_cost_table(deployment: Deployment, cost_ms: float | None) -> Deployment:
+    """The deployment whose sentence, where it gives torch's batch-1 latency (beside ONNX forms), says why the page
+    shows another for the same network: `cost_ms`, the cost table's, measures something else (and is written as
+    its table writes it, so that the two read as the same figure)."""
+    torch_form = deployment.variant("torch")
+    if not cost_ms or torch_form is None or len(deployment.variants) < 2:
+        return deployment
+    clause = (f"torch's {torch_form.latency_ms['b1_p50']:.3g} ms here is per test text as served (each text padded "
+              "into a batch of one, in rounds interleaved with the ONNX forms after the sweep); the cost table's "
+              f"{cost_ms:.2f} ms for the same network is its forward alone on one input of the median train length, "
+              "timed as its depth finished training")
+    return deployment.model_copy(update={"sentence": f"{deployment.sentence}; {clause}"})
 
 
 def _refusal(difference: float, interval: Interval | None, margin: float) -> str:

@@ -4,7 +4,7 @@ table's figure written in the sentence as the table writes it."""
 
 from __future__ import annotations
 
-from encoder.deployment import Variant, _judged
+from encoder.deployment import Variant, _judged, beside_cost_table
 from encoder.selection.candidate import Candidate, Cost
 from encoder.selection.rule import SelectionRule, choose_depth
 from encoder.tracking.records import ModelVersionRef
@@ -24,8 +24,8 @@ def test_the_decision_page_says_what_each_latency_of_the_chosen_network_measures
                   for depth in (1, 2)]
     decision = choose_depth(candidates, SelectionRule(confidence=None))
     chosen = next(c for c in candidates if c.depth == decision.selected_depth)
-    deployment = _judged({"torch": form("torch", 7.79), "onnx-int8": form("onnx-int8", 1.2)}, "macro_f1", 0.01, "",
-                         cost_ms=chosen.cost.latency_ms_p50)
+    forms = {"torch": form("torch", 7.79), "onnx-int8": form("onnx-int8", 1.2)}
+    deployment = beside_cost_table(_judged(forms, "macro_f1", 0.01, ""), chosen.cost.latency_ms_p50)
     summary = RunSummary(data_hash="d", candidates=candidates, rule=decision, selected_depth=decision.selected_depth,
                          deployment=deployment, model=ModelVersionRef(name="m", version="1", uri="models:/m/1"),
                          promoted=True, promotion="no champion yet")
@@ -40,6 +40,7 @@ def test_the_decision_page_says_what_each_latency_of_the_chosen_network_measures
     assert p50 == "3.58"
     assert ("torch's 7.79 ms here is per test text as served" in page
             and f"the cost table's {p50} ms for the same network is its forward alone" in page)
-    # Without a cost table figure (or without ONNX forms) the sentence has nothing to reconcile.
-    assert "cost table" not in _judged({"torch": form("torch", 7.79), "onnx-int8": form("onnx-int8", 1.2)},
-                                       "macro_f1", 0.01, "").sentence
+    # Without a cost table figure, or without ONNX forms (no torch latency in the sentence), nothing to reconcile.
+    assert "cost table" not in beside_cost_table(_judged(forms, "macro_f1", 0.01, ""), None).sentence
+    alone = _judged({"torch": form("torch", 7.79)}, "macro_f1", 0.01, "ONNX variants not measured: ...")
+    assert beside_cost_table(alone, 3.58).sentence == "ONNX variants not measured: ..."
