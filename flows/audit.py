@@ -71,8 +71,19 @@ def publish_rows(key: str, what: str, checks: list[CheckResult], first_line: int
         return
     shown = rows[:ROWS_SHOWN]
     which = f"the first {len(shown)} of {len(rows)}" if len(rows) > len(shown) else f"all {len(rows)}"
+    which += f" ({by_check(rows)})"
     where = f"; every one is in `{csv}` on the MLflow parent run" if csv else ""
     create_table_artifact(key=key, table=shown, description=f"depthfinder: {what}, {which}{where}. {LINES}.")
+
+
+def by_check(rows: list[dict]) -> str:
+    """`cross_split_near_duplicates 3, suspected_label_noise 2`: the rows each check flagged (a row two checks flag
+    is listed once for each), as each check's headline counts them (foreign_rows: the rows it flagged, before the
+    rows flagged by chance are subtracted)."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["check"]] = counts.get(row["check"], 0) + 1
+    return ", ".join(f"{check} {count}" for check, count in counts.items())
 
 
 def uses_class_weights(train: TrainConfig, report: AuditReport) -> bool:

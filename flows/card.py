@@ -9,6 +9,8 @@ its numbers; what each deployable form scored and costs; the hashes a version is
 from __future__ import annotations
 
 from encoder.selection.promotion import APART
+from encoder.selection.reasons import depth_verdicts
+from encoder.selection.rule import Decision
 from expectations.audit.report import cell, markdown_table
 from expectations.changes.report import FORCED
 from flows.summary import RunSummary
@@ -31,6 +33,7 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
            f"{summary.changes.champion_version} said {forced}; see *What changed* below."] if forced else []),
         f"**Decision.** {_sentence(rule.reason)}",
         f"![quality by depth]({PLOT.format(name='metric_vs_depth.png', run_id=summary.mlflow_run_id)})",
+        *([verdicts] if (verdicts := _verdicts(rule)) else []),
         f"**Audit.** {audit.verdict}{warnings}.",
         f"**Promotion.** {'promoted to champion' if summary.promoted else 'not promoted'}: {summary.promotion}.",
         *filter(None, [promotion_rows(summary)]),
@@ -93,6 +96,17 @@ def _with_interval(variant, metric: str) -> str:
     if variant.metric_low is None:
         return value
     return f"{value} [{variant.metric_low:.3f}, {variant.metric_high:.3f}]"
+
+
+def _verdicts(rule: Decision) -> str:
+    """**Each depth against the best**: every other depth's difference and the rule's verdict on it, as the plot
+    marks it (both read DepthScore.verdict); "" when there was one depth."""
+    others = [s for s in rule.scores if (s.family, s.depth) != (rule.best_family, rule.best_depth)]
+    if not others:
+        return ""
+    how = f"; {rule.evidence}" if rule.evidence else ""
+    return (f"**Each depth against the best, {rule.best_label}** (validation {rule.metric}, {rule.tolerance:g} "
+            f"tolerance{how}). {depth_verdicts(rule, others)}.")
 
 
 def _sentence(text: str) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from encoder.latency import cost_table_noise
 from encoder.selection.candidate import Candidate, arm_label
 from encoder.selection.halving import Halving
+from encoder.selection.reasons import depth_verdicts
 from encoder.selection.rule import Decision
 from expectations.audit.report import audit_lines, markdown_table
 from expectations.changes.report import FORCED, changes_lines
@@ -47,6 +48,8 @@ def format_summary(summary: RunSummary) -> str:
     lines = ["What changed:", *changes_lines(summary.changes), ""] if summary.changes else []
     if summary.skipped:
         return "\n".join([*lines, f"Skipped: {summary.reason}."])
+    if summary.rows is not None:
+        lines.append(f"Data: {summary.rows.text()}")
     audit = summary.audit
     if audit is None:  # the comparison with the champion stopped the night before the audit
         return "\n".join([*lines, "Stopped before training.", f"MLflow run: {summary.mlflow_run_id}"])
@@ -82,15 +85,15 @@ def format_summary(summary: RunSummary) -> str:
 
 
 def evidence_sentence(decision: Decision) -> str:
-    """How the depths were compared, and each one's difference to the best with its interval."""
+    """How the depths were compared, and each one's difference to the best with its interval and the rule's
+    verdict on it."""
     others = [score for score in decision.scores if score.vs_best is not None
               and (score.family, score.depth) != (decision.best_family, decision.best_depth)]
     if not others:
         return f"Compared by {decision.evidence}."
     named = len({score.family for score in decision.scores}) > 1
     best = arm_label(decision.best_family, decision.best_depth, named)
-    differences = ", ".join(f"{arm_label(s.family, s.depth, named)} {s.vs_best.text()}" for s in others)
-    return f"Compared by {decision.evidence}; {decision.metric} against {best}: {differences}."
+    return f"Compared by {decision.evidence}; {decision.metric} against {best}: {depth_verdicts(decision, others)}."
 
 
 def latency_noise(candidates: list[Candidate]) -> str | None:
@@ -137,6 +140,12 @@ QUALITY = ("family", "depth", "seed", "status", "epochs", "converged", "val macr
 COSTS = ("family", "depth", "seed", "params", "MFLOPs/ex", "p50 ms", "p95 ms", "train s")
 
 
+# What the cost table's latencies measure, said where they are shown: the deployment's torch figure of the same
+# network is another measure (encoder.deployment.two_latencies).
+COST_NOTE = ("p50 / p95 ms: each network's forward alone at batch 1 on one input of the median train length, timed "
+             "as its depth finished training.")
+
+
 def outcome(summary: RunSummary) -> str:
     """`depth 1 registered as ui/2, promoted: better: ...`, the run's outcome in a line."""
     if summary.skipped:
@@ -168,8 +177,10 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
     images = "".join(
         f"\n\n![{path.stem}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})" for path in plots
     )
-    notes = [summary.rule.reason, evidence_sentence(summary.rule), *([halving_sentence(summary.halving)]
-             if summary.halving else []), *(f"Search: {search.sentence()}." for search in summary.search),
+    notes = [summary.rule.reason, evidence_sentence(summary.rule),
+             *([f"Data: {summary.rows.text()}."] if summary.rows is not None else []),
+             *([halving_sentence(summary.halving)] if summary.halving else []),
+             *(f"Search: {search.sentence()}." for search in summary.search),
              *(check.sentence for check in summary.lr_check),
              *filter(None, [resumed_sentence(summary.candidates)]),
              *(f"Latency: {noise}." for noise in filter(None, [latency_noise(summary.candidates)]))]
@@ -179,5 +190,5 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
         notes.append(f"Deployment, on the test split: {summary.deployment.sentence}.")
     return (
         f"# {outcome(summary)[0].upper()}{outcome(summary)[1:]}\n\n" + "\n\n".join(notes)
-        + "\n\n## Quality\n\n" + tables[0] + "\n\n## Cost\n\n" + tables[1] + images
+        + "\n\n## Quality\n\n" + tables[0] + "\n\n## Cost\n\n" + COST_NOTE + "\n\n" + tables[1] + images
     )

@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
@@ -36,7 +37,7 @@ from flows.config import RegistryConfig, RunConfig, SweepConfig, without_credent
 from flows.preflight import check_run
 from flows.report import DESCRIPTION_LIMIT, decision_markdown, outcome
 from flows.review import data_source, flow_run_name, label_flow_run, night, outcome_tags, run_title
-from flows.summary import RunAudit, RunSummary
+from flows.summary import RowsUsed, RunAudit, RunSummary
 from flows.sweep import check_learning_rates, sweep_depths
 from runtime.guard import process_guard
 from runtime.lock import one_retrain_at_a_time
@@ -123,7 +124,8 @@ def train_and_register(
     if changes is not None:
         log_changes(run, changes, first_data_line(config.data))
         if changes.policy.decision == "stop":
-            summary = RunSummary(changes=changes, mlflow_run_id=run.run_id, data_hash=dataset.data_hash)
+            summary = RunSummary(changes=changes, mlflow_run_id=run.run_id, data_hash=dataset.data_hash,
+                                 rows=rows_used(dataset))
             log_summary(run, summary.to_dict(), {}, [])
             describe_stop(run, stopped_note(summary, data_source(config.data)))
             raise Blocked(f"the comparison with the champion stops the night: {changes.policy.reason}", summary)
@@ -174,7 +176,7 @@ def audited(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: Ch
     publish_audit(report, first_data_line(config.data))
     summary = RunSummary(
         audit=RunAudit(**dict(report), informs=audit_informs(config, report)),
-        mlflow_run_id=run.run_id, data_hash=dataset.data_hash, changes=changes,
+        mlflow_run_id=run.run_id, data_hash=dataset.data_hash, changes=changes, rows=rows_used(dataset),
     )
     if blocking := report.blocking(config.audit.strict):
         get_run_logger().error("The audit blocks training: %s", ", ".join(blocking))
@@ -237,11 +239,24 @@ def sweep_run(config: RunConfig, dataset: PreparedData, forced: bool = False) ->
     run = start_sweep_run(
         registry.tracking_uri, registry.experiment, registry.model_name,
         run_title(registry.model_name, config.data, dataset.data_hash, forced),
-        params=flatten("", config.model_dump(mode="json")), tags={"depthfinder.data_hash": dataset.data_hash},
+        params=run_params(config, dataset), tags={"depthfinder.data_hash": dataset.data_hash},
         night=night(dataset.data_hash),
     )
     with ending(run.client, run.run_id):
         yield run
+
+
+def run_params(config: RunConfig, dataset: PreparedData) -> dict[str, Any]:
+    """The parent run's params: the settings, but a built-in dataset's row count when the data is a file (a default
+    the run never used), and the rows the run used, in all and per split (`data.rows`, `data.rows.train`, ...)."""
+    unused = {"data": {"dataset_rows"}} if config.data.path is not None else None
+    rows = rows_used(dataset)
+    return flatten("", config.model_dump(mode="json", exclude=unused)) | {
+        "data.rows": rows.total, **{f"data.rows.{split}": getattr(rows, split) for split in ("train", "val", "test")}}
+
+
+def rows_used(dataset: PreparedData) -> RowsUsed:
+    return RowsUsed.of(dataset.rows, dataset.split_rows)
 
 
 def run_folder(config: RunConfig, run: SweepRun) -> Path:
@@ -264,7 +279,7 @@ def skipped(
     """The completed state of a run that keeps `version`, and its summary."""
     model = config.registry.model_name
     summary = RunSummary(
-        skipped=True, reason=reason, data_hash=dataset.data_hash, changes=changes,
+        skipped=True, reason=reason, data_hash=dataset.data_hash, changes=changes, rows=rows_used(dataset),
         model=ModelVersionRef(name=model, version=version, uri=f"models:/{model}/{version}"),
     )
     return concluded(config, summary, Completed(name="Skipped", message=reason, data=summary))

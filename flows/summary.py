@@ -40,6 +40,23 @@ class RunAudit(AuditReport):
     informs: AuditInforms = Field(description="What the audit changed in training.")
 
 
+class RowsUsed(Record):
+    """The rows of the prepared table the run used (after the rows `audit.drop` removed), in all and per split."""
+
+    total: int = Field(description="Rows in all.")
+    train: int = Field(description="Rows trained on.")
+    val: int = Field(description="Validation rows: early stopping and the rule chose by them.")
+    test: int = Field(description="Test rows: reported, and promotion compared on them.")
+
+    @classmethod
+    def of(cls, rows: int, split_rows: dict[str, int]) -> RowsUsed:
+        return cls(total=rows, **{split: split_rows.get(split, 0) for split in ("train", "val", "test")})
+
+    def text(self) -> str:
+        """`1,500 rows: train 1,200, validation 150, test 150`."""
+        return f"{self.total:,} rows: train {self.train:,}, validation {self.val:,}, test {self.test:,}"
+
+
 class RunSummary(Record):
     """What one run decided."""
 
@@ -95,3 +112,7 @@ class RunSummary(Record):
     )
     mlflow_run_id: str | None = Field(None, description="The sweep's MLflow parent run.")
     data_hash: str = Field(description="Content hash of the texts, labels and splits trained on.")
+    rows: RowsUsed | None = Field(
+        None, description="The rows the run used, in all and per split (the table as prepared, after audit.drop); "
+        "none in summaries written before it."
+    )

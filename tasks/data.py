@@ -31,6 +31,7 @@ class PreparedData:
     labels: list[str]
     dropped: dict[str, int] = field(default_factory=dict)  # rows removed before the audit, per reason
     normalized_labels: LabelNormalization = field(default_factory=LabelNormalization)  # when loaded
+    split_rows: dict[str, int] = field(default_factory=dict)  # rows per split (train, val, test)
 
 
 def prepare_table(data: DataConfig) -> LoadedTable:
@@ -85,6 +86,8 @@ def write_table(table: pd.DataFrame, workdir: Path) -> PreparedData:
         table.to_parquet(partial, index=False)
         partial.replace(path)
     labels = sorted(table["label"].unique().tolist())
+    splits = {str(split): int(rows) for split, rows in table["split"].value_counts().items()}
     return PreparedData(
-        path=str(path), data_hash=table_hash(table, TRAINING_COLUMNS), table_hash=whole, rows=len(table), labels=labels
+        path=str(path), data_hash=table_hash(table, TRAINING_COLUMNS), table_hash=whole, rows=len(table), labels=labels,
+        split_rows=splits,
     )

@@ -53,7 +53,11 @@ class Cost(Record):
     flops_per_example: float | None = Field(
         None, description="FLOPs of one batch-1 forward at the median train length (torch's flop counter)."
     )
-    latency_ms_p50: float | None = Field(None, description="Median CPU latency of a batch-1 forward, ms.")
+    latency_ms_p50: float | None = Field(
+        None, description="Median CPU latency of a batch-1 forward, ms: the network's forward alone on one input of "
+        "the median train length, timed as the candidate finished training (the deployment's torch latency is per "
+        "test text as served, measured after the sweep: another figure)."
+    )
     latency_ms_p95: float | None = Field(None, description="95th percentile of the same, ms.")
     onnx_latency_ms_p50: float | None = Field(
         None, description="Median CPU latency of a batch-1 forward of the int8 ONNX model (ONNX Runtime), ms; measured "

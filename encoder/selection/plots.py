@@ -8,17 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from encoder.selection.candidate import Candidate, arm_label
-from encoder.selection.margin import shown_worse, within
+from encoder.selection.reasons import VERDICT_WORDS
 from encoder.selection.rule import COST_NAMES, Decision, DepthScore
 
-# What the rule's criterion says of a depth against the best, and how each reads in the legend.
-VERDICTS = {
-    "best": "the best",
-    "within": "shown within the tolerance (may ship)",
-    "unsettled": "not shown within, not shown worse (the rows cannot tell)",
-    "worse": "shown worse than the tolerance",
-}
-MARKERS = {"best": "D", "within": "o", "unsettled": "s", "worse": "v"}
+# A marker per verdict of the rule (DepthScore.verdict); the legend says each in the rule's own words.
+MARKERS = {"best": "D", "within": "o", "unsettled": "s", "beyond": "X", "worse": "v"}
 
 
 def _pyplot():
@@ -38,31 +32,17 @@ def family_colors(families: list[str]) -> dict[str, str]:
     return {family: matplotlib.colors.to_hex(cycle[i % len(cycle)]) for i, family in enumerate(families)}
 
 
-def verdict(score: DepthScore, best: DepthScore, tolerance: float, paired: bool) -> str:
-    """The rule's criterion for one depth: the best; within (its mean, and with a paired interval its lower end
-    too, no more than the tolerance below the best's: it may ship); worse (the interval's upper end below
-    −tolerance, or by means beyond it); unsettled otherwise."""
-    if score is best:
-        return "best"
-    difference = score.mean - best.mean
-    if not paired:
-        return "within" if within(difference, tolerance) else "worse"
-    if within(difference, tolerance, score.vs_best.low):
-        return "within"
-    return "worse" if shown_worse(score.vs_best.high, tolerance) or not within(difference, tolerance) else "unsettled"
-
-
 def _best(decision: Decision) -> DepthScore:
     return next(s for s in decision.scores if (s.family, s.depth) == (decision.best_family, decision.best_depth))
 
 
 def depth_points(decision: Decision, pruned: list[Candidate] = ()) -> list[dict]:
     """What the depth plot shows, per depth: its difference from the best on validation with the ends of its
-    interval (its paired bootstrap interval, else ± its standard error) and the rule's verdict on it, and, for a
+    interval (its paired bootstrap interval, else ± its standard error) and the rule's verdict on it (as the
+    decision carries it: DepthScore.verdict), and, for a
     depth halving pruned (or only screened, by a probe of a deeper network), its difference at the budget it was
     pruned at (as screened)."""
     best = _best(decision)
-    paired = any(s.vs_best is not None for s in decision.scores)
     points = []
     for s in decision.scores:
         if s.vs_best is not None:
@@ -71,8 +51,7 @@ def depth_points(decision: Decision, pruned: list[Candidate] = ()) -> list[dict]
             difference = s.mean - best.mean
             low, high = difference - s.std_error, difference + s.std_error
         points.append({"family": s.family, "depth": s.depth, "difference": difference, "low": low, "high": high,
-                       "pruned": None, "verdict": verdict(s, best, decision.effective_tolerance,
-                                                          paired and s.vs_best is not None)})
+                       "pruned": None, "verdict": s.verdict})
     for c in pruned:
         value = c.metrics.get(decision.metric)
         if value is not None:
@@ -113,7 +92,7 @@ def plot_metric_vs_depth(decision: Decision, path: Path, pruned: list[Candidate]
     ax.axhline(-tolerance, color="tab:green", linewidth=1, linestyle="--")
     ax.axhline(0, color="tab:gray", linewidth=0.8)
     for family in families:
-        for key, words in VERDICTS.items():
+        for key, words in VERDICT_WORDS.items():
             kept = [p for p in points if p["family"] == family and p["pruned"] is None and p["verdict"] == key]
             if not kept:
                 continue

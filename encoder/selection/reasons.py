@@ -13,14 +13,24 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from encoder.selection.candidate import COST_NAMES
+from encoder.selection.candidate import COST_NAMES, arm_label
 from encoder.selection.evidence import Arm
-from encoder.selection.margin import rows_to_resolve, shown_worse, within
+from encoder.selection.margin import rows_to_resolve
 
 if TYPE_CHECKING:
-    from encoder.selection.rule import DepthScore, SelectionRule
+    from encoder.selection.rule import Decision, DepthScore, SelectionRule
 
 Label = Callable[[Arm], str]
+
+# The rule's verdict on a depth (DepthScore.verdict, judged once by encoder.selection.rule.judge) in the words every
+# page uses: the plot's legend, the terminal, the Prefect artifact, the model card.
+VERDICT_WORDS = {
+    "best": "the best",
+    "within": "shown within the tolerance, may ship",
+    "unsettled": "cannot tell: mean within the tolerance, not shown within",
+    "beyond": "mean beyond the tolerance",
+    "worse": "shown worse than the tolerance",
+}
 
 
 def quality(score: DepthScore) -> str:
@@ -37,7 +47,7 @@ def tolerance_reason(
     chosen, top, metric, tolerance = scores[selected], scores[best], rule.metric, rule.tolerance
     cheaper = [arm for arm in scores if scores[arm].cost < chosen.cost]
     closest = max(cheaper, key=lambda arm: (scores[arm].mean, -scores[arm].cost)) if cheaper else None
-    needed = _needed(scores[closest], top, tolerance, rows) if closest and rows else None
+    needed = _needed(scores[closest], tolerance, rows) if closest and rows else None
     if selected != best:
         share = chosen.cost / top.cost if top.cost else math.nan
         cost = f"at {share:.0%} of its {COST_NAMES[rule.cost]}"
@@ -69,20 +79,18 @@ def _best_ships(best: Arm, closest: Arm, scores: dict[Arm, DepthScore], rule: Se
         return (f"{head}, and no cheaper depth is within the {tolerance:.3g} tolerance (closest: {label(closest)} at "
                 f"{near.mean:.3f})")
     interval = interval_words(near, closest, best, rule, label)
-    if within(near.mean - top.mean, tolerance):
+    if near.verdict == "unsettled":
         return (f"{head}; the cheaper {label(closest)}'s {near.mean:.3f} is within the {tolerance:.3g} tolerance, but "
                 f"the validation rows do not show it within ({interval})")
     return (f"{head}, and every cheaper depth's mean is more than the {tolerance:.3g} tolerance below it (closest: "
             f"{label(closest)} at {near.mean:.3f}; {interval})")
 
 
-def _needed(score: DepthScore, top: DepthScore, tolerance: float, rows: int) -> int | None:
+def _needed(score: DepthScore, tolerance: float, rows: int) -> int | None:
     """The validation rows that would resolve the tolerance for a cheaper depth the rows could not settle: not
-    shown within (the rule did not take it), not shown beyond (its interval reaches −tolerance), and an interval
-    wider than the tolerance; None otherwise."""
-    if score.vs_best is None or shown_worse(score.vs_best.high, tolerance):
-        return None
-    if within(score.mean - top.mean, tolerance, score.vs_best.low):
+    shown within (the rule did not take it), not shown worse (its interval reaches −tolerance: unsettled, or its
+    mean beyond the tolerance), and an interval wider than the tolerance; None otherwise."""
+    if score.vs_best is None or score.verdict not in ("unsettled", "beyond"):
         return None
     return rows_to_resolve(rows, score.vs_best.half_width, tolerance)
 
@@ -93,6 +101,20 @@ def _resolution(arm: Arm, score: DepthScore, rows: int, needed: int, tolerance: 
     return (f"the {rows:,} validation rows cannot settle {label(arm)}: its interval (±{score.vs_best.half_width:.3f}) "
             f"is wider than the {tolerance:.3g} tolerance, and one as narrow as the tolerance needs about {needed:,} "
             "validation rows (or several seeds, or a larger tolerance)")
+
+
+def depth_verdicts(decision: Decision, scores: list[DepthScore]) -> str:
+    """`depth 1 −0.018 [−0.053, +0.000] (mean beyond the tolerance), depth 2 −0.004 (shown within the tolerance,
+    may ship)`: each of `scores`' difference from the decision's best (with its paired interval, where there is
+    one) and the verdict the rule gave it."""
+    named = len({score.family for score in decision.scores}) > 1
+    best = next(s for s in decision.scores if (s.family, s.depth) == (decision.best_family, decision.best_depth))
+    clauses = []
+    for score in scores:
+        difference = (score.vs_best.text() if score.vs_best is not None
+                      else f"{score.mean - best.mean:+.3f}".replace("-", "\u2212"))
+        clauses.append(f"{arm_label(score.family, score.depth, named)} {difference} ({VERDICT_WORDS[score.verdict]})")
+    return ", ".join(clauses)
 
 
 def interval_words(score: DepthScore, arm: Arm, best: Arm, rule: SelectionRule, label: Label) -> str:

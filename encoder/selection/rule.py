@@ -17,6 +17,10 @@ Among candidates that trained (or were reused from cache) and meet the hard limi
 - `pareto`: keep the Pareto front of (metric up, cost down) and apply `tolerance` on it;
   the front is reported with the decision.
 
+Each depth's verdict against the best (`DepthScore.verdict`: best, within, unsettled, beyond, worse) is judged
+once, here, where the decision is made; the sentence (encoder.selection.reasons), the plots, the terminal, the
+Prefect artifact and the model card read it and never judge again.
+
 Functions of typed candidates (encoder.selection.candidate) and the prediction files they
 name, so a decision can be replayed from a summary JSON:
 `choose_depth(summary.candidates, summary.rule.selection_rule())`.
@@ -29,18 +33,23 @@ import math
 import statistics
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from encoder.config import FAMILY_DESCRIPTION, FamilyName
 from encoder.selection.candidate import COST_NAMES, Candidate, CostName, Record, arm_label
 from encoder.selection.evidence import RESAMPLES, Arm, Interval, compare_to_best, load_predictions
-from encoder.selection.margin import within
+from encoder.selection.margin import shown_worse, within
 from encoder.selection.reasons import quality, ratio_reason, tolerance_reason
 
-__all__ = ["COST_NAMES", "Decision", "DepthScore", "SelectionRule", "choose_depth", "ties"]
+__all__ = ["COST_NAMES", "Decision", "DepthScore", "SelectionRule", "Verdict", "choose_depth", "judge", "ties"]
 
 RuleName = Literal["tolerance", "ratio", "pareto"]
 Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
+# What the rule's criterion says of a depth against the best (judge): the best itself; shown within the tolerance
+# (it may ship in the best's place); its mean beyond the tolerance (it cannot ship, whatever its interval); its
+# interval wholly below -tolerance (shown worse); or neither shown within nor beyond: the rows cannot tell.
+# encoder.selection.reasons.VERDICT_WORDS says each in words.
+Verdict = Literal["best", "within", "unsettled", "beyond", "worse"]
 
 
 class SelectionRule(BaseModel):
@@ -114,6 +123,17 @@ class DepthScore(Record):
         "saved predictions."
     )
     not_converged: bool = Field(False, description="A seed of it was still improving when its budget ended.")
+    verdict: Verdict | None = Field(
+        None, description="The rule's criterion on it against the best, judged once where the decision is made: best, "
+        "within (shown within the tolerance: it may ship), unsettled (mean within, not shown within: the rows cannot "
+        "tell), beyond (mean more than the tolerance below the best's) or worse (its interval wholly below "
+        "-tolerance: shown worse). Summaries written before it are judged when read."
+    )
+
+    @property
+    def may_ship(self) -> bool:
+        """Whether the rule lets it ship in the best's place."""
+        return self.verdict in ("best", "within")
 
 
 class Decision(Record):
@@ -151,7 +171,28 @@ class Decision(Record):
     max_params: int | None = Field(None, description="Hard limit on parameters, if set.")
     pareto_front: list[int] = Field(description="Depths no other depth beats on both quality and cost.")
     pareto_families: list[FamilyName] = Field([], description="The family of each depth of the Pareto front.")
-    scores: list[DepthScore] = Field(description="Per eligible depth: mean metric, standard error, seeds, mean cost.")
+    scores: list[DepthScore] = Field(
+        description="Per eligible depth: mean metric, standard error, seeds, mean cost and the rule's verdict."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _judged(cls, values: object) -> object:
+        """A decision written before each depth carried its verdict (a replayed summary) is judged on read, by the
+        tolerance it applied."""
+        if not isinstance(values, dict) or not values.get("scores"):
+            return values
+        scores = [DepthScore.model_validate(score) for score in values["scores"]]
+        if all(score.verdict is not None for score in scores):
+            return values
+        arm = (values.get("best_family", "scratch"), values.get("best_depth"))
+        best = next((score for score in scores if (score.family, score.depth) == arm), None)
+        if best is None:
+            return values  # validation names what is wrong
+        tolerance = values.get("effective_tolerance", values.get("tolerance", 0.0))
+        judged = [score if score.verdict is not None else
+                  score.model_copy(update={"verdict": judge(score, best, tolerance)}) for score in scores]
+        return {**values, "scores": judged}
 
     @property
     def selected_label(self) -> str:
@@ -196,6 +237,8 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     arms = sorted(scores, key=_order)
     best = max(arms, key=lambda a: scores[a].mean)  # ties: the shallower depth
     scores, evidence, rows = _with_intervals(scores, eligible, best, rule)
+    scores = {arm: score.model_copy(update={"verdict": judge(score, scores[best], rule.tolerance)})
+              for arm, score in scores.items()}
     front = pareto_front(list(scores.values()))
     to_resolve = None
     if rule.rule == "ratio":
@@ -203,7 +246,7 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
         reason = ratio_reason(selected, best, scores, rule, label)
     else:
         pool = {a: scores[a] for a in (front if rule.rule == "pareto" else arms)}
-        tied = [a for a in pool if ties(scores[a], scores[best], rule.tolerance)]
+        tied = [a for a in pool if scores[a].may_ship]
         selected = min(tied, key=lambda a: (pool[a].cost, _order(a)))
         reason, to_resolve = tolerance_reason(selected, best, scores, rule, label, rows)
     clauses = [reason + _other_families(selected, best, scores, rule.metric)]
@@ -273,6 +316,19 @@ def ties(score: DepthScore, best: DepthScore, tolerance: float) -> bool:
     tolerance below the best's, and, with the paired bootstrap, the lower end of its interval too."""
     lower = score.vs_best.low if score.vs_best is not None else None
     return within(score.mean - best.mean, tolerance, lower)
+
+
+def judge(score: DepthScore, best: DepthScore, tolerance: float) -> Verdict:
+    """The rule's verdict on a depth against the best, by encoder.selection.margin's predicates: within when it
+    ties (it may ship); worse when its interval's upper end is below −tolerance; beyond when its mean is more than
+    the tolerance below the best's (it cannot ship, though the rows do not show it worse); unsettled otherwise."""
+    if (score.family, score.depth) == (best.family, best.depth):
+        return "best"
+    if ties(score, best, tolerance):
+        return "within"
+    if score.vs_best is not None and shown_worse(score.vs_best.high, tolerance):
+        return "worse"
+    return "unsettled" if within(score.mean - best.mean, tolerance) else "beyond"
 
 
 def _not_converged(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], label) -> str:

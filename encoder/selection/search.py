@@ -5,7 +5,7 @@ network trains exactly as its separate fine-tune would, so depth L is a confirme
 for every k < L, how much of the task its bottom k layers hold. Probes underestimate what a k-layer network
 fine-tuned on its own reaches, so the rule never decides on them; they say where to look. The search then
 confirms depths with separate fine-tunes, each compared with the best confirmed depth by the rule's own test
-(encoder.selection.rule.ties): a depth the rows show within the tolerance is tied, and the search goes cheaper;
+(encoder.selection.rule.judge): a depth the rows show within the tolerance is tied, and the search goes cheaper;
 one not shown within rules out every shallower depth too (quality does not fall as depth grows, up to noise),
 and the search goes deeper. It starts where the screen points (the cheapest depth whose probe, lifted by the
 probes' own shortfall at depth L−1, the rule could tie with the best: its mean and the lower end of its paired
@@ -30,7 +30,7 @@ from encoder.config import FAMILY_DESCRIPTION
 from encoder.selection.candidate import Candidate, Record
 from encoder.selection.evidence import Interval, compare_to_best, load_predictions
 from encoder.selection.margin import rows_to_resolve, within
-from encoder.selection.rule import Decision, score_of, ties
+from encoder.selection.rule import Decision, score_of
 
 
 class Search(Record):
@@ -129,9 +129,8 @@ def unresolvable(intervals: dict[int, Interval], rows: int, tolerance: float, op
 
 
 def tied(decision: Decision, family: str, depth: int) -> bool:
-    """Whether a confirmed depth may ship in the best confirmed one's place, by the rule's own test."""
-    best = score_of(decision, decision.best_family, decision.best_depth)
-    return ties(score_of(decision, family, depth), best, decision.tolerance)
+    """Whether a confirmed depth may ship in the best confirmed one's place: the rule's own verdict on it."""
+    return score_of(decision, family, depth).may_ship
 
 
 # What a confirmation that did not tie showed: the rows did not show it within the tolerance (it may be worse by

@@ -39,7 +39,8 @@ def log_change_report(sweep: SweepRun, report: ChangeReport, first_line: int | N
     (FOREIGN_ROWS) and its GX Data Docs."""
     figures = {"rows_added": report.rows_added, "rows_removed": report.rows_removed,
                "relabelled": report.relabelled, "drift_auc": report.drift_auc, "length_shift": report.length_shift,
-               "foreign_rows": report.foreign_rows, "foreign_share": report.foreign_share,
+               "foreign_rows": report.foreign_rows, "foreign_share": report.foreign_share,  # of the champion's table
+               "foreign_share_of_added": report.foreign_share_of_added,
                "label_psi": report.label_shift.psi if report.label_shift else None,
                "champion_on_new": report.champion_on_new.on_new if report.champion_on_new else None}
     client = sweep.client

@@ -87,7 +87,14 @@ class ChangeReport(_Record):
                                     "(0.5: the same world); none when too few rows were added.")
     foreign_rows: int | None = Field(None, description="Rows added the drift classifier tells from the champion's "
                                      "rows with confidence, one by one: a block of another task, even when diluted.")
-    foreign_share: float | None = Field(None, description="Those rows as a share of the champion's table.")
+    foreign_share: float | None = Field(
+        None, description="Those rows as a share of the champion's table (rows_before), not of the rows added: the "
+        "share the stop threshold (changes.stop_foreign_fraction) is judged by."
+    )
+    foreign_share_of_added: float | None = Field(
+        None, description="Those rows as a share of the rows added (rows_added): how much of tonight's new data "
+        "looks foreign."
+    )
     length_shift: float | None = Field(None, description="Kolmogorov-Smirnov distance of the word counts.")
     champion_on_new: ChampionOnNew | None = Field(None, description="Decay; none when it could not be measured.")
     champion_test_rows_gone: int = Field(0, description="Test rows of the champion's table no longer in tonight's.")
@@ -119,6 +126,7 @@ class ChangeReport(_Record):
             vanished_classes=observed["new_or_vanished_classes"].get("vanished_classes", []),
             drift_auc=drift.get("auc"),
             foreign_rows=observed["foreign_rows"].get("rows"), foreign_share=observed["foreign_rows"].get("fraction"),
+            foreign_share_of_added=observed["foreign_rows"].get("share_of_added"),
             length_shift=observed["length_shift"].get("ks"),
             champion_on_new=ChampionOnNew(
                 rows=decay["new_rows"], **{key: decay.get(key) for key in ChampionOnNew.model_fields if key != "rows"}

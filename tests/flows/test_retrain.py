@@ -77,6 +77,9 @@ def test_mlflow_has_a_parent_run_with_one_child_per_depth(sweep) -> None:
     assert parent.info.status == "FINISHED"
     assert parent.data.tags["depthfinder.data_hash"] == summary["data_hash"]
     assert parent.data.params["sweep.depths"] == "[1, 2]"
+    # A built-in dataset's generated rows are the rows used, in the params and the summary alike.
+    assert parent.data.params["data.dataset_rows"] == parent.data.params["data.rows"] == "600"
+    assert summary["rows"]["total"] == 600 == sum(summary["rows"][split] for split in ("train", "val", "test"))
     assert sorted(run.data.tags["depthfinder.depth"] for run in children) == ["1", "2"]
     by_run = {c["mlflow_run_id"]: c for c in summary["candidates"]}
     for child in children:
@@ -156,12 +159,25 @@ def test_the_audit_gate_blocks_a_cross_split_duplicate(prefect_server, tmp_path,
     assert summary["candidates"] == [] and summary["selected_depth"] is None
     check = next(c for c in summary["audit"]["checks"] if c["name"] == "cross_split_duplicates")
     assert sorted(e["row"] for e in check["examples"]) in ([33, 80], [80])
-    assert "row 80" in capsys.readouterr().out
+    assert "row 80" in (out := capsys.readouterr().out)
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert client.search_registered_models() == []
     run = client.get_run(summary["mlflow_run_id"])
     assert run.info.status == "FAILED"
     assert_the_blocking_rows_are_listed_with_their_file_lines(client, run, tmp_path)
+    assert_the_rows_used_are_the_files(summary, run, out)
+
+
+def assert_the_rows_used_are_the_files(summary: dict, run, terminal: str) -> None:
+    """Issue 42: `data.dataset_rows 3000` (a built-in dataset's default) was logged on runs of a file of other
+    sizes, and the rows trained on were shown nowhere. The file's 81 rows (60 train, 10 val, 11 test) are what the
+    summary, the MLflow params and the terminal say, and no param claims another count."""
+    assert summary["rows"] == {"total": 81, "train": 60, "val": 10, "test": 11}
+    params = run.data.params
+    assert "data.dataset_rows" not in params
+    assert {key: params[key] for key in ("data.rows", "data.rows.train", "data.rows.val", "data.rows.test")} == {
+        "data.rows": "81", "data.rows.train": "60", "data.rows.val": "10", "data.rows.test": "11"}
+    assert "Data: 81 rows: train 60, validation 10, test 11" in terminal
 
 
 def assert_the_blocking_rows_are_listed_with_their_file_lines(client: MlflowClient, run, folder: Path) -> None:

@@ -88,7 +88,7 @@ class SuspectedLabelNoiseCheck(Check):
                           estimated_fraction=observed.get("fraction"), judged_rows=len(judged)),
             ),
         ]
-        return CheckPlan(frame=frame, expectations=expectations, observed=observed)
+        return CheckPlan(frame=frame, expectations=expectations, observed=observed, suspects=_flagged(table, frame))
 
     def examples(self, table: pd.DataFrame, plan: CheckPlan, failing: list[Any], limit: int) -> list[dict[str, Any]]:
         """The most suspicious flagged rows: lowest probability of their given label first."""
@@ -103,6 +103,16 @@ class SuspectedLabelNoiseCheck(Check):
             example["self_confidence"] = round(float(confidence[index]), 4)
             examples.append(to_jsonable(example))
         return examples
+
+
+def _flagged(table: pd.DataFrame, frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Every row flagged (the `rows` the headline counts), most suspicious first, with its likely label: the
+    suspects the flagged-rows table and CSV list, whether or not the estimate reached the warning (a row-level
+    check's suspects are its failing rows, and below the warning none fail)."""
+    flagged = frame.index[frame["suspected"] == 1]
+    order = frame.loc[flagged, "self_confidence"].sort_values(kind="stable").index
+    rows = table.loc[order, ["row", "text", "label"]].assign(likely_label=frame.loc[order, "likely_label"])
+    return to_jsonable(rows.to_dict(orient="records"))
 
 
 def _rows_to_judge(table: pd.DataFrame, max_rows: int) -> tuple[pd.Index, bool, str]:

@@ -12,19 +12,23 @@ from expectations.changes.checks.base import ChangeCheck, frame_examples
 from expectations.changes.compare import Comparison, side
 
 MIN_ROWS = 5  # rows added below which a mix is not compared
-SMOOTHING = 0.5  # added to every class count, so a class absent on one side has a finite PSI term
+# Added to every class count for the PSI only, so a class absent on one side has a finite PSI term. The shares
+# shown are the counts' own (rows / the side's rows): a smoothed share beside `added_rows 0` read as a contradiction
+# (0 rows, share 0.0017).
+SMOOTHING = 0.5
 
 
 def label_mix(champion: pd.Series, added: pd.Series) -> pd.DataFrame:
-    """One row per class of either side: rows and (smoothed) share on each side, and its PSI term."""
+    """One row per class of either side: rows and share on each side (the class's rows over the side's), and its PSI
+    term (computed on shares smoothed by SMOOTHING rows per class)."""
     counts = pd.DataFrame({"champion_rows": champion.value_counts(), "added_rows": added.value_counts()})
     counts = counts.fillna(0).astype(np.int64).sort_index()
-    smoothed = counts + SMOOTHING
-    shares = smoothed / smoothed.sum()
+    shares = counts / counts.sum()
+    smoothed = (counts + SMOOTHING) / (counts + SMOOTHING).sum()
     counts["champion_share"] = shares["champion_rows"].round(4)
     counts["added_share"] = shares["added_rows"].round(4)
-    counts["psi_term"] = (shares["added_rows"] - shares["champion_rows"]) * np.log(
-        shares["added_rows"] / shares["champion_rows"])
+    counts["psi_term"] = (smoothed["added_rows"] - smoothed["champion_rows"]) * np.log(
+        smoothed["added_rows"] / smoothed["champion_rows"])
     return counts.rename_axis("label").reset_index()
 
 
@@ -34,7 +38,8 @@ class LabelShiftCheck(ChangeCheck):
     name = "label_shift"
     category = "labels"
     counts_rows = False
-    description = "the label mix of the rows added vs the champion's table: chi-square p-value and PSI"
+    description = ("the label mix of the rows added vs the champion's table: chi-square p-value and PSI (on shares "
+                   f"smoothed by {SMOOTHING:g} rows per class)")
 
     @classmethod
     def headline(cls, observed: dict[str, Any]) -> str:

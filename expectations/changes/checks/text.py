@@ -124,8 +124,9 @@ class ForeignRowsCheck(ChangeCheck):
         flagged = observed.get("flagged", observed["rows"])
         scored = observed.get("scored", observed["added_rows"])
         among = f" of the {scored} scored" if scored < observed["added_rows"] else ""
+        of_added = f"{share:.1%} of the rows added, " if (share := observed.get("share_of_added")) is not None else ""
         return (f"{observed['rows']} of {observed['added_rows']} rows added look foreign "
-                f"({observed['fraction']:.1%} of the champion's table): {flagged}{among} flagged, less the "
+                f"({of_added}{observed['fraction']:.1%} of the champion's table): {flagged}{among} flagged, less the "
                 f"{observed.get('by_chance', 0):g} a row of the same task is flagged by chance"
                 + (f", e.g. {shown}" if shown else ""))
 

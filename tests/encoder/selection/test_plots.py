@@ -48,13 +48,17 @@ def test_costs_are_written_as_a_reader_wants_them() -> None:
 
 def paired(decision, intervals: dict, families: dict | None = None):
     """The decision with paired intervals set by hand (and its families renamed: model_copy does not validate, as a
-    checkpoint's family name would not on this branch's FamilyName)."""
+    checkpoint's family name would not on this branch's FamilyName), each depth judged again by the rule's
+    criterion (the verdicts the decision was made with were judged by means only)."""
     from encoder.selection.evidence import Interval
+    from encoder.selection.rule import judge
 
     scores = [s.model_copy(update={"vs_best": Interval(difference=s.mean - 0.946, low=s.mean - 0.946 + low,
                                                        high=s.mean - 0.946 + high),
                                    "family": (families or {}).get(s.depth, s.family)})
               for s in decision.scores for low, high in [intervals[s.depth]]]
+    best = next(s for s in scores if s.depth == decision.best_depth)
+    scores = [s.model_copy(update={"verdict": judge(s, best, decision.tolerance)}) for s in scores]
     return decision.model_copy(update={"scores": scores, "confidence": 0.9})
 
 
@@ -102,3 +106,39 @@ def test_families_of_any_name_get_a_colour_each_and_the_cost_plot_has_intervals(
     for plot in (plot_metric_vs_depth(decision, tmp_path / "depth.png"),
                  plot_metric_vs_cost(decision, tmp_path / "cost.png")):
         assert plot.read_bytes().startswith(PNG_MAGIC)
+
+
+def legend(decision, folder: Path) -> list[str]:
+    """The depth plot's legend entries, read from the figure before it is closed."""
+    from encoder.selection import plots
+
+    entries: list[str] = []
+    save = plots._save
+
+    def keep(fig, path):
+        entries.extend(text.get_text() for text in fig.axes[0].get_legend().get_texts())
+        return save(fig, path)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plots, "_save", keep)
+        plots.plot_metric_vs_depth(decision, folder / "depth.png")
+    return entries
+
+
+def test_a_depth_whose_mean_is_beyond_the_tolerance_is_not_called_shown_worse(tmp_path: Path) -> None:
+    """Issue 42's depth: its mean 0.03 below the best's, its interval reaching above −tolerance (the plot drew it
+    up to 0.000 and called it "shown worse than the tolerance"). It cannot ship because of its mean, and the plot
+    says so; "shown worse" is what an interval wholly below −tolerance shows."""
+    from encoder.selection.plots import depth_points
+    from tests.encoder.selection.test_rule import PAIRED, paired_sweep
+
+    beyond = choose_depth(paired_sweep(tmp_path, 300, 60, 51), PAIRED)
+    worse = choose_depth(paired_sweep(tmp_path, 300, 9, 0), PAIRED)
+
+    assert beyond.scores[0].mean - beyond.scores[1].mean == pytest.approx(-0.03)
+    assert beyond.scores[0].vs_best.high >= -0.01 > worse.scores[0].vs_best.high
+    assert [p["verdict"] for p in depth_points(beyond)] == [s.verdict for s in beyond.scores] == ["beyond", "best"]
+    assert [p["verdict"] for p in depth_points(worse)] == ["worse", "best"]
+    beyond_legend, worse_legend = legend(beyond, tmp_path), legend(worse, tmp_path)
+    assert "mean beyond the tolerance" in beyond_legend and "shown worse than the tolerance" not in beyond_legend
+    assert "shown worse than the tolerance" in worse_legend and "mean beyond the tolerance" not in worse_legend

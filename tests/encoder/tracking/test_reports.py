@@ -76,7 +76,8 @@ def test_a_forced_night_is_tagged_forced_and_the_foreign_rows_are_metrics_and_a_
     foreign = CheckResult(name="foreign_rows", category="drift", severity="error", success=False,
                           observed={"rows": 1}, examples=[], suspects=[{"row": 7, "text": "news", "label": "pos"}])
     report = ChangeReport(champion_version="3", rows_before=100, rows_now=120, rows_added=20, rows_removed=0,
-                          relabelled=0, foreign_rows=1, foreign_share=0.01, checks=[foreign],
+                          relabelled=0, foreign_rows=1, foreign_share=0.01, foreign_share_of_added=0.05,
+                          checks=[foreign],
                           policy=Policy(decision="retrain", reason="forced (--force); ...", overridden="stop"))
 
     log_change_report(sweep, report, first_line=1)
@@ -84,6 +85,7 @@ def test_a_forced_night_is_tagged_forced_and_the_foreign_rows_are_metrics_and_a_
     run = sweep.client.get_run(sweep.run_id)
     assert run.data.tags["depthfinder.changes"] == "forced past stop"
     assert run.data.metrics["changes.foreign_rows"] == 1 and run.data.metrics["changes.foreign_share"] == 0.01
+    assert run.data.metrics["changes.foreign_share_of_added"] == 0.05  # 1 of the 20 rows added; 0.01: of the 100
     assert _artifact(sweep.client, sweep.run_id, "changes/foreign_rows.csv", tmp_path) == \
         "check,line,row,text,label,likely_label\nforeign_rows,8,7,news,pos,\n"
 

@@ -112,6 +112,22 @@ def test_a_shifted_label_mix_is_tested_and_retrains(champion, reviews) -> None:
     assert failed(report) == {"label_shift": "warning"} and report.policy.decision == "retrain"
 
 
+def test_the_label_mix_table_shows_each_sides_own_shares_of_its_rows(champion, reviews) -> None:
+    """Issue 42: `added_rows 0` beside `added_share 0.0017` (the share smoothed for the PSI). A class no row added
+    carries has share 0, and every share is its rows over its side's rows, in the table and in the observed mix."""
+    positives = reviews.iloc[2000:][lambda t: t["label"] == "positive"].iloc[:90]
+    check = judge(champion, pd.concat([reviews.iloc[:2000], positives])).check("label_shift")
+    rows = {example["label"]: example for example in check.examples}
+
+    assert rows["negative"]["added_rows"] == 0 and rows["negative"]["added_share"] == 0
+    for side in ("champion", "added"):
+        total = sum(example[f"{side}_rows"] for example in rows.values())
+        for label, example in rows.items():
+            assert example[f"{side}_share"] == round(example[f"{side}_rows"] / total, 4)
+            assert check.observed[f"{side}_mix"][label] == example[f"{side}_share"]
+    assert check.observed["psi"] > 0.1  # the PSI still sees the shift (on smoothed shares)
+
+
 def test_rows_from_another_task_stop_the_night_with_the_tokens_that_tell(champion, reviews) -> None:
     topics = DATASETS["topics"].generate(400, seed=2)
 
@@ -195,6 +211,22 @@ def test_a_block_of_another_task_is_found_row_by_row_even_when_in_domain_rows_di
         assert "foreign_rows" in report.policy.reason
         examples = report.check("foreign_rows").examples
         assert examples and set(e["row"] for e in examples) <= set(range(3000 - foreign, 3000))
+
+
+def test_the_foreign_share_says_of_what_it_is_a_share(champion, reviews) -> None:
+    """Issue 42: `foreign_share 0.173` is a share of the champion's table, read as one of the rows added (0.867).
+    Both shares are reported, each named for its base, and the headline's words match the figures."""
+    news = DATASETS["topics"].generate(300, seed=3).assign(label="positive")
+
+    report = judge(champion, pd.concat([reviews.iloc[:2000], reviews.iloc[2000:2100], news]))
+    headline = report.check("foreign_rows").headline
+
+    assert report.rows_added == 400 and report.foreign_rows > 250
+    assert report.foreign_share == pytest.approx(report.foreign_rows / report.rows_before, abs=1e-6)
+    assert report.foreign_share_of_added == pytest.approx(report.foreign_rows / report.rows_added, abs=1e-4)
+    assert (f"{report.foreign_rows} of 400 rows added look foreign ({report.foreign_share_of_added:.1%} of the rows "
+            f"added, {report.foreign_share:.1%} of the champion's table)") in headline
+    assert ChangeReport.from_dict(report.to_dict()).foreign_share_of_added == report.foreign_share_of_added
 
 
 def test_the_champions_decay_is_judged_on_the_rows_that_are_not_foreign(champion, reviews) -> None:

@@ -1,0 +1,46 @@
+"""One network, one figure per measure: the depth-decision page shows the cost table's batch-1 latency of the chosen
+network and the deployment's torch latency of the same network, and says what each measures, with the cost
+table's figure written in the sentence as the table writes it."""
+
+from __future__ import annotations
+
+from encoder.deployment import Variant, _judged, beside_cost_table
+from encoder.selection.candidate import Candidate, Cost
+from encoder.selection.rule import SelectionRule, choose_depth
+from encoder.tracking.records import ModelVersionRef
+from flows.report import COST_NOTE, decision_markdown
+from flows.summary import RunSummary
+
+
+def form(name: str, p50: float) -> Variant:
+    return Variant(name=name, metrics={"macro_f1": 0.9}, latency_ms={"b1_p50": p50}, size_mb=1.0, shipped=False)
+
+
+def test_the_decision_page_says_what_each_latency_of_the_chosen_network_measures() -> None:
+    """Issue 42: the cost table said 3.58 ms and the deployment 7.79 ms for one model, with nothing to tell the
+    reader they measure different things."""
+    candidates = [Candidate(depth=depth, status="trained", metrics={"macro_f1": 0.9}, test_metrics={"macro_f1": 0.9},
+                            cost=Cost(params=1e6 * depth, flops_per_example=1e7 * depth, latency_ms_p50=3.58 * depth))
+                  for depth in (1, 2)]
+    decision = choose_depth(candidates, SelectionRule(confidence=None))
+    chosen = next(c for c in candidates if c.depth == decision.selected_depth)
+    forms = {"torch": form("torch", 7.79), "onnx-int8": form("onnx-int8", 1.2)}
+    deployment = beside_cost_table(_judged(forms, "macro_f1", 0.01, ""), chosen.cost.latency_ms_p50)
+    summary = RunSummary(data_hash="d", candidates=candidates, rule=decision, selected_depth=decision.selected_depth,
+                         deployment=deployment, model=ModelVersionRef(name="m", version="1", uri="models:/m/1"),
+                         promoted=True, promotion="no champion yet")
+
+    page = decision_markdown(summary)
+
+    cost_table = page.split("## Cost")[1]
+    header, _, *rows = [line.split("|")[1:-1] for line in cost_table.splitlines() if line.startswith("|")]
+    p50 = [cells[[h.strip() for h in header].index("p50 ms")].strip() for cells in rows
+           if cells[[h.strip() for h in header].index("depth")].strip() == str(chosen.depth)][0]
+    assert COST_NOTE in cost_table and "median train length" in COST_NOTE
+    assert p50 == "3.58"
+    assert ("torch's 7.79 ms here is per test text as served" in page
+            and f"the cost table's {p50} ms for the same network is its forward alone" in page)
+    # Without a cost table figure, or without ONNX forms (no torch latency in the sentence), nothing to reconcile.
+    assert "cost table" not in beside_cost_table(_judged(forms, "macro_f1", 0.01, ""), None).sentence
+    alone = _judged({"torch": form("torch", 7.79)}, "macro_f1", 0.01, "ONNX variants not measured: ...")
+    assert beside_cost_table(alone, 3.58).sentence == "ONNX variants not measured: ..."
