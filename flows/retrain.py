@@ -27,7 +27,14 @@ from encoder.tracking.runs import SweepRun, code_version, ending, flatten, resol
 from expectations.audit.config import AuditConfig
 from expectations.audit.report import FOREIGN_ROWS
 from expectations.changes.config import ChangesConfig
-from expectations.changes.report import FORCED, ChangeReport, Policy, changes_lines, changes_markdown
+from expectations.changes.report import (
+    FORCED,
+    ChangeReport,
+    Policy,
+    changes_description,
+    changes_lines,
+    changes_markdown,
+)
 from expectations.table.config import DataConfig
 from expectations.table.load import first_data_line
 from flows.audit import audit_informs, publish_audit, publish_rows
@@ -220,7 +227,7 @@ def what_changed(
         report = report.model_copy(update={"policy": Policy(
             decision="skip", reason=unchanged_reason(config, fingerprint, unchanged))})
     create_markdown_artifact(key="what-changed", markdown=changes_markdown(report),
-                             description=f"depthfinder: since version {champion.version}, {report.policy.tag}")
+                             description=changes_description(report))
     publish_rows("foreign-rows", "rows added flagged foreign (changes.foreign_rows counts those beyond the rows of "
                  "the same task flagged by chance)", report.foreign, first_data_line(config.data),
                  FOREIGN_ROWS)

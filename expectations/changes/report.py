@@ -167,19 +167,50 @@ def changes_lines(report: ChangeReport) -> list[str]:
     return lines
 
 
+# The longest figure the what-changed table keeps in its cell; a longer one is a line below the table. The Prefect UI
+# never wraps a table cell: whatever passes the page's edge is cut off (measured at 1600 px: about 130 characters a
+# row, so measure, verdict and figure fit side by side, and thresholds get a table of their own).
+FIGURE_WIDTH = 80
+
+
 def changes_markdown(report: ChangeReport) -> str:
-    """The what-changed report for the Prefect UI: the decision, a table of measures, then the top examples."""
-    rows = [[check.name, word, cell(check.headline), cell(report.thresholds.get(check.name, "-"))]
-            for check, word in zip(report.checks, _verdicts(report), strict=True)]
+    """The what-changed report for the Prefect UI: the decision, a table of measures (verdict, figure; a long figure
+    on a line below it), a table of thresholds, then the top examples."""
+    verdicts = _verdicts(report)
+    figures = [cell(check.headline) for check in report.checks]
+    below = [f"**{check.name}**: {figure}" for check, figure in zip(report.checks, figures, strict=True)
+             if len(figure) > FIGURE_WIDTH]
+    rows = [[check.name, word, figure if len(figure) <= FIGURE_WIDTH else "(below the table)"]
+            for check, word, figure in zip(report.checks, verdicts, figures, strict=True)]
+    thresholds = [[check.name, cell(report.thresholds[check.name])] for check in report.checks
+                  if check.name in report.thresholds]
     parts = [
-        f"# What changed since version {report.champion_version}: {report.policy.decision}",
-        f"**{report.policy.decision}**: {report.policy.reason}",
+        f"# What changed since version {report.champion_version}: {report.policy.tag}",
+        f"**{report.policy.tag}**: {report.policy.reason}",
         f"{report.rows_before} rows then, {report.rows_now} now: {report.rows_added} added, "
         f"{report.rows_removed} removed, {report.relabelled} relabelled.",
-        markdown_table(["measure", "verdict", "figure", "threshold"], rows),
+        markdown_table(["measure", "verdict", "figure"], rows),
+        *below,
+        "## Thresholds",
+        markdown_table(["measure", "retrains or stops when"], thresholds),
     ]
     for check in report.checks:
         if check.success or not check.examples:
             continue
         parts += [f"## {check.name}", examples_table(check)]
     return "\n\n".join(parts)
+
+
+def decisive(report: ChangeReport) -> list[str]:
+    """The measures behind the night's decision: those that stop it (a stop --force overrode included), else those
+    that retrain it; none for a skip."""
+    wanted = "STOP" if "stop" in (report.policy.decision, report.policy.overridden) else "retrain"
+    return [check.name for check, word in zip(report.checks, _verdicts(report), strict=True) if word == wanted]
+
+
+def changes_description(report: ChangeReport) -> str:
+    """The what-changed artifact's description, outcome first (the Prefect UI's artifact cards show ~35 characters):
+    `Forced past stop: text_drift, foreign_rows; since version 1`."""
+    names = ", ".join(decisive(report)) if report.policy.decision != "skip" else ""
+    tag = report.policy.tag
+    return f"{tag[0].upper()}{tag[1:]}" + (f": {names}" if names else "") + f"; since version {report.champion_version}"
