@@ -41,7 +41,7 @@ from flows.audit import audit_informs, publish_audit, publish_rows
 from flows.card import model_card, stopped_note
 from flows.config import RegistryConfig, RunConfig, SweepConfig, without_credentials
 from flows.preflight import check_run
-from flows.report import DESCRIPTION_LIMIT, decision_markdown, outcome
+from flows.report import decision_markdown, outcome, short_outcome
 from flows.review import data_source, flow_run_name, label_flow_run, night, outcome_tags, run_title
 from flows.summary import RunAudit, RunSummary
 from flows.sweep import check_learning_rates, sweep_depths
@@ -228,9 +228,8 @@ def what_changed(
             decision="skip", reason=unchanged_reason(config, fingerprint, unchanged))})
     create_markdown_artifact(key="what-changed", markdown=changes_markdown(report),
                              description=changes_description(report))
-    publish_rows("foreign-rows", "rows added flagged foreign (changes.foreign_rows counts those beyond the rows of "
-                 "the same task flagged by chance)", report.foreign, first_data_line(config.data),
-                 FOREIGN_ROWS)
+    publish_rows("foreign-rows", "rows added flagged foreign", report.foreign, first_data_line(config.data),
+                 FOREIGN_ROWS, "changes.foreign_rows counts those beyond the rows of the same task flagged by chance")
     get_run_logger().info("What changed since version %s:\n%s", champion.version, "\n".join(changes_lines(report)))
     return report
 
@@ -317,7 +316,7 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
             "depthfinder.promoted": "promoted" if summary.promoted else "not promoted"}
     log_summary(run, summary.to_dict(), tags, [str(path) for path in plots], decision_metrics(summary))
     create_markdown_artifact(key="depth-decision", markdown=decision_markdown(summary, plots),
-                             description=f"depthfinder: {outcome(summary)}"[:DESCRIPTION_LIMIT])
+                             description=short_outcome(summary))
     get_run_logger().info("%s", summary.rule.reason)
 
 

@@ -100,9 +100,14 @@ def assert_a_stopped_night_says_why_and_what_next(client: MlflowClient, summary:
     assert (listed["row"] >= 600).mean() > 0.9  # the reviews added, not the topics the champion knew
     (flow_run,) = flow_runs_named(run.info.run_name)
     shown = table_rows(found := artifact(flow_run.id, "foreign-rows"))
-    assert [tuple(row) for row in shown] == [SUSPECT_COLUMNS] * len(shown)
+    # The columns a reader needs, the text last: no `check` (one check flagged them all), no `likely_label` (the
+    # drift classifier knows no label: the column was empty on every row).
+    assert [tuple(row) for row in shown] == [("line", "row", "label", "text")] * len(shown)
     assert [row["line"] for row in shown] == listed["line"].head(len(shown)).tolist()
+    assert [row["label"] for row in shown] == listed["label"].head(len(shown)).tolist()
+    assert found.description.startswith(f"{len(listed)} rows added flagged foreign (")
     assert "header line counted" in found.description and "changes/foreign_rows.csv" in found.description
+    assert artifact(flow_run.id, "what-changed").description.startswith("Stop: ")
     assert "stopped" in flow_run.tags and "forced" not in flow_run.tags
 
 

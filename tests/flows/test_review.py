@@ -12,6 +12,7 @@ import pytest
 from mlflow import MlflowClient
 
 from cli.main import main
+from tests.flows.prefect_api import artifact
 
 CONFIG = """
 data: {dataset: topics, dataset_rows: 400}
@@ -51,6 +52,10 @@ def test_the_flow_run_is_named_for_its_model_and_data_and_tagged_with_the_outcom
     assert len({"audit-passed", "audit-passed-with-warnings"} & set(run.tags)) == 1
     assert run.state.message == (f"depth {summary['selected_depth']} registered as ui/1, promoted: "
                                  f"{summary['promotion']}")
+    # Artifact descriptions say the outcome first (the Prefect UI's artifact cards show about 35 characters).
+    depth = summary["selected_depth"]
+    assert artifact(run.id, "depth-decision").description == f"Depth {depth} registered as ui/1, promoted"
+    assert artifact(run.id, "audit-report").description.startswith("Passed")
 
 
 def test_mlflow_shows_the_night_the_scores_and_the_card_and_only_short_tags(night) -> None:
