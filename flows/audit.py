@@ -37,6 +37,7 @@ from expectations.audit.report import (
 from expectations.table.config import DataConfig
 from expectations.table.load import first_data_line
 from flows.config import WORKDIR, RunConfig
+from flows.review import BLOCKED
 from flows.summary import AuditInforms
 from runtime.guard import process_guard
 from tasks.audit import audit_dataset
@@ -57,8 +58,9 @@ def audit_data(
         dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
         report = audit_dataset(dataset, audit, str(data_docs) if data_docs else None)
     publish_audit(report, first_data_line(data), in_mlflow=False)
-    if blocking := report.blocking(audit.strict):
-        return Failed(message=f"the audit blocks training: {', '.join(blocking)}", data=report)
+    if blocking := report.blocking(audit.strict):  # on purpose: a state of its own, not the plain Failed of a crash
+        return Failed(name=BLOCKED.capitalize(), message=f"{BLOCKED}: the audit blocks training: {', '.join(blocking)}",
+                      data=report)
     return report
 
 

@@ -109,11 +109,18 @@ def assert_a_stopped_night_says_why_and_what_next(client: MlflowClient, summary:
     assert "header line counted" in found.description and "changes/foreign_rows.csv" in found.description
     assert artifact(flow_run.id, "what-changed").description.startswith("Stop: ")
     assert "stopped" in flow_run.tags and "forced" not in flow_run.tags
+    # Stopped on purpose, said above the fold: a state named Stopped (not the Failed of a crash) with the reason as
+    # its message, the name led by `stopped` (in both UIs), a tag with the measures that stopped it.
+    assert flow_run.state.type.value == "FAILED" and flow_run.state.name == "Stopped"
+    assert flow_run.state.message == f"stopped: {changes['policy']['reason']}"
+    assert run.info.run_name == flow_run.name == f"stopped · depthfinder · night.csv · {summary['data_hash'][:4]}"
+    stopping = [check["name"] for check in changes["checks"] if check["severity"] == "error" and not check["success"]]
+    assert f"stopped: {', '.join(stopping)}" in flow_run.tags and "foreign_rows" in stopping
 
 
 def assert_a_forced_night_is_marked_where_a_reviewer_looks(client: MlflowClient, summary: dict) -> None:
     """Its Prefect name, tags and state message, its MLflow run's name and tags, and its version's card."""
-    name = f"depthfinder · night.csv · {summary['data_hash'][:4]} · forced"
+    name = f"forced · depthfinder · night.csv · {summary['data_hash'][:4]}"  # first: the MLflow runs list cuts names
     (flow_run,) = flow_runs_named(name)
     assert "forced" in flow_run.tags
     assert flow_run.state.message.startswith("forced past the comparison's stop (--force): depth 1 registered")

@@ -189,6 +189,11 @@ def assert_the_blocking_rows_are_listed_with_their_file_lines(client: MlflowClie
     assert all(list(row)[-2:] == ["label", "text"] for row in rows)
     assert found.description.startswith(f"{len(flagged)} rows the audit flagged (all shown); every one is in ")
     assert "header line counted" in found.description and "audit-blocked" in flow_run.tags
+    # Blocked on purpose, said above the fold: the state's name and message, the name's first word, a tag.
+    assert flow_run.state.type.value == "FAILED" and flow_run.state.name == "Blocked"
+    assert flow_run.state.message == "blocked: the audit blocks training: cross_split_duplicates"
+    assert flow_run.name.startswith("blocked · depthfinder · leaky.csv · ")
+    assert "blocked: cross_split_duplicates" in flow_run.tags
 
 
 def test_audit_command_passes_a_clean_table(prefect_server, tmp_path, monkeypatch) -> None:
