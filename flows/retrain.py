@@ -40,7 +40,7 @@ from expectations.table.config import DataConfig
 from expectations.table.load import first_data_line
 from flows.audit import audit_informs, publish_audit, publish_rows
 from flows.card import model_card, stopped_note
-from flows.config import RegistryConfig, RunConfig, SweepConfig, without_credentials
+from flows.config import RegistryConfig, RunConfig, SweepConfig, settings_used, without_credentials
 from flows.preflight import check_run
 from flows.report import decision_markdown, outcome, short_outcome
 from flows.review import (
@@ -154,7 +154,7 @@ def train_and_register(
     deployment = prepare_deployment(chosen, dataset, config.sweep, str(run_folder(config, run) / "deployment"))
     registration = register_model(
         chosen, dataset, run, config.registry.model_name, config.sweep,
-        fingerprint | version_tags(candidates, decision, summary.audit, families), deployment,
+        night_tags(changes) | fingerprint | version_tags(candidates, decision, summary.audit, families), deployment,
     )
     summary = summary.model_copy(update={
         "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision, "halving": halving,
@@ -265,7 +265,8 @@ def sweep_run(config: RunConfig, dataset: PreparedData, marks: Sequence[str] = (
     run = start_sweep_run(
         registry.tracking_uri, registry.experiment, registry.model_name,
         run_title(registry.model_name, config.data, dataset.data_hash, marks),
-        params=flatten("", config.model_dump(mode="json")), tags={"depthfinder.data_hash": dataset.data_hash},
+        params=flatten("", settings_used(config).model_dump(mode="json")),
+        tags={"depthfinder.data_hash": dataset.data_hash},
         night=night(dataset.data_hash),
     )
     with ending(run.client, run.run_id):
@@ -312,6 +313,12 @@ def shipped(candidates: list[Candidate], decision: Decision) -> Candidate:
     chosen = [c for c in candidates if c.usable and (c.family, c.depth) == (decision.selected_family,
                                                                            decision.selected_depth)]
     return max(chosen, key=lambda c: c.metrics[decision.metric])
+
+
+def night_tags(changes: ChangeReport | None) -> dict[str, str]:
+    """The version's first tag, where the versions table shows it: what the night's comparison with the champion
+    decided (`retrain`, or `forced past stop` when --force overrode it); none for a first version."""
+    return {} if changes is None else {"changes": changes.policy.tag}
 
 
 def version_tags(candidates: list[Candidate], decision: Decision, report: RunAudit,

@@ -77,6 +77,9 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops_unless_forced(
     assert 0 <= changes["champion_on_new"]["on_new"] <= 1
     artifacts = [a.path for a in client.list_artifacts(new["mlflow_run_id"], "changes")]
     assert "changes/what_changed.json" in artifacts and "changes/data_docs" in artifacts
+    assert "changes" not in client.get_model_version("depthfinder", "1").tags  # a first night compares nothing
+    assert client.get_model_version("depthfinder", "3").tags["changes"] == "retrain"
+    assert client.get_run(new["mlflow_run_id"]).data.params["changes.skip_minor"] == "True"  # --skip-minor
     kept = [a.path for a in client.list_artifacts(new["mlflow_run_id"], "data")]
     assert kept == [f"data/{client.get_model_version('depthfinder', '3').tags['table_hash']}.parquet"]
 
@@ -126,5 +129,7 @@ def assert_a_forced_night_is_marked_where_a_reviewer_looks(client: MlflowClient,
     assert flow_run.state.message.startswith("forced past the comparison's stop (--force): depth 1 registered")
     run = client.get_run(summary["mlflow_run_id"])
     assert run.info.run_name == name and run.data.tags["depthfinder.changes"] == "forced past stop"
-    card = client.get_model_version("depthfinder", summary["model"]["version"]).description
-    assert card.splitlines()[0].endswith("(forced past a stop)") and "`--force` retrained although" in card
+    version = client.get_model_version("depthfinder", summary["model"]["version"])
+    assert version.tags["changes"] == "forced past stop"  # the versions table's tags
+    card = version.description  # its first characters are the versions table's Description
+    assert card.startswith("# Forced past a stop · depthfinder version 2: ") and "`--force` retrained although" in card

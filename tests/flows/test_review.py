@@ -74,6 +74,9 @@ def test_mlflow_shows_the_night_the_scores_and_the_card_and_only_short_tags(nigh
     assert parent.data.metrics["challenger.test.macro_f1"] == pytest.approx(summary["challenger_test_metrics"][
         "macro_f1"])
     assert summary["rule"]["reason"] in parent.data.tags["mlflow.note.content"]
+    # Settings left null are logged as the run applied them (`depthfinder run`: off), not as None.
+    assert (parent.data.params["changes.skip_minor"], parent.data.params["sweep.extend_unconverged"]) == (
+        "False", "False")
     version = client.get_model_version("ui", "1")
     served = next(line for line in version.description.splitlines() if line.startswith("**Served form.**"))
     torch_form = summary["deployment"]["variants"][0]
