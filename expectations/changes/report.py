@@ -18,6 +18,7 @@ from expectations.audit.report import (
     cell,
     example_line,
     examples_table,
+    figure_cells,
     markdown_table,
 )
 from expectations.changes.compare import CHANGE_COLUMN, SIDE_COLUMN
@@ -167,21 +168,13 @@ def changes_lines(report: ChangeReport) -> list[str]:
     return lines
 
 
-# The longest figure the what-changed table keeps in its cell; a longer one is a line below the table. The Prefect UI
-# never wraps a table cell: whatever passes the page's edge is cut off (measured at 1600 px: about 130 characters a
-# row, so measure, verdict and figure fit side by side, and thresholds get a table of their own).
-FIGURE_WIDTH = 80
-
-
 def changes_markdown(report: ChangeReport) -> str:
-    """The what-changed report for the Prefect UI: the decision, a table of measures (verdict, figure; a long figure
-    on a line below it), a table of thresholds, then the top examples."""
-    verdicts = _verdicts(report)
-    figures = [cell(check.headline) for check in report.checks]
-    below = [f"**{check.name}**: {figure}" for check, figure in zip(report.checks, figures, strict=True)
-             if len(figure) > FIGURE_WIDTH]
-    rows = [[check.name, word, figure if len(figure) <= FIGURE_WIDTH else "(below the table)"]
-            for check, word, figure in zip(report.checks, verdicts, figures, strict=True)]
+    """The what-changed report for the Prefect UI, every table narrow enough for its page (which never wraps a
+    cell): the decision, a table of measures (verdict, figure; a long figure on a line below it), a table of
+    thresholds, then the top examples."""
+    figures, below = figure_cells([check.name for check in report.checks], [c.headline for c in report.checks])
+    rows = [[check.name, word, figure] for check, word, figure in zip(report.checks, _verdicts(report), figures,
+                                                                       strict=True)]
     thresholds = [[check.name, cell(report.thresholds[check.name])] for check in report.checks
                   if check.name in report.thresholds]
     parts = [

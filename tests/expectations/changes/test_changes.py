@@ -6,12 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from expectations.audit.report import cell
+from expectations.audit.report import FIGURE_WIDTH, cell
 from expectations.changes.compare import ChampionScores, Comparison, comparison_table, rows_to_score
 from expectations.changes.config import ChangesConfig
 from expectations.changes.judge import judge_changes
 from expectations.changes.report import (
-    FIGURE_WIDTH,
     ChangeReport,
     Policy,
     changes_description,
