@@ -13,7 +13,8 @@ file order, PITFALLS.md):
   4. + 300 `sms_spam.csv` messages labelled `0`: stopped before training (foreign rows);
   5. the same with `--force`: trained past the stop.
 Then it opens each page in headless Chromium (Selenium, tests/stack/browser.py), waits for its content and saves
-the PNGs. About 10 minutes on a 2-core machine.
+the PNGs (the stopped and the forced night's flow run, what-changed, foreign-rows, the runs lists and the versions
+table among them). About 10 minutes on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -35,7 +36,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from runtime.services import bin_path  # noqa: E402
 from runtime.stack import Ports, Stack, down, up  # noqa: E402
-from tests.stack.browser import headless, sign_in_to_mlflow, sign_in_to_prefect, wait_for_text  # noqa: E402
+from tests.stack.browser import (  # noqa: E402
+    CLOSE_ASSISTANT,
+    TO_VERSIONS,
+    headless,
+    sign_in_to_mlflow,
+    sign_in_to_prefect,
+    wait_for_text,
+)
 from tests.stack.conftest import api, free_port  # noqa: E402
 
 DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT / "data"))  # docs/benchmarks.md, as bench/depth_curves.py
@@ -126,19 +134,17 @@ def prefect_pages(driver, stack: Stack, done: dict[str, dict], deployment: dict,
     shoot(driver, f"{ui}/runs/flow-run/{grown['id']}", out / "prefect-flow-run.png", grown["name"], "Completed")
     for key, png in (("audit-report", "prefect-audit-artifact"), ("depth-decision", "prefect-decision-artifact")):
         shoot(driver, f"{ui}/artifacts/artifact/{artifact(stack, grown, key)['id']}", out / f"{png}.png", key)
-    shoot(driver, f"{ui}/runs", out / "prefect-runs-skipped.png", "Skipped", forced["name"])
+    shoot(driver, f"{ui}/runs", out / "prefect-runs-skipped.png", "Skipped", "Stopped", forced["name"])
+    shoot(driver, f"{ui}/runs/flow-run/{stopped['id']}", out / "prefect-stopped-run.png", stopped["name"], "Stopped")
     shoot(driver, f"{ui}/runs/flow-run/{forced['id']}", out / "prefect-forced-run.png", forced["name"], "forced")
+    shoot(driver, f"{ui}/artifacts/artifact/{artifact(stack, forced, 'what-changed')['id']}",
+          out / "prefect-what-changed.png", "what-changed", "forced past stop")
     shoot(driver, f"{ui}/artifacts/artifact/{artifact(stack, stopped, 'foreign-rows')['id']}",
-          out / "prefect-suspect-rows.png", "foreign-rows", "likely_label")
+          out / "prefect-suspect-rows.png", "foreign-rows", "label")
     shoot(driver, f"{ui}/deployments/deployment/{deployment['id']}/run", out / "prefect-deployment-form.png",
           "nightly-retrain", "Parameters")
 
 
-# MLflow 3.17 opens an assistant panel over a third of the page; its header's close button.
-CLOSE_ASSISTANT = "document.querySelectorAll('button[aria-label=\"Close\"]').forEach(button => button.click());"
-# The registered model's description (the card) is long: scrolled past, to the versions table with its aliases.
-TO_VERSIONS = ("const heading = Array.from(document.querySelectorAll('h1, h2, h3, h4, span, button')).filter(e => "
-               "e.innerText && /^Versions/.test(e.innerText.trim())).pop(); if (heading) heading.scrollIntoView();")
 
 
 def mlflow_pages(driver, stack: Stack, done: dict[str, dict], out: Path) -> None:
@@ -151,13 +157,14 @@ def mlflow_pages(driver, stack: Stack, done: dict[str, dict], out: Path) -> None
     experiment = client.get_experiment_by_name(MODEL).experiment_id
     grown, forced = (done[name]["summary"]["mlflow_run_id"] for name in ("grown", "forced"))
     runs = f"{stack.mlflow_uri}/#/experiments/{experiment}/runs"
-    shoot(driver, runs, out / "mlflow-runs.png", client.get_run(grown).info.run_name, script=CLOSE_ASSISTANT)
+    shoot(driver, runs, out / "mlflow-runs.png", client.get_run(grown).info.run_name, "stopped ·", "forced ·",
+          script=CLOSE_ASSISTANT)
     shoot(driver, f"{runs}/{grown}", out / "mlflow-parent-run.png", client.get_run(grown).info.run_name, "Parameters",
           script=CLOSE_ASSISTANT)
     shoot(driver, f"{runs}/{forced}", out / "mlflow-forced-run.png", client.get_run(forced).info.run_name, "forced",
           script=CLOSE_ASSISTANT)
     shoot(driver, f"{stack.mlflow_uri}/#/models/{MODEL}", out / "mlflow-model-aliases.png", "champion", "Version 3",
-          script=CLOSE_ASSISTANT + TO_VERSIONS)
+          "forced past stop", script=CLOSE_ASSISTANT + TO_VERSIONS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,7 @@ How the audit informs training (the retrain flow calls `audit_informs`):
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -24,10 +25,19 @@ from prefect.states import Failed, State
 
 from encoder.config import TrainConfig
 from expectations.audit.config import AuditConfig
-from expectations.audit.report import FLAGGED_ROWS, LINES, AuditReport, CheckResult, audit_markdown, suspect_rows
+from expectations.audit.report import (
+    EXAMPLE_WIDTH,
+    FLAGGED_ROWS,
+    LINES,
+    AuditReport,
+    CheckResult,
+    audit_markdown,
+    suspect_rows,
+)
 from expectations.table.config import DataConfig
 from expectations.table.load import first_data_line
 from flows.config import WORKDIR, RunConfig
+from flows.review import BLOCKED
 from flows.summary import AuditInforms
 from runtime.guard import process_guard
 from tasks.audit import audit_dataset
@@ -48,8 +58,9 @@ def audit_data(
         dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
         report = audit_dataset(dataset, audit, str(data_docs) if data_docs else None)
     publish_audit(report, first_data_line(data), in_mlflow=False)
-    if blocking := report.blocking(audit.strict):
-        return Failed(message=f"the audit blocks training: {', '.join(blocking)}", data=report)
+    if blocking := report.blocking(audit.strict):  # on purpose: a state of its own, not the plain Failed of a crash
+        return Failed(name=BLOCKED.capitalize(), message=f"{BLOCKED}: the audit blocks training: {', '.join(blocking)}",
+                      data=report)
     return report
 
 
@@ -57,23 +68,43 @@ def publish_audit(report: AuditReport, first_line: int | None, in_mlflow: bool =
     """The audit as the Prefect artifact `audit-report`, and the rows it flagged as `flagged-rows`."""
     named = report.blocking_failures or report.warnings
     create_markdown_artifact(key="audit-report", markdown=audit_markdown(report),
-                             description=f"depthfinder data audit: {report.verdict}"
-                             + (f" ({', '.join(named)})" if named else ""))
+                             description=f"{report.verdict.capitalize()}" + (f": {', '.join(named)}" if named else ""))
     publish_rows("flagged-rows", "rows the audit flagged", report.checks, first_line, FLAGGED_ROWS if in_mlflow
                  else None)
 
 
-def publish_rows(key: str, what: str, checks: list[CheckResult], first_line: int | None, csv: str | None) -> None:
-    """The checks' suspect rows (file line, row, text, label, likely label) as a Prefect table artifact: the
-    first ROWS_SHOWN, and where the CSV of every one is (`csv` on the MLflow parent run); nothing when none."""
+def publish_rows(key: str, what: str, checks: list[CheckResult], first_line: int | None, csv: str | None,
+                 note: str = "") -> None:
+    """The checks' suspect rows as a Prefect table artifact (shown_rows: the first ROWS_SHOWN), described count
+    first, with where the CSV of every one is (`csv` on the MLflow parent run); nothing when none."""
     rows = suspect_rows(checks, first_line)
     if not rows:
         return
-    shown = rows[:ROWS_SHOWN]
-    which = f"the first {len(shown)} of {len(rows)}" if len(rows) > len(shown) else f"all {len(rows)}"
-    which += f" ({by_check(rows)})"
+    shown = shown_rows(rows[:ROWS_SHOWN])
+    which = (f"the first {len(shown)} shown" if len(rows) > len(shown) else "all shown") + f"; {by_check(rows)}"
     where = f"; every one is in `{csv}` on the MLflow parent run" if csv else ""
-    create_table_artifact(key=key, table=shown, description=f"depthfinder: {what}, {which}{where}. {LINES}.")
+    create_table_artifact(key=key, table=shown, description=f"{len(rows)} {what} ({which}){where}"
+                          + (f" ({note})" if note else "") + f". {LINES}.")
+
+
+# The columns of a Prefect table of suspect rows, in the order a reader needs them: which check, where the row is,
+# its label (and the one the check expects), then its text, last and shortened (the Prefect UI never wraps a cell,
+# so a long text would push every column after it off the page; the CSV holds it whole).
+SHOWN_COLUMNS = ("check", "line", "row", "label", "likely_label", "text")
+
+
+def shown_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Suspect rows as a Prefect table shows them: SHOWN_COLUMNS without those empty on every row (`likely_label`
+    where no check knows one, `line` without file lines) and without `check` when one check flagged them all."""
+    columns = [column for column in SHOWN_COLUMNS if any(row[column] not in (None, "") for row in rows)]
+    if len({row["check"] for row in rows}) == 1:
+        columns.remove("check")
+    return [{column: shortened(row[column]) if column == "text" else row[column] for column in columns} for row in rows]
+
+
+def shortened(text: str | None) -> str | None:
+    """A text of at most EXAMPLE_WIDTH characters, `...` where it was cut (as the audit's examples are)."""
+    return text if text is None or len(text) <= EXAMPLE_WIDTH else text[: EXAMPLE_WIDTH - 3] + "..."
 
 
 def by_check(rows: list[dict]) -> str:

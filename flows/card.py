@@ -27,8 +27,9 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
     warnings = f": {', '.join(audit.warnings)}" if audit.warnings else ""
     forced = summary.changes.policy.overridden if summary.changes is not None else None
     sections = [
-        f"# {model.name} version {model.version}: {model.family or 'scratch'} depth {model.depth}"
-        + (f" ({FORCED} past a {forced})" if forced else ""),
+        # The mark first: the versions table shows a description's first 25 characters or so.
+        ("# " + (f"{FORCED.capitalize()} past a {forced} · " if forced else "")
+         + f"{model.name} version {model.version}: {model.family or 'scratch'} depth {model.depth}"),
         *([f"**{FORCED.capitalize()}.** `--force` retrained although the comparison with version "
            f"{summary.changes.champion_version} said {forced}; see *What changed* below."] if forced else []),
         f"**Decision.** {_sentence(rule.reason)}",

@@ -228,6 +228,14 @@ class RunConfig(BaseModel):
         return self.sweep.families or (["pretrained"] if self.model.pretrained else ["scratch"])
 
 
+def settings_used(config: RunConfig) -> RunConfig:
+    """`config` as a run applies it, for the parameters it logs: a switch left null (on in the nightly deployment,
+    which sets it, off in `depthfinder run`) is off, so MLflow shows the value used, not `None`."""
+    sweep = config.sweep.model_copy(update={"extend_unconverged": bool(config.sweep.extend_unconverged)})
+    changes = config.changes.model_copy(update={"skip_minor": bool(config.changes.skip_minor)})
+    return config.model_copy(update={"sweep": sweep, "changes": changes})
+
+
 def without_credentials(config: RunConfig) -> RunConfig:
     """`config` with the credentials of its tracking URI kept in this process's environment (runtime.credentials):
     what is passed on, logged and stored from here on carries none."""

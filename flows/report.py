@@ -132,8 +132,6 @@ def halving_sentence(halving: Halving) -> str:
     return f"Successive halving: {rungs}{saved}."
 
 
-# Characters of an artifact's description the Prefect UI's artifact list shows in a line or two.
-DESCRIPTION_LIMIT = 300
 # The two tables of the decision artifact, each narrow enough for the Prefect UI's page: how each candidate
 # trained and scored, and what it costs.
 QUALITY = ("family", "depth", "seed", "status", "epochs", "converged", "val macro-F1", "test macro-F1")
@@ -156,6 +154,16 @@ def outcome(summary: RunSummary) -> str:
     verdict = "promoted" if summary.promoted else f"not promoted, champion stays version {summary.champion_version}"
     return (f"{head}{summary.rule.selected_label} registered as {summary.model.name}/{summary.model.version}, "
             f"{verdict}: {summary.promotion}")
+
+
+def short_outcome(summary: RunSummary) -> str:
+    """`Forced past stop: depth 1 registered as ui/2, promoted`: a registered run's outcome first and short, as the
+    Prefect UI's artifact cards show a description (about 35 characters; the artifact's heading says the rest)."""
+    policy = summary.changes.policy if summary.changes is not None else None
+    head = f"{policy.tag}: " if policy is not None and policy.overridden else ""
+    verdict = "promoted" if summary.promoted else f"not promoted (champion stays version {summary.champion_version})"
+    text = f"{head}{summary.rule.selected_label} registered as {summary.model.name}/{summary.model.version}, {verdict}"
+    return text[0].upper() + text[1:]
 
 
 def forced_words(summary: RunSummary) -> str:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
@@ -28,15 +28,30 @@ from encoder.tracking.runs import SweepRun, code_version, ending, flatten, resol
 from expectations.audit.config import AuditConfig
 from expectations.audit.report import FOREIGN_ROWS
 from expectations.changes.config import ChangesConfig
-from expectations.changes.report import FORCED, ChangeReport, Policy, changes_lines, changes_markdown
+from expectations.changes.report import (
+    FORCED,
+    ChangeReport,
+    Policy,
+    changes_description,
+    changes_lines,
+    changes_markdown,
+)
 from expectations.table.config import DataConfig
 from expectations.table.load import first_data_line
 from flows.audit import audit_informs, publish_audit, publish_rows
 from flows.card import model_card, stopped_note
-from flows.config import RegistryConfig, RunConfig, SweepConfig, without_credentials
+from flows.config import RegistryConfig, RunConfig, SweepConfig, settings_used, without_credentials
 from flows.preflight import check_run
-from flows.report import DESCRIPTION_LIMIT, decision_markdown, outcome
-from flows.review import data_source, flow_run_name, label_flow_run, night, outcome_tags, run_title
+from flows.report import decision_markdown, outcome, short_outcome
+from flows.review import (
+    data_source,
+    flow_run_name,
+    label_flow_run,
+    night,
+    night_marks,
+    outcome_tags,
+    run_title,
+)
 from flows.summary import RowsUsed, RunAudit, RunSummary
 from flows.sweep import check_learning_rates, sweep_depths
 from runtime.guard import process_guard
@@ -73,11 +88,12 @@ def retrain(
 
     Skipped (a completed state named Skipped) when the registered champion, or a challenger
     that lost to it, was trained on the same data, settings and code, or when the comparison
-    with the champion's table finds nothing worth a retrain (`changes.skip_minor`); failed,
-    before any training, when it finds data that looks like another task (`changes`); `force`
-    retrains whatever it finds. One retrain of a registered model name runs at a time; a
-    second waits for the first. SIGINT or SIGTERM stops it within a training step: its MLflow
-    runs end KILLED, nothing is registered, and a rerun continues from what was finished.
+    with the champion's table finds nothing worth a retrain (`changes.skip_minor`); failed, in a
+    state named Stopped before any training, when it finds data that looks like another task
+    (`changes`), or Blocked when the audit blocks training; `force` retrains whatever it
+    finds. One retrain of a registered model name runs at a time; a second waits for the first.
+    SIGINT or SIGTERM stops it within a training step: its MLflow runs end KILLED, nothing is
+    registered, and a rerun continues from what was finished.
     """
     config = RunConfig(data=data, audit=audit, changes=changes, model=model, train=train, sweep=sweep,
                        registry=registry)
@@ -99,19 +115,19 @@ def retrain(
             wanted = fingerprint | {"sweep": "complete"}
             unchanged = None if force else find_unchanged_model(tracking_uri, registry.model_name, wanted)
             report = what_changed(config, dataset, tracking_uri, fingerprint, unchanged, force)
-            forced = report is not None and report.policy.overridden is not None
-            if forced:  # the runs list shows it before the night ends
-                label_flow_run(name=run_title(registry.model_name, data, dataset.data_hash, forced), tags=[FORCED])
+            marks = [FORCED] if report is not None and report.policy.overridden is not None else []
+            if marks:  # the runs list shows it before the night ends
+                label_flow_run(name=run_title(registry.model_name, data, dataset.data_hash, marks), tags=marks)
             if unchanged:
                 return skipped(config, dataset, unchanged.version, unchanged_reason(config, fingerprint, unchanged),
                                report)
             if report is not None and report.policy.decision == "skip":
                 return skipped(config, dataset, report.champion_version, report.policy.reason, report)
             try:
-                with sweep_run(config, dataset, forced) as run:
+                with sweep_run(config, dataset, marks) as run:
                     summary = train_and_register(config, dataset, families, fingerprint, run, report)
             except Blocked as blocked:
-                return concluded(config, blocked.summary, Failed(message=str(blocked), data=blocked.summary))
+                return concluded(config, blocked.summary, blocked.state())
             return concluded(config, summary, Completed(message=outcome(summary), data=summary))
 
 
@@ -124,11 +140,8 @@ def train_and_register(
     if changes is not None:
         log_changes(run, changes, first_data_line(config.data))
         if changes.policy.decision == "stop":
-            summary = RunSummary(changes=changes, mlflow_run_id=run.run_id, data_hash=dataset.data_hash,
-                                 rows=rows_used(dataset))
-            log_summary(run, summary.to_dict(), {}, [])
-            describe_stop(run, stopped_note(summary, data_source(config.data)))
-            raise Blocked(f"the comparison with the champion stops the night: {changes.policy.reason}", summary)
+            stop(config, run, RunSummary(changes=changes, mlflow_run_id=run.run_id, data_hash=dataset.data_hash,
+                                         rows=rows_used(dataset)), changes.policy.reason)
     summary = audited(config, dataset, run, changes)
     trainings = [training_of(family, config, dataset, summary.audit.informs.class_weights, run)
                  for family in families]
@@ -141,7 +154,8 @@ def train_and_register(
     deployment = prepare_deployment(chosen, dataset, config.sweep, str(run_folder(config, run) / "deployment"))
     registration = register_model(
         chosen, dataset, run, config.registry.model_name, config.sweep,
-        fingerprint | version_tags(candidates, decision, summary.audit, families), deployment, changes,
+        night_tags(changes) | fingerprint | version_tags(candidates, decision, summary.audit, families), deployment,
+        changes,
     )
     summary = summary.model_copy(update={
         "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision, "halving": halving,
@@ -180,18 +194,33 @@ def audited(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: Ch
     )
     if blocking := report.blocking(config.audit.strict):
         get_run_logger().error("The audit blocks training: %s", ", ".join(blocking))
-        log_summary(run, summary.to_dict(), {}, [])
-        describe_stop(run, stopped_note(summary, data_source(config.data)))
-        raise Blocked(f"the audit blocks training: {', '.join(blocking)}", summary)
+        stop(config, run, summary, f"the audit blocks training: {', '.join(blocking)}")
     return summary
 
 
-class Blocked(Exception):
-    """The run stopped before training (the audit blocked, or the data changed too much), and its summary so far."""
+def stop(config: RunConfig, run: SweepRun, summary: RunSummary, reason: str) -> NoReturn:
+    """End a night before training on purpose: its summary so far on the parent run, renamed with its mark
+    (`stopped · ...`, `blocked · ...`), with what stopped it and what to do next as its description; raises
+    Blocked."""
+    marks = night_marks(summary)
+    log_summary(run, summary.to_dict(), {}, [])
+    describe_stop(run, stopped_note(summary, data_source(config.data)),
+                  run_title(config.registry.model_name, config.data, summary.data_hash, marks))
+    raise Blocked(marks[-1], reason, summary)
 
-    def __init__(self, message: str, summary: RunSummary) -> None:
-        super().__init__(message)
-        self.summary = summary
+
+class Blocked(Exception):
+    """The run stopped before training on purpose (`stopped`: the comparison with the champion; `blocked`: the
+    audit), why, and its summary so far."""
+
+    def __init__(self, mark: str, reason: str, summary: RunSummary) -> None:
+        super().__init__(f"{mark}: {reason}")
+        self.mark, self.summary = mark, summary
+
+    def state(self) -> State:
+        """A failed state (the CLI exits 1) named for the stop, Stopped or Blocked, the reason its message: the
+        Prefect UI shows it where a crash shows Failed."""
+        return Failed(name=self.mark.capitalize(), message=str(self), data=self.summary)
 
 
 def what_changed(
@@ -223,22 +252,21 @@ def what_changed(
         report = report.model_copy(update={"policy": Policy(
             decision="skip", reason=unchanged_reason(config, fingerprint, unchanged))})
     create_markdown_artifact(key="what-changed", markdown=changes_markdown(report),
-                             description=f"depthfinder: since version {champion.version}, {report.policy.tag}")
-    publish_rows("foreign-rows", "rows added flagged foreign (changes.foreign_rows counts those beyond the rows of "
-                 "the same task flagged by chance)", report.foreign, first_data_line(config.data),
-                 FOREIGN_ROWS)
+                             description=changes_description(report))
+    publish_rows("foreign-rows", "rows added flagged foreign", report.foreign, first_data_line(config.data),
+                 FOREIGN_ROWS, "changes.foreign_rows counts those beyond the rows of the same task flagged by chance")
     get_run_logger().info("What changed since version %s:\n%s", champion.version, "\n".join(changes_lines(report)))
     return report
 
 
 @contextlib.contextmanager
-def sweep_run(config: RunConfig, dataset: PreparedData, forced: bool = False) -> Iterator[SweepRun]:
-    """The sweep's MLflow parent run (named `· forced` when --force overrode the comparison), ended FINISHED,
+def sweep_run(config: RunConfig, dataset: PreparedData, marks: Sequence[str] = ()) -> Iterator[SweepRun]:
+    """The sweep's MLflow parent run (named `forced · ...` when --force overrode the comparison), ended FINISHED,
     FAILED or KILLED by how the block ends."""
     registry = config.registry
     run = start_sweep_run(
         registry.tracking_uri, registry.experiment, registry.model_name,
-        run_title(registry.model_name, config.data, dataset.data_hash, forced),
+        run_title(registry.model_name, config.data, dataset.data_hash, marks),
         params=run_params(config, dataset), tags={"depthfinder.data_hash": dataset.data_hash},
         night=night(dataset.data_hash),
     )
@@ -247,11 +275,12 @@ def sweep_run(config: RunConfig, dataset: PreparedData, forced: bool = False) ->
 
 
 def run_params(config: RunConfig, dataset: PreparedData) -> dict[str, Any]:
-    """The parent run's params: the settings, but a built-in dataset's row count when the data is a file (a default
-    the run never used), and the rows the run used, in all and per split (`data.rows`, `data.rows.train`, ...)."""
+    """The parent run's params: the settings as the run applied them (flows.config.settings_used), but a built-in
+    dataset's row count when the data is a file (a default the run never used), and the rows the run used, in all
+    and per split (`data.rows`, `data.rows.train`, ...)."""
     unused = {"data": {"dataset_rows"}} if config.data.path is not None else None
     rows = rows_used(dataset)
-    return flatten("", config.model_dump(mode="json", exclude=unused)) | {
+    return flatten("", settings_used(config).model_dump(mode="json", exclude=unused)) | {
         "data.rows": rows.total, **{f"data.rows.{split}": getattr(rows, split) for split in ("train", "val", "test")}}
 
 
@@ -286,9 +315,11 @@ def skipped(
 
 
 def concluded(config: RunConfig, summary: RunSummary, state: State) -> State:
-    """The run's final state, with its outcome as the last log line and as tags of the flow run."""
+    """The run's final state, with its outcome as the last log line, and the flow run named with the night's marks
+    and tagged with its outcome."""
     get_run_logger().info("Outcome: %s", outcome(summary))
-    label_flow_run(tags=outcome_tags(summary, config.registry.model_name))
+    label_flow_run(name=run_title(config.registry.model_name, config.data, summary.data_hash, night_marks(summary)),
+                   tags=outcome_tags(summary, config.registry.model_name))
     return state
 
 
@@ -297,6 +328,12 @@ def shipped(candidates: list[Candidate], decision: Decision) -> Candidate:
     chosen = [c for c in candidates if c.usable and (c.family, c.depth) == (decision.selected_family,
                                                                            decision.selected_depth)]
     return max(chosen, key=lambda c: c.metrics[decision.metric])
+
+
+def night_tags(changes: ChangeReport | None) -> dict[str, str]:
+    """The version's first tag, where the versions table shows it: what the night's comparison with the champion
+    decided (`retrain`, or `forced past stop` when --force overrode it); none for a first version."""
+    return {} if changes is None else {"changes": changes.policy.tag}
 
 
 def version_tags(candidates: list[Candidate], decision: Decision, report: RunAudit,
@@ -326,7 +363,7 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
             "depthfinder.promoted": "promoted" if summary.promoted else "not promoted"}
     log_summary(run, summary.to_dict(), tags, [str(path) for path in plots], decision_metrics(summary))
     create_markdown_artifact(key="depth-decision", markdown=decision_markdown(summary, plots),
-                             description=f"depthfinder: {outcome(summary)}"[:DESCRIPTION_LIMIT])
+                             description=short_outcome(summary))
     get_run_logger().info("%s", summary.rule.reason)
 
 

@@ -2,27 +2,36 @@
 outcome.
 
 A run is named for what it is, `model · data file or dataset · short data hash` (`ui · n2.csv · 7f3a`), in the
-Prefect runs list and as the MLflow parent run, with `· forced` when --force retrained past the comparison's stop
-(or skip); its child runs carry the night (`depth-2-seed-1 · 2026-12-01 · 7f3a`). When it ends, the Prefect flow
-run is tagged with the model, `forced` where it was, the chosen family and depth, the audit's verdict and the
-promotion's outcome, and its state's message says the outcome in a line.
+Prefect runs list and as the MLflow parent run, led by what sets the night apart when something does: `forced`
+(--force retrained past the comparison's stop or skip), `stopped` (the comparison stopped it), `blocked` (the
+audit blocked training) — first, because the MLflow runs list shows a name's first 20 characters or so
+(`forced · ui · n2.csv · 7f3a`). Its child runs carry the night (`depth-2-seed-1 · 2026-12-01 · 7f3a`). When it
+ends, the Prefect flow run is tagged with the model, `forced` where it was, the chosen family and depth, the
+audit's verdict and the promotion's outcome, or what stopped it (`stopped: foreign_rows`), and its state's message
+says the outcome in a line; a night stopped on purpose ends in a failed state named Stopped or Blocked, never the
+plain Failed of a crash.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from expectations.changes.report import FORCED
+from expectations.changes.report import FORCED, decisive
 from expectations.table.config import DataConfig
 from flows.config import RegistryConfig
 from flows.summary import RunSummary
 
+# The marks of a night that ended before training on purpose: the comparison with the champion stopped it, or
+# the audit blocked it. Each is also its Prefect state's name (capitalised), a tag, and its message's first word.
+STOPPED, BLOCKED = "stopped", "blocked"
 
-def run_title(model_name: str, data: DataConfig | dict, data_hash: str | None = None, forced: bool = False) -> str:
-    """`ui · n2.csv · 7f3a` (without the hash before the data is read; `· forced` after it when forced)."""
-    return " · ".join([model_name, data_source(data), *([data_hash[:4]] if data_hash else []),
-                       *([FORCED] if forced else [])])
+
+def run_title(model_name: str, data: DataConfig | dict, data_hash: str | None = None, marks: Sequence[str] = ()) -> str:
+    """`forced · ui · n2.csv · 7f3a`: the night's marks, then the model, the data and its hash (without the hash
+    before the data is read)."""
+    return " · ".join([*marks, model_name, data_source(data), *([data_hash[:4]] if data_hash else [])])
 
 
 def data_source(data: DataConfig | dict) -> str:
@@ -35,6 +44,15 @@ def data_source(data: DataConfig | dict) -> str:
 def forced(summary: RunSummary) -> bool:
     """Whether --force retrained past what the comparison with the champion said (stop or skip)."""
     return summary.changes is not None and summary.changes.policy.overridden is not None
+
+
+def night_marks(summary: RunSummary) -> list[str]:
+    """What sets the night apart from a plain retrain: `forced`, then `stopped` or `blocked` where it ended before
+    training (none for a night that trained, or skipped, as asked)."""
+    marks = [FORCED] if forced(summary) else []
+    if summary.skipped or summary.model is not None:
+        return marks
+    return [*marks, STOPPED if summary.audit is None else BLOCKED]
 
 
 def night(data_hash: str) -> str:
@@ -53,17 +71,19 @@ def flow_run_name() -> str:
 
 
 def outcome_tags(summary: RunSummary, model_name: str) -> list[str]:
-    """`model:ui`, `forced`, `depth-1` (or `pretrained-depth-2`), `audit-passed`, `promoted`: what the runs list
-    shows."""
+    """`model:ui`, `forced`, `depth-1` (or `pretrained-depth-2`), `audit-passed`, `promoted` (or `stopped` and
+    `stopped: foreign_rows`, `audit-blocked` and `blocked: empty_text`): what the runs list shows."""
     tags = [f"model:{model_name}", *([FORCED] if forced(summary) else [])]
     if summary.skipped:
         return [*tags, "skipped"]
-    if summary.audit is None:
-        return [*tags, "stopped"]
+    if summary.audit is None:  # and what stopped it, where the flow run's page shows its tags: beside its name
+        return [*tags, STOPPED, f"{STOPPED}: {', '.join(decisive(summary.changes))}"]
     tags.append(f"audit-{summary.audit.verdict.replace(' ', '-')}")
     if summary.rule is not None:
         tags.append(summary.rule.selected_label.replace(" ", "-"))
         tags.append("promoted" if summary.promoted else "not-promoted")
+    else:
+        tags.append(f"{BLOCKED}: {', '.join(summary.audit.blocking_failures or summary.audit.warnings)}")
     return tags
 
 

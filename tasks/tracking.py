@@ -76,9 +76,10 @@ def log_summary(sweep: SweepRun, summary: dict[str, Any], tags: dict[str, Any], 
 
 
 @task(**RETRIES)
-def describe_stop(sweep: SweepRun, note: str) -> None:
-    """What stopped the night before training, and what to do next, as the parent run's description."""
-    reports.describe_run(sweep, note)
+def describe_stop(sweep: SweepRun, note: str, name: str | None = None) -> None:
+    """What stopped the night before training, and what to do next, as the parent run's description; the run
+    renamed `name` (`stopped · ...`), as the runs list shows it."""
+    reports.describe_run(sweep, note, name)
 
 
 @task(**RETRIES)

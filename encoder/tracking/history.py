@@ -2,9 +2,12 @@
 
 MLflow knows only where an alias points now. Each move (champion, challenger,
 previous-champion) is recorded as a registered-model tag `depthfinder.move.<seq>` holding
-the move as JSON: time, alias, version, the version it left, why, and the run (or person)
-that moved it. The history therefore lives wherever the registry lives (SQLite, a tracking
-server on PostgreSQL) and needs nothing else. Moves happen under the model's retrain lock
+the move as a line a reviewer reads in the MLflow UI's tags table and the code reads back
+(`champion → version 2 (was 1), 2026-12-01 02:14:07.208311 UTC, by ci@host, run 3a10...:
+promoted: ...`): alias, version, the version it left, time, the person or host, the run that
+moved it and why (tags written as JSON before are still read). The history therefore lives
+wherever the registry lives (SQLite, a tracking server on PostgreSQL) and needs nothing
+else. Moves happen under the model's retrain lock
 (runtime.lock), so sequence numbers never collide; the alias moves first and the record
 follows, and `history_problems` says when a move is missing (a process killed between the
 two), instead of showing a history that disagrees with the registry.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import re
 import socket
 from datetime import datetime, timezone
 
@@ -53,14 +57,45 @@ def move_alias(
         previous=None if previous is None else str(previous), reason=reason, run_id=run_id,
         by=f"{getpass.getuser()}@{socket.gethostname()}",
     )
-    client.set_registered_model_tag(model_name, f"{MOVE_PREFIX}{seq:06d}", json.dumps(move.to_dict()))
+    client.set_registered_model_tag(model_name, f"{MOVE_PREFIX}{seq:06d}", move_line(move))
     return move
+
+
+# A move's tag: `champion → version 2 (was 1), 2026-12-01 02:14:07.208311 UTC, by ci@host, run <id or ->: why`;
+# the reason last, so whatever it says cannot break the parts before it.
+MOVE_LINE = re.compile(r"(?P<alias>\S+) → version (?P<version>\S+) \(was (?P<previous>[^)]*)\), "
+                       r"(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}) UTC, by (?P<by>.*?), run (?P<run_id>\S+): "
+                       r"(?P<reason>.*)", re.DOTALL)
+TIME = "%Y-%m-%d %H:%M:%S.%f"
+
+
+def move_line(move: AliasMove) -> str:
+    """The move as its tag holds it (MOVE_LINE)."""
+    when = move.time.astimezone(timezone.utc)
+    return (f"{move.alias} → version {move.version} (was {move.previous or 'none'}), {when:{TIME}} UTC, by {move.by}, "
+            f"run {move.run_id or '-'}: {move.reason}")
+
+
+def read_move(seq: int, value: str) -> AliasMove:
+    """A move from its tag: a MOVE_LINE, or the JSON that earlier releases wrote."""
+    if value.startswith("{"):
+        return AliasMove.from_dict(json.loads(value))
+    found = MOVE_LINE.fullmatch(value)
+    if found is None:
+        raise ValueError(f"promotion history tag {MOVE_PREFIX}{seq:06d} is not a move: {value[:80]!r}")
+    parts = found.groupdict()
+    return AliasMove(
+        seq=seq, time=datetime.strptime(parts["time"], TIME).replace(tzinfo=timezone.utc), alias=parts["alias"],
+        version=parts["version"], previous=None if parts["previous"] == "none" else parts["previous"],
+        reason=parts["reason"], run_id=None if parts["run_id"] == "-" else parts["run_id"], by=parts["by"],
+    )
 
 
 def alias_history(client: MlflowClient, model_name: str) -> list[AliasMove]:
     """Every recorded move of the model's aliases, oldest first."""
     tags = client.get_registered_model(model_name).tags
-    moves = [AliasMove.from_dict(json.loads(value)) for key, value in tags.items() if key.startswith(MOVE_PREFIX)]
+    moves = [read_move(int(key.removeprefix(MOVE_PREFIX)), value) for key, value in tags.items()
+             if key.startswith(MOVE_PREFIX)]
     return sorted(moves, key=lambda move: move.seq)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from encoder.tracking.history import alias_history, history_table
 from encoder.tracking.registry import current_champion
-from encoder.tracking.runs import SweepRun, log_folder, log_metrics, set_tags
+from encoder.tracking.runs import RUN_NAME_TAG, SweepRun, log_folder, log_metrics, set_tags
 from expectations.audit.report import FLAGGED_ROWS, FOREIGN_ROWS, AuditReport, suspect_rows, suspects_csv
 from expectations.changes.report import ChangeReport
 
@@ -65,9 +65,10 @@ def log_run_summary(sweep: SweepRun, summary: dict[str, Any], tags: dict[str, An
     log_metrics(client, sweep.run_id, metrics or {})
 
 
-def describe_run(sweep: SweepRun, note: str) -> None:
-    """`note` as the parent run's description (MLflow's run note)."""
-    set_tags(sweep.client, sweep.run_id, {"mlflow.note.content": note[:NOTE_LIMIT]})
+def describe_run(sweep: SweepRun, note: str, name: str | None = None) -> None:
+    """`note` as the parent run's description (MLflow's run note), and `name` as its name when given."""
+    set_tags(sweep.client, sweep.run_id, {"mlflow.note.content": note[:NOTE_LIMIT],
+                                          **({RUN_NAME_TAG: name} if name else {})})
 
 
 def describe_version(sweep: SweepRun, model_name: str, version: str, card: str) -> None:

@@ -150,9 +150,13 @@ def example_line(example: dict[str, Any], evidence: list[str]) -> str:
 
 
 def audit_markdown(report: AuditReport) -> str:
-    """The audit for the Prefect UI: a table of checks and verdicts, then the top examples of each failed check."""
-    rows = [[check.name, check.category, _verdict(check), cell(check.headline)] for check in report.checks]
-    parts = [f"# Data audit: {report.verdict}", markdown_table(["check", "category", "verdict", "headline"], rows)]
+    """The audit for the Prefect UI: a table of checks and verdicts (a long headline on a line below it), then the
+    top examples of each failed check."""
+    headlines, below = figure_cells([check.name for check in report.checks], [c.headline for c in report.checks])
+    rows = [[check.name, check.category, _verdict(check), headline]
+            for check, headline in zip(report.checks, headlines, strict=True)]
+    parts = [f"# Data audit: {report.verdict}", markdown_table(["check", "category", "verdict", "headline"], rows),
+             *below]
     if report.dropped:
         parts.append(f"Rows dropped before the audit: {dropped_text(report.dropped)}.")
     if report.normalized_labels.rows:
@@ -222,6 +226,20 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+# The longest figure a table of checks keeps in its cell; a longer one is whole on a line below the table. The
+# Prefect UI never wraps a table cell: what passes the page's edge is cut off (at 1600 px about 130 characters a
+# row: name, verdict and an 80-character figure fit side by side).
+FIGURE_WIDTH = 80
+
+
+def figure_cells(names: list[str], figures: list[str]) -> tuple[list[str], list[str]]:
+    """Each check's figure as its table cell, `(below the table)` where it is longer than FIGURE_WIDTH, and the
+    lines that hold those whole (`**name**: figure`), for below the table."""
+    cells = [cell(figure) for figure in figures]
+    below = [f"**{name}**: {text}" for name, text in zip(names, cells, strict=True) if len(text) > FIGURE_WIDTH]
+    return [text if len(text) <= FIGURE_WIDTH else "(below the table)" for text in cells], below
 
 
 def cell(value: object, width: int | None = None) -> str:

@@ -18,6 +18,7 @@ from expectations.audit.report import (
     cell,
     example_line,
     examples_table,
+    figure_cells,
     markdown_table,
 )
 from expectations.changes.compare import CHANGE_COLUMN, SIDE_COLUMN
@@ -182,18 +183,41 @@ def changes_lines(report: ChangeReport) -> list[str]:
 
 
 def changes_markdown(report: ChangeReport) -> str:
-    """The what-changed report for the Prefect UI: the decision, a table of measures, then the top examples."""
-    rows = [[check.name, word, cell(check.headline), cell(report.thresholds.get(check.name, "-"))]
-            for check, word in zip(report.checks, _verdicts(report), strict=True)]
+    """The what-changed report for the Prefect UI, every table narrow enough for its page (which never wraps a
+    cell): the decision, a table of measures (verdict, figure; a long figure on a line below it), a table of
+    thresholds, then the top examples."""
+    figures, below = figure_cells([check.name for check in report.checks], [c.headline for c in report.checks])
+    rows = [[check.name, word, figure] for check, word, figure in zip(report.checks, _verdicts(report), figures,
+                                                                       strict=True)]
+    thresholds = [[check.name, cell(report.thresholds[check.name])] for check in report.checks
+                  if check.name in report.thresholds]
     parts = [
-        f"# What changed since version {report.champion_version}: {report.policy.decision}",
-        f"**{report.policy.decision}**: {report.policy.reason}",
+        f"# What changed since version {report.champion_version}: {report.policy.tag}",
+        f"**{report.policy.tag}**: {report.policy.reason}",
         f"{report.rows_before} rows then, {report.rows_now} now: {report.rows_added} added, "
         f"{report.rows_removed} removed, {report.relabelled} relabelled.",
-        markdown_table(["measure", "verdict", "figure", "threshold"], rows),
+        markdown_table(["measure", "verdict", "figure"], rows),
+        *below,
+        "## Thresholds",
+        markdown_table(["measure", "retrains or stops when"], thresholds),
     ]
     for check in report.checks:
         if check.success or not check.examples:
             continue
         parts += [f"## {check.name}", examples_table(check)]
     return "\n\n".join(parts)
+
+
+def decisive(report: ChangeReport) -> list[str]:
+    """The measures behind the night's decision: those that stop it (a stop --force overrode included), else those
+    that retrain it; none for a skip."""
+    wanted = "STOP" if "stop" in (report.policy.decision, report.policy.overridden) else "retrain"
+    return [check.name for check, word in zip(report.checks, _verdicts(report), strict=True) if word == wanted]
+
+
+def changes_description(report: ChangeReport) -> str:
+    """The what-changed artifact's description, outcome first (the Prefect UI's artifact cards show ~35 characters):
+    `Forced past stop: text_drift, foreign_rows; since version 1`."""
+    names = ", ".join(decisive(report)) if report.policy.decision != "skip" else ""
+    tag = report.policy.tag
+    return f"{tag[0].upper()}{tag[1:]}" + (f": {names}" if names else "") + f"; since version {report.champion_version}"

@@ -80,6 +80,9 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops_unless_forced(
     assert 0 <= changes["champion_on_new"]["on_new"] <= 1
     artifacts = [a.path for a in client.list_artifacts(new["mlflow_run_id"], "changes")]
     assert "changes/what_changed.json" in artifacts and "changes/data_docs" in artifacts
+    assert "changes" not in client.get_model_version("depthfinder", "1").tags  # a first night compares nothing
+    assert client.get_model_version("depthfinder", "3").tags["changes"] == "retrain"
+    assert client.get_run(new["mlflow_run_id"]).data.params["changes.skip_minor"] == "True"  # --skip-minor
     kept = [a.path for a in client.list_artifacts(new["mlflow_run_id"], "data")]
     assert kept == [f"data/{client.get_model_version('depthfinder', '3').tags['table_hash']}.parquet"]
 
@@ -103,22 +106,36 @@ def assert_a_stopped_night_says_why_and_what_next(client: MlflowClient, summary:
     assert (listed["row"] >= 600).mean() > 0.9  # the reviews added, not the topics the champion knew
     (flow_run,) = flow_runs_named(run.info.run_name)
     shown = table_rows(found := artifact(flow_run.id, "foreign-rows"))
-    assert [tuple(row) for row in shown] == [SUSPECT_COLUMNS] * len(shown)
+    # The columns a reader needs, the text last: no `check` (one check flagged them all), no `likely_label` (the
+    # drift classifier knows no label: the column was empty on every row).
+    assert [tuple(row) for row in shown] == [("line", "row", "label", "text")] * len(shown)
     assert [row["line"] for row in shown] == listed["line"].head(len(shown)).tolist()
+    assert [row["label"] for row in shown] == listed["label"].head(len(shown)).tolist()
+    assert found.description.startswith(f"{len(listed)} rows added flagged foreign (")
     assert "header line counted" in found.description and "changes/foreign_rows.csv" in found.description
+    assert artifact(flow_run.id, "what-changed").description.startswith("Stop: ")
     assert "stopped" in flow_run.tags and "forced" not in flow_run.tags
+    # Stopped on purpose, said above the fold: a state named Stopped (not the Failed of a crash) with the reason as
+    # its message, the name led by `stopped` (in both UIs), a tag with the measures that stopped it.
+    assert flow_run.state.type.value == "FAILED" and flow_run.state.name == "Stopped"
+    assert flow_run.state.message == f"stopped: {changes['policy']['reason']}"
+    assert run.info.run_name == flow_run.name == f"stopped · depthfinder · night.csv · {summary['data_hash'][:4]}"
+    stopping = [check["name"] for check in changes["checks"] if check["severity"] == "error" and not check["success"]]
+    assert f"stopped: {', '.join(stopping)}" in flow_run.tags and "foreign_rows" in stopping
 
 
 def assert_a_forced_night_is_marked_where_a_reviewer_looks(client: MlflowClient, summary: dict) -> None:
     """Its Prefect name, tags and state message, its MLflow run's name and tags, and its version's card."""
-    name = f"depthfinder · night.csv · {summary['data_hash'][:4]} · forced"
+    name = f"forced · depthfinder · night.csv · {summary['data_hash'][:4]}"  # first: the MLflow runs list cuts names
     (flow_run,) = flow_runs_named(name)
     assert "forced" in flow_run.tags
     assert flow_run.state.message.startswith("forced past the comparison's stop (--force): depth 1 registered")
     run = client.get_run(summary["mlflow_run_id"])
     assert run.info.run_name == name and run.data.tags["depthfinder.changes"] == "forced past stop"
-    card = client.get_model_version("depthfinder", summary["model"]["version"]).description
-    assert card.splitlines()[0].endswith("(forced past a stop)") and "`--force` retrained although" in card
+    version = client.get_model_version("depthfinder", summary["model"]["version"])
+    assert version.tags["changes"] == "forced past stop"  # the versions table's tags
+    card = version.description  # its first characters are the versions table's Description
+    assert card.startswith("# Forced past a stop · depthfinder version 2: ") and "`--force` retrained although" in card
 
 
 def assert_a_forced_promotion_is_judged_on_the_champions_own_test_rows(

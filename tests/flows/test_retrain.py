@@ -199,9 +199,17 @@ def assert_the_blocking_rows_are_listed_with_their_file_lines(client: MlflowClie
     assert "cross_split_duplicates" in note and "audit/flagged_rows.csv" in note and "--drop-leaks" in note
     (flow_run,) = flow_runs_named(run.info.run_name)
     rows = table_rows(found := artifact(flow_run.id, "flagged-rows"))
-    assert {"check": "cross_split_duplicates", "line": 82, "row": 80, "text": planted["text"], "label": "finance",
-            "likely_label": None} in rows
+    # The label before the text, which is last; likely_label only where a check knows one (none of these does).
+    assert {"check": "cross_split_duplicates", "line": 82, "row": 80, "label": "finance", "text": planted["text"]} in [
+        {key: row[key] for key in ("check", "line", "row", "label", "text")} for row in rows]
+    assert all(list(row)[-2:] == ["label", "text"] for row in rows)
+    assert found.description.startswith(f"{len(flagged)} rows the audit flagged (all shown); every one is in ")
     assert "header line counted" in found.description and "audit-blocked" in flow_run.tags
+    # Blocked on purpose, said above the fold: the state's name and message, the name's first word, a tag.
+    assert flow_run.state.type.value == "FAILED" and flow_run.state.name == "Blocked"
+    assert flow_run.state.message == "blocked: the audit blocks training: cross_split_duplicates"
+    assert flow_run.name.startswith("blocked · depthfinder · leaky.csv · ")
+    assert "blocked: cross_split_duplicates" in flow_run.tags
 
 
 def test_audit_command_passes_a_clean_table(prefect_server, tmp_path, monkeypatch) -> None:

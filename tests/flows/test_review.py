@@ -12,6 +12,7 @@ import pytest
 from mlflow import MlflowClient
 
 from cli.main import main
+from tests.flows.prefect_api import artifact
 
 CONFIG = """
 data: {dataset: topics, dataset_rows: 400}
@@ -51,6 +52,10 @@ def test_the_flow_run_is_named_for_its_model_and_data_and_tagged_with_the_outcom
     assert len({"audit-passed", "audit-passed-with-warnings"} & set(run.tags)) == 1
     assert run.state.message == (f"depth {summary['selected_depth']} registered as ui/1, promoted: "
                                  f"{summary['promotion']}")
+    # Artifact descriptions say the outcome first (the Prefect UI's artifact cards show about 35 characters).
+    depth = summary["selected_depth"]
+    assert artifact(run.id, "depth-decision").description == f"Depth {depth} registered as ui/1, promoted"
+    assert artifact(run.id, "audit-report").description.startswith("Passed")
 
 
 def test_mlflow_shows_the_night_the_scores_and_the_card_and_only_short_tags(night) -> None:
@@ -69,6 +74,9 @@ def test_mlflow_shows_the_night_the_scores_and_the_card_and_only_short_tags(nigh
     assert parent.data.metrics["challenger.test.macro_f1"] == pytest.approx(summary["challenger_test_metrics"][
         "macro_f1"])
     assert summary["rule"]["reason"] in parent.data.tags["mlflow.note.content"]
+    # Settings left null are logged as the run applied them (`depthfinder run`: off), not as None.
+    assert (parent.data.params["changes.skip_minor"], parent.data.params["sweep.extend_unconverged"]) == (
+        "False", "False")
     version = client.get_model_version("ui", "1")
     served = next(line for line in version.description.splitlines() if line.startswith("**Served form.**"))
     torch_form = summary["deployment"]["variants"][0]

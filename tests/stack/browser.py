@@ -17,6 +17,11 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 WINDOW = (1600, 1200)
 # A table cell that ends so has been cut: what it hides is not on the page.
 CUT = ("…", "...")
+# MLflow 3.17 opens an assistant panel over a third of the page; its header's close button.
+CLOSE_ASSISTANT = "document.querySelectorAll('button[aria-label=\"Close\"]').forEach(button => button.click());"
+# The registered model's description (the card) is long: scrolled past, to the versions table with its aliases.
+TO_VERSIONS = ("const heading = Array.from(document.querySelectorAll('h1, h2, h3, h4, span, button')).filter(e => "
+               "e.innerText && /^Versions/.test(e.innerText.trim())).pop(); if (heading) heading.scrollIntoView();")
 
 
 def chromium() -> tuple[str, str] | None:
@@ -86,3 +91,76 @@ def table_cells(driver) -> list[str]:
     return driver.execute_script(
         "return Array.from(document.querySelectorAll('td, th')).map(cell => cell.innerText.trim());")
 
+
+
+# Cells whose text passes their own edge (a cell that neither wraps nor widens) or the edge of the page or of a box
+# that clips it (a table wider than its container): what passes is not on the screen.
+OVERFLOWING_CELLS = """
+const width = document.documentElement.clientWidth;
+function clipped(element) {
+  const box = element.getBoundingClientRect();
+  if (box.right > width + 1) return true;
+  for (let up = element.parentElement; up; up = up.parentElement) {
+    if (getComputedStyle(up).overflowX === 'visible') continue;
+    if (box.right > up.getBoundingClientRect().right + 1) return true;
+  }
+  return false;
+}
+return Array.from(document.querySelectorAll('td, th'))
+  .filter(cell => cell.getClientRects().length && (cell.scrollWidth > cell.clientWidth + 1 || clipped(cell)))
+  .map(cell => cell.innerText.trim().slice(0, 80));
+"""
+# Whether a text is on the screen as the page opens, above the fold: some occurrence of it lies wholly inside the
+# window and inside every box that clips it (an ellipsis-cut name hides what passes its box).
+SHOWN_ABOVE_THE_FOLD = """
+const text = arguments[0], width = document.documentElement.clientWidth, height = window.innerHeight;
+const pen = document.createElement('canvas').getContext('2d');
+function visibleRight(box, style) {  // an overflowing box that ends in an ellipsis shows its text up to the ellipsis
+  pen.font = style.font;
+  return box.right - (style.textOverflow === 'ellipsis' ? pen.measureText('…').width : 0);
+}
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+while (walker.nextNode()) {
+  const node = walker.currentNode;
+  for (let at = node.data.indexOf(text); at >= 0; at = node.data.indexOf(text, at + 1)) {
+    const range = document.createRange();
+    range.setStart(node, at);
+    range.setEnd(node, at + text.length);
+    const box = range.getBoundingClientRect();
+    let shown = box.width > 0 && box.left >= -1 && box.top >= -1 && box.right <= width + 1 && box.bottom <= height + 1;
+    for (let up = node.parentElement; shown && up; up = up.parentElement) {
+      const style = getComputedStyle(up);
+      if (style.visibility === 'hidden' || style.display === 'none') shown = false;
+      if (style.overflowX === 'visible' && style.overflowY === 'visible') continue;
+      const frame = up.getBoundingClientRect();
+      const right = up.scrollWidth > up.clientWidth + 1 ? visibleRight(frame, style) : frame.right;
+      if (box.left < frame.left - 1 || box.right > right + 1 || box.top < frame.top - 1
+          || box.bottom > frame.bottom + 1) shown = false;
+    }
+    if (shown) return true;
+  }
+}
+return false;
+"""
+
+
+def overflowing_cells(driver) -> list[str]:
+    """The text of every table cell some of whose text is off the screen (OVERFLOWING_CELLS)."""
+    return driver.execute_script(OVERFLOWING_CELLS)
+
+
+def shown_above_the_fold(driver, text: str) -> bool:
+    """Whether `text` is on the screen without scrolling, uncut (SHOWN_ABOVE_THE_FOLD)."""
+    return driver.execute_script(SHOWN_ABOVE_THE_FOLD, text)
+
+
+def wait_until_shown(driver, *texts: str, seconds: float = 60) -> None:
+    """Wait until every one of `texts` is shown above the fold (the UIs render after the page loads)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        missing = [text for text in texts if not shown_above_the_fold(driver, text)]
+        if not missing:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{driver.current_url} never showed {missing} above the fold in {seconds:.0f} s; it shows: "
+                         f"{page_text(driver)[:1500]}")

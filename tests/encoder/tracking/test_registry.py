@@ -7,6 +7,7 @@ Logging + registering one model on SQLite takes about a second; the module takes
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -21,7 +22,7 @@ from encoder.bundle import save_bundle
 from encoder.metrics import classification_metrics
 from encoder.selection.rule import SelectionRule
 from encoder.serving import texts_from_input
-from encoder.tracking.history import alias_history, history_problems, holder_at
+from encoder.tracking.history import MOVE_PREFIX, alias_history, history_problems, holder_at, read_move
 from encoder.tracking.registry import (
     CHALLENGER,
     CHAMPION,
@@ -205,6 +206,22 @@ def test_every_alias_move_is_recorded_in_order_with_its_reason_and_run(
     assert moves[4].reason.startswith("challenger +0.571 [+0.537, +0.614] vs champion on 40 test rows")  # the evidence
     assert moves[2].reason == "judged against the champion: kept out"
     assert history_problems(client, MODEL_NAME, moves) == []
+
+
+def test_the_history_reads_as_lines_in_the_registered_models_tags_and_json_tags_of_before_still_read(
+    client: MlflowClient, nights: list[dict[str, Any]]
+) -> None:
+    """The MLflow UI shows a registered model's tags as they are: each move is a line a reviewer reads, not JSON."""
+    tags = client.get_registered_model(MODEL_NAME).tags
+    moves = alias_history(client, MODEL_NAME)
+    lines = [tags[f"{MOVE_PREFIX}{move.seq:06d}"] for move in moves]
+
+    assert lines[0].startswith(f"champion → version {nights[0]['version']} (was none), ")
+    assert lines[0].endswith(f", run {nights[0]['challenger'].run_id}: no champion yet")
+    assert lines[4].startswith(f"champion → version {nights[2]['version']} (was {nights[0]['version']}), ")
+    assert not any(line.lstrip().startswith("{") for line in lines)
+    assert [read_move(move.seq, line) for move, line in zip(moves, lines, strict=True)] == moves
+    assert read_move(1, json.dumps(moves[0].to_dict())) == moves[0]  # a tag an earlier release wrote
 
 
 def test_the_champion_at_a_moment_is_the_last_move_before_it(client: MlflowClient, nights) -> None:

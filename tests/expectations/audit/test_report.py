@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
 from expectations.audit.checks.schema import SchemaCheck
-from expectations.audit.report import AuditReport, audit_lines, audit_markdown
+from expectations.audit.report import FIGURE_WIDTH, AuditReport, audit_lines, audit_markdown
 from expectations.table.labels import LabelNormalization
 
 
@@ -54,3 +54,22 @@ def test_labels_normalised_when_loaded_are_shown_with_examples_and_read_back() -
     assert AuditReport.from_dict(report.to_dict()) == report
     clean = report.model_copy(update={"normalized_labels": LabelNormalization()})
     assert audit_lines(clean) == [] and "normalised" not in audit_markdown(clean)
+
+
+def test_a_headline_too_long_for_a_prefect_table_cell_is_whole_below_the_table() -> None:
+    """The Prefect UI never wraps a table cell: what passes the page's edge is cut off, so the checks table keeps
+    a headline of at most FIGURE_WIDTH characters and a longer one is a line below it."""
+    from expectations.audit.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
+
+    observed = {"columns": [{"column": "source", "reading": "as is", "lift": 0.19}]}
+    headline = LabelGiveawayColumnsCheck.headline(observed)
+    report = AuditReport.from_dict({
+        "success": True, "blocking_failures": [], "warnings": [], "checks": [
+            {"name": "label_giveaway_columns", "category": "leakage", "severity": "error", "success": True,
+             "headline": headline, "observed": observed, "examples": []}]})
+
+    markdown = audit_markdown(report)
+
+    assert len(headline) > FIGURE_WIDTH
+    assert "| label_giveaway_columns | leakage | pass | (below the table) |" in markdown
+    assert f"**label_giveaway_columns**: {headline}" in markdown.split("\n\n")

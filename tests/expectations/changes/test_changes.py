@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from expectations.audit.report import FIGURE_WIDTH, cell
 from expectations.changes.compare import (
     ADDED,
     FOREIGN,
@@ -19,7 +20,12 @@ from expectations.changes.compare import (
 )
 from expectations.changes.config import ChangesConfig
 from expectations.changes.judge import judge_changes
-from expectations.changes.report import ChangeReport, changes_markdown
+from expectations.changes.report import (
+    ChangeReport,
+    Policy,
+    changes_description,
+    changes_markdown,
+)
 from expectations.table.datasets import DATASETS
 from expectations.table.split import assign_splits
 
@@ -279,3 +285,40 @@ def test_each_row_of_tonight_stands_where_the_champion_learned_or_was_tested_on_
     assert {by_row[row] for row in tested} == {HELD_OUT} and by_row[test_row] == HELD_OUT
     assert {by_row[row] for row in flagged} == {FOREIGN}
     assert {by_row[row] for row in range(2000, 2140) if row not in flagged} == {ADDED}
+
+
+def markdown_tables(page: str) -> list[list[list[str]]]:
+    """Every table of a Markdown page, each as its rows of cells (the header first, the rule line left out)."""
+    tables, current = [], []
+    for line in [*page.splitlines(), ""]:
+        if line.startswith("|"):
+            if not line.startswith("|---"):
+                current.append([part.strip() for part in line.strip("|").split(" | ")])
+        elif current:
+            tables, current = [*tables, current], []
+    return tables
+
+
+def test_the_what_changed_page_fits_the_prefect_ui_and_a_forced_night_says_so(champion, reviews) -> None:
+    """The Prefect UI never wraps a table cell (what passes the page's edge is cut off): the measures table holds
+    measure, verdict and a figure of at most FIGURE_WIDTH characters, a longer figure is whole on a line below it,
+    and the thresholds are a table of their own. A night --force retrained past a stop says so in the heading and
+    in the artifact's description, outcome first."""
+    news = DATASETS["topics"].generate(200, seed=3).assign(label="positive")
+    stopped = judge(champion, pd.concat([reviews.iloc[:2000], news]))
+    forced = stopped.model_copy(update={"policy": Policy(
+        decision="retrain", reason=f"forced (--force); the comparison said stop: {stopped.policy.reason}",
+        overridden="stop")})
+
+    page = changes_markdown(forced)
+    measures, thresholds, *_ = markdown_tables(page)
+
+    assert stopped.policy.decision == "stop" and len(stopped.check("foreign_rows").headline) > FIGURE_WIDTH
+    assert measures[0] == ["measure", "verdict", "figure"]
+    assert max(len(value) for row in measures for value in row) <= FIGURE_WIDTH
+    assert all(f"{cell(check.headline)}" in page for check in forced.checks)  # every figure whole, in or below
+    assert [row[1] for row in thresholds[1:]] == [cell(forced.thresholds[check.name]) for check in forced.checks]
+    assert page.splitlines()[0] == "# What changed since version 1: forced past stop"
+    assert changes_markdown(stopped).splitlines()[0] == "# What changed since version 1: stop"
+    assert changes_description(forced).startswith("Forced past stop: ")
+    assert changes_description(stopped).startswith("Stop: ") and "foreign_rows" in changes_description(stopped)
