@@ -203,7 +203,9 @@ def assert_the_blocking_rows_are_listed_with_their_file_lines(client: MlflowClie
     assert {"check": "cross_split_duplicates", "line": 82, "row": 80, "label": "finance", "text": planted["text"]} in [
         {key: row[key] for key in ("check", "line", "row", "label", "text")} for row in rows]
     assert all(list(row)[-2:] == ["label", "text"] for row in rows)
-    assert found.description.startswith(f"{len(flagged)} rows the audit flagged (all shown); every one is in ")
+    counts = ", ".join(f"{check} {n}" for check, n in flagged["check"].value_counts(sort=False).items())
+    assert found.description.startswith(f"{len(flagged)} rows the audit flagged (all shown; {counts}); every one is "
+                                        "in ")
     assert "header line counted" in found.description and "audit-blocked" in flow_run.tags
     # Blocked on purpose, said above the fold: the state's name and message, the name's first word, a tag.
     assert flow_run.state.type.value == "FAILED" and flow_run.state.name == "Blocked"
