@@ -29,6 +29,8 @@ from encoder.serving import Network, NetworkConfig, family_name
 
 # What serving any family's model needs, besides the family's own `serving_packages`.
 SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
+# The settings of the training recipe that fine-tuning has its own of (`finetune_<name>`); `max_epochs` bounds both.
+FINE_TUNING = ("learning_rate", "min_epochs", "patience")
 
 
 class Family(ABC):
@@ -36,6 +38,13 @@ class Family(ABC):
 
     kind: ClassVar[FamilyKind]  # its networks and their configs: encoder.serving.NETWORKS[kind]
     serving_packages: ClassVar[tuple[str, ...]] = ()
+    # Settings (`section.field`) its candidates do not use although their names claim every family, each with the
+    # setting they use in its place: a run that sets one otherwise than its default says so before training, in one
+    # line (`unapplied_settings`).
+    substitutes: ClassVar[dict[str, str]] = {}
+    # Settings that belong to another family, each with the setting or the words for what stands in their place:
+    # said only when no family of the run uses them.
+    ignores: ClassVar[dict[str, str]] = {}
 
     @property
     def name(self) -> FamilyName:
@@ -81,6 +90,11 @@ class Family(ABC):
     def recipe(cls, train: TrainConfig) -> TrainConfig:
         """The training recipe its candidates use."""
 
+    def unapplied(self, train: TrainConfig) -> dict[str, str]:
+        """Settings of `train` set otherwise than their default that bound its candidates otherwise than as set,
+        each with what bounds them instead (besides `substitutes` and `ignores`)."""
+        return {}
+
     def identity(self) -> str | None:
         """What decides its candidates besides the settings (a checkpoint's content hash), or None."""
         return None
@@ -107,6 +121,10 @@ class Scratch(Family):
     tokenizer fitted to the train split."""
 
     kind: ClassVar[FamilyKind] = "scratch"
+    ignores: ClassVar[dict[str, str]] = {
+        **{f"train.finetune_{name}": f"train.{name}" for name in (*FINE_TUNING, "max_epochs")},
+        "model.pretrained_pooling": "model.pooling", "model.pretrained": "no checkpoint is swept, see --families",
+    }
 
     @classmethod
     def open(cls, model: ModelConfig) -> list[Family]:
@@ -156,6 +174,15 @@ class Pretrained(Family):
     label: str = "pretrained"  # its name in the run (family_names): the checkpoint's folder or hub id
     kind: ClassVar[FamilyKind] = "pretrained"
     serving_packages: ClassVar[tuple[str, ...]] = ("transformers",)  # builds the architecture
+    substitutes: ClassVar[dict[str, str]] = {
+        **{f"train.{name}": f"train.finetune_{name}" for name in FINE_TUNING},
+        "model.pooling": "model.pretrained_pooling",
+    }
+    ignores: ClassVar[dict[str, str]] = {
+        "model.d_model": "its checkpoint's width", "model.n_heads": "its checkpoint's heads",
+        "model.d_ff": "its checkpoint's MLP width", "model.dropout": "its checkpoint's dropout",
+        "model.vocab_size": "its checkpoint's vocabulary",
+    }
 
     @property
     def name(self) -> FamilyName:
@@ -189,11 +216,17 @@ class Pretrained(Family):
 
     @classmethod
     def recipe(cls, train: TrainConfig) -> TrainConfig:
-        """The fine-tuning learning rate, epochs and patience in place of the scratch ones."""
+        """The fine-tuning learning rate, minimum epochs and patience in place of the scratch ones, and the
+        fine-tuning budget of epochs within `max_epochs`, which bounds every candidate."""
         return train.model_copy(update={
-            "learning_rate": train.finetune_learning_rate, "max_epochs": train.finetune_max_epochs,
-            "min_epochs": train.finetune_min_epochs, "patience": train.finetune_patience,
+            **{name: getattr(train, f"finetune_{name}") for name in FINE_TUNING},
+            "max_epochs": min(train.finetune_max_epochs, train.max_epochs),
         })
+
+    def unapplied(self, train: TrainConfig) -> dict[str, str]:
+        if train.finetune_max_epochs > train.max_epochs:
+            return {"train.finetune_max_epochs": f"at most train.max_epochs {train.max_epochs}"}
+        return {}
 
     def identity(self) -> str:
         return self.checkpoint.content_hash
@@ -286,6 +319,50 @@ def depth_caps(families: list[Family], given: list[int] | None) -> str | None:
     capped = [f"{family.name} sweeps {', '.join(map(str, family.depths(given)))} (its {family.most_depth()} layers)"
               for family in families if family.depths(given) != list(given)]
     return f"depths beyond a checkpoint's layers are left out: {'; '.join(capped)}" if capped else None
+
+
+def unapplied_settings(families: list[Family], model: ModelConfig, train: TrainConfig) -> str | None:
+    """The one line that says which settings, set otherwise than their default, some family of the run does not
+    use as set, and what stands in their place; None when every family uses every setting as set.
+
+    A setting a family replaces by one of its own (`substitutes`: the fine-tuning recipe's, a pooling) is named
+    whenever a family of the run does not use it; a setting a family has no use for (`ignores`: a scratch encoder's
+    width beside a checkpoint's) only when no family of the run uses it.
+    """
+    sections = {"model": model, "train": train}
+
+    def value(setting: str) -> object:
+        section, _, name = setting.partition(".")
+        return getattr(sections[section], name)
+
+    def given(setting: str) -> bool:
+        section, _, name = setting.partition(".")
+        return value(setting) != type(sections[section]).model_fields[name].get_default(call_default_factory=True)
+
+    def instead(what: str) -> str:
+        """`train.finetune_patience 2 instead` for a setting, the words themselves otherwise."""
+        section, _, name = what.partition(".")
+        known = section in sections and name in type(sections[section]).model_fields
+        return f"{what} {_shown(value(what))} instead" if known else what
+
+    notes: dict[str, dict[str, list[str]]] = {}  # setting -> what stands in its place -> the families concerned
+    for family in families:
+        unused = family.substitutes | {s: what for s, what in family.ignores.items()
+                                       if all(s in f.ignores or s in f.substitutes for f in families)}
+        for setting, what in ({s: instead(w) for s, w in unused.items()} | family.unapplied(train)).items():
+            if given(setting):
+                notes.setdefault(setting, {}).setdefault(what, []).append(family.name)
+    if not notes:
+        return None
+    said = [f"{setting} {_shown(value(setting))} ({', '.join(names)}: {what})"
+            for setting, alternatives in notes.items() for what, names in alternatives.items()]
+    return f"not every setting given applies to every family: {'; '.join(said)}"
+
+
+def _shown(value: object) -> str:
+    """A setting's value as a line shows it (a list of checkpoints without brackets and quotes)."""
+    return ", ".join(map(str, value)) if isinstance(value, list) else f"{value:g}" if isinstance(value, float) \
+        else str(value)
 
 
 def _save(tokenizer: Tokenizer, path: Path) -> None:

@@ -19,7 +19,7 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from encoder.config import ModelConfig, TrainConfig
-from encoder.families import Family
+from encoder.families import Family, unapplied_settings
 from encoder.selection.candidate import Candidate
 from encoder.selection.rule import Decision, choose_depth
 from encoder.tracking.records import KnownVersion, ModelVersionRef
@@ -128,6 +128,8 @@ def train_and_register(
             describe_stop(run, stopped_note(summary, data_source(config.data)))
             raise Blocked(f"the comparison with the champion stops the night: {changes.policy.reason}", summary)
     summary = audited(config, dataset, run, changes)
+    if unapplied := unapplied_settings(families, config.model, config.train):
+        get_run_logger().warning("%s", unapplied)
     trainings = [training_of(family, config, dataset, summary.audit.informs.class_weights, run)
                  for family in families]
     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
