@@ -178,7 +178,8 @@ def audited(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: Ch
         mlflow_run_id=run.run_id, data_hash=dataset.data_hash, changes=changes,
     )
     if blocking := report.blocking(config.audit.strict):
-        get_run_logger().error("The audit blocks training: %s", ", ".join(blocking))
+        # The product's verdict on the data, not a fault: a warning (an error would count as one, runtime.faults).
+        get_run_logger().warning("The audit blocks training: %s", ", ".join(blocking))
         log_summary(run, summary.to_dict(), {}, [])
         describe_stop(run, stopped_note(summary, data_source(config.data)))
         raise Blocked(f"the audit blocks training: {', '.join(blocking)}", summary)

@@ -54,3 +54,16 @@ def test_labels_normalised_when_loaded_are_shown_with_examples_and_read_back() -
     assert AuditReport.from_dict(report.to_dict()) == report
     clean = report.model_copy(update={"normalized_labels": LabelNormalization()})
     assert audit_lines(clean) == [] and "normalised" not in audit_markdown(clean)
+
+
+def test_the_headline_names_what_blocked_first_and_the_warnings_as_warnings() -> None:
+    def report(success: bool, blocking: list[str], warnings: list[str]) -> AuditReport:
+        return AuditReport.from_dict({"success": success, "blocking_failures": blocking, "warnings": warnings,
+                                      "checks": []})
+
+    blocked = report(False, ["empty_text"], ["cross_split_near_duplicates", "class_imbalance"])
+    assert blocked.headline == "blocked by empty_text; warnings: cross_split_near_duplicates, class_imbalance"
+    assert blocked.blocked_by == ["empty_text"]
+    assert report(False, [], ["class_imbalance"]).headline == "blocked by class_imbalance"  # --strict: warnings block
+    assert report(True, [], ["class_imbalance"]).headline == "passed with warnings: class_imbalance"
+    assert report(True, [], []).headline == "passed" and report(True, [], []).blocked_by == []
