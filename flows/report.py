@@ -53,10 +53,7 @@ def format_summary(summary: RunSummary) -> str:
     audit = summary.audit
     if audit is None:  # the comparison with the champion stopped the night before the audit
         return "\n".join([*lines, "Stopped before training.", f"MLflow run: {summary.mlflow_run_id}"])
-    lines.append(f"Audit: {audit.verdict}" + (f": {', '.join(audit.warnings)}" if audit.warnings else ""))
-    if audit.blocking_failures:
-        lines.append(f"Blocking checks: {', '.join(audit.blocking_failures)}")
-    lines += audit_lines(audit)
+    lines += [f"Audit: {audit.headline}", *audit_lines(audit)]
     if summary.candidates:
         header, rows = candidate_rows(summary.candidates)
         widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]

@@ -20,7 +20,7 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from encoder.config import ModelConfig, TrainConfig
-from encoder.families import Family
+from encoder.families import Family, unapplied_settings
 from encoder.selection.candidate import Candidate
 from encoder.selection.rule import Decision, choose_depth
 from encoder.tracking.records import KnownVersion, ModelVersionRef
@@ -143,6 +143,8 @@ def train_and_register(
             stop(config, run, RunSummary(changes=changes, mlflow_run_id=run.run_id, data_hash=dataset.data_hash,
                                          rows=rows_used(dataset)), changes.policy.reason)
     summary = audited(config, dataset, run, changes)
+    if unapplied := unapplied_settings(families, config.model, config.train):
+        get_run_logger().warning("%s", unapplied)
     trainings = [training_of(family, config, dataset, summary.audit.informs.class_weights, run)
                  for family in families]
     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
@@ -193,7 +195,8 @@ def audited(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: Ch
         mlflow_run_id=run.run_id, data_hash=dataset.data_hash, changes=changes, rows=rows_used(dataset),
     )
     if blocking := report.blocking(config.audit.strict):
-        get_run_logger().error("The audit blocks training: %s", ", ".join(blocking))
+        # The product's verdict on the data, not a fault: a warning (an error would count as one, runtime.faults).
+        get_run_logger().warning("The audit blocks training: %s", ", ".join(blocking))
         stop(config, run, summary, f"the audit blocks training: {', '.join(blocking)}")
     return summary
 

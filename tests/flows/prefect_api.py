@@ -29,3 +29,13 @@ def artifact(flow_run_id: Any, key: str) -> Any:
 def table_rows(found: Any) -> list[dict[str, Any]]:
     """A table artifact's rows."""
     return json.loads(found.data) if isinstance(found.data, str) else found.data
+
+
+def flow_run_logs(flow_run_id: Any) -> list[str]:
+    """The messages a flow run (and its tasks) logged, in order."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        return [log.message for log in client.read_logs(
+            log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))]

@@ -44,7 +44,7 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops_unless_forced(
     reviews = DATASETS["reviews-negation"].generate(300, seed=2)
     other_table = pd.concat([topics.iloc[:600], reviews]).reset_index(drop=True)
     other_code, other = night("other", other_table)
-    printed = capsys.readouterr().out
+    printed, said = capsys.readouterr()
     registered_before_new_rows = versions()
     forced_code, forced = night("forced", pd.concat([topics.iloc[:600], reviews]), "--force")
     tables = [pd.read_parquet(tmp_path / ".depthfinder" / "data" / f"{version.tags['table_hash']}.parquet")
@@ -61,6 +61,7 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops_unless_forced(
     assert other_code == 1 and other["changes"]["policy"]["decision"] == "stop"
     assert other["changes"]["drift_auc"] > 0.95 and other["audit"] is None and other["candidates"] == []
     assert "STOP    text_drift" in printed and "Stopped before training." in printed
+    assert "error(s) were logged" not in said  # a stopped night is an outcome, not a fault
     assert registered_before_new_rows == 1  # the stop registered nothing
     stopped = client.get_run(other["mlflow_run_id"])
     assert stopped.info.status == "FAILED" and stopped.data.tags["depthfinder.changes"] == "stop"

@@ -32,11 +32,11 @@ from tests.encoder.tiny_checkpoint import (
     without,
 )
 
+# The fine-tuning recipe's own budget stays its default 5 epochs: --max-epochs 3 bounds it.
 CONFIG = """
 data: {dataset: topics, dataset_rows: 600}
 model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
-train: {max_epochs: 3, patience: 2, batch_size: 32, learning_rate: 0.003,
-        finetune_learning_rate: 0.003, finetune_max_epochs: 3, finetune_min_epochs: 2}
+train: {patience: 2, batch_size: 32, learning_rate: 0.003, finetune_learning_rate: 0.003, finetune_min_epochs: 2}
 sweep: {depths: [1, 2, 3, 4], families: [scratch, pretrained]}
 """
 
@@ -45,14 +45,15 @@ sweep: {depths: [1, 2, 3, 4], families: [scratch, pretrained]}
 def runs(prefect_server, tmp_path_factory):
     """A mixed sweep, then the same run again, and again with the checkpoint copied elsewhere."""
     folder = tmp_path_factory.mktemp("pretrained")
-    checkpoint = tiny_checkpoint(folder / "checkpoint", DATASETS["topics"].generate(600, 1)["text"], layers=4)
+    checkpoint = tiny_checkpoint(folder / "tinybert", DATASETS["topics"].generate(600, 1)["text"], layers=4)
     shutil.copytree(checkpoint, folder / "copy")
     (folder / "run.yaml").write_text(CONFIG)
     summaries = {}
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        for name, path in (("first", "checkpoint"), ("again", "checkpoint"), ("moved", "copy")):
-            args = ["run", "--config", "run.yaml", "--pretrained", path, "--summary-json", f"{name}.json"]
+        for name, path in (("first", "tinybert"), ("again", "tinybert"), ("moved", "copy")):
+            args = ["run", "--config", "run.yaml", "--pretrained", path, "--max-epochs", "3",
+                    "--summary-json", f"{name}.json"]
             assert main(args) == 0
             summaries[name] = RunSummary.from_dict(json.loads((folder / f"{name}.json").read_text()))
     return folder, summaries, resolve_checkpoint(str(checkpoint))
@@ -63,15 +64,15 @@ def test_one_decision_over_both_families_names_them(runs) -> None:
     summary = summaries["first"]
 
     assert [(c.family, c.depth) for c in summary.candidates] == [
-        ("scratch", d) for d in (1, 2, 3, 4)] + [("checkpoint", d) for d in (1, 2, 3, 4)]  # named after its folder
-    chosen, other = summary.rule.selected_family, {"scratch": "checkpoint", "checkpoint": "scratch"}
+        ("scratch", d) for d in (1, 2, 3, 4)] + [("tinybert", d) for d in (1, 2, 3, 4)]  # named after its folder
+    chosen, other = summary.rule.selected_family, {"scratch": "tinybert", "tinybert": "scratch"}
     rule = summary.rule
     assert f"{chosen} depth {rule.selected_depth}" in rule.reason
     named = (f"at {other[chosen]} depth {rule.best_depth}" if rule.best_family == other[chosen]
              else f"; {other[chosen]} best macro_f1")  # the other family's best, as the best or beside it
     assert named in rule.reason
     assert choose_depth(summary.candidates, summary.rule.selection_rule()) == summary.rule
-    assert {s.family for s in summary.rule.scores} <= {"scratch", "checkpoint"}
+    assert {s.family for s in summary.rule.scores} <= {"scratch", "tinybert"}
 
 
 def test_halving_ranks_pretrained_depths_on_the_fine_tuning_recipes_budget(runs) -> None:
@@ -81,11 +82,33 @@ def test_halving_ranks_pretrained_depths_on_the_fine_tuning_recipes_budget(runs)
     (rung,) = summary.halving.rungs  # scratch trains 3 epochs in all: no room for a rung below its 10
     # halving keeps two; of those, depths outclassed by a cheaper scratch depth stop too (never the last)
     assert (rung.family, rung.epochs, rung.depths, len(rung.kept) + len(rung.outclassed)) == (
-        "checkpoint", 2, [1, 2, 3, 4], 2)
+        "tinybert", 2, [1, 2, 3, 4], 2)
     assert rung.kept and not set(rung.kept) & set(rung.outclassed)
     pruned = [c for c in summary.candidates if c.status == "pruned"]
-    assert {c.family for c in pruned} == {"checkpoint"} and {c.epochs for c in pruned} == {2}
+    assert {c.family for c in pruned} == {"tinybert"} and {c.epochs for c in pruned} == {2}
     assert sorted(c.depth for c in pruned) == sorted(set(rung.depths) - set(rung.kept))
+
+
+def test_max_epochs_bounds_the_pretrained_candidates_too_and_a_setting_they_do_not_use_is_said_once(runs) -> None:
+    """--max-epochs 3 caps the fine-tuning recipe's own 5 epochs; the scratch recipe's patience and learning rate,
+    which the checkpoint's candidates do not use, are named in one line before training, with what they use."""
+    from tests.flows.prefect_api import flow_run_logs, flow_runs_named
+
+    folder, summaries, _ = runs
+    summary = summaries["first"]
+    pretrained = [c for c in summary.candidates if c.family == "tinybert"]
+    run = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}").get_run(summary.mlflow_run_id)
+
+    assert pretrained and max(c.epochs for c in pretrained) <= 3
+    logs = [flow_run_logs(flow_run.id) for flow_run in flow_runs_named(run.info.run_name)]  # the skipped reruns too
+    notes = [(said, line) for said in logs for line in said
+             if line.startswith("not every setting given applies to every family")]
+    assert len(notes) == 1 and "\n" not in notes[0][1]  # the reruns, skipped, train nothing and say nothing
+    said, note = notes[0]
+    assert said.index(note) < min(i for i, line in enumerate(said) if " epoch 1/" in line)  # before training
+    assert "train.patience 2 (tinybert: train.finetune_patience 2 instead)" in note
+    assert "train.learning_rate 0.003 (tinybert: train.finetune_learning_rate 0.003 instead)" in note
+    assert "max_epochs" not in note and "d_model" not in note  # it bounds both; scratch uses its width
 
 
 def test_the_registered_model_holds_only_its_layers_and_answers_raw_text(runs) -> None:
@@ -104,7 +127,7 @@ def test_the_registered_model_holds_only_its_layers_and_answers_raw_text(runs) -
     served = mlflow.pyfunc.load_model("models:/depthfinder@champion")
     predictions = served.predict(pd.DataFrame({"text": ["a recipe with garlic and basil", "the match ended 2-1"]}))
     assert len(predictions) == 2 and set(predictions["label"]) <= set(DATASETS["topics"].generate(50, 1)["label"])
-    pretrained = [c for c in summary.candidates if c.family == "checkpoint" and c.bundle]
+    pretrained = [c for c in summary.candidates if c.family == "tinybert" and c.bundle]
     for candidate in pretrained:  # every pretrained bundle, the one served included, keeps only its layers
         assert len(load_bundle(Path(candidate.bundle)).network.encoder.encoder.layer) == candidate.depth
     sizes = [c.cost.bundle_mb for c in sorted(pretrained, key=lambda c: c.depth)]
@@ -121,7 +144,7 @@ def test_a_depth_above_the_checkpoints_layers_exits_2_before_any_work(runs, tmp_
     folder, _, _ = runs
     monkeypatch.chdir(tmp_path)
 
-    code = main(["run", "--dataset", "topics", "--pretrained", str(folder / "checkpoint"), "--depths", "1,8"])
+    code = main(["run", "--dataset", "topics", "--pretrained", str(folder / "tinybert"), "--depths", "1,8"])
 
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
@@ -137,7 +160,7 @@ def test_a_pretrained_candidate_serves_raw_text_through_mlflows_scoring_server(r
     from encoder.tracking.registry import log_text_classifier
 
     folder, summaries, _ = runs
-    deepest = max((c for c in summaries["first"].candidates if c.family == "checkpoint" and c.bundle),
+    deepest = max((c for c in summaries["first"].candidates if c.family == "tinybert" and c.bundle),
                   key=lambda c: c.depth)
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     with mlflow.start_run():

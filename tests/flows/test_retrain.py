@@ -159,7 +159,12 @@ def test_the_audit_gate_blocks_a_cross_split_duplicate(prefect_server, tmp_path,
     assert summary["candidates"] == [] and summary["selected_depth"] is None
     check = next(c for c in summary["audit"]["checks"] if c["name"] == "cross_split_duplicates")
     assert sorted(e["row"] for e in check["examples"]) in ([33, 80], [80])
-    assert "row 80" in (out := capsys.readouterr().out)
+    printed = capsys.readouterr()
+    assert "row 80" in (out := printed.out)
+    (headline,) = [line for line in printed.out.splitlines() if line.startswith("Audit:")]
+    warned = "; warnings: " + ", ".join(summary["audit"]["warnings"]) if summary["audit"]["warnings"] else ""
+    assert headline == f"Audit: blocked by cross_split_duplicates{warned}"  # what blocked first, warnings as such
+    assert "error(s) were logged" not in printed.err  # an audit that blocks is an outcome, not a fault
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert client.search_registered_models() == []
     run = client.get_run(summary["mlflow_run_id"])

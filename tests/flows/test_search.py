@@ -26,7 +26,7 @@ sweep: {strategy: search, tolerance: 0.1}  # wider than the 41 validation rows r
 @pytest.fixture(scope="module")
 def searched(prefect_server, tmp_path_factory) -> tuple[Path, dict, dict]:
     folder = tmp_path_factory.mktemp("search")
-    checkpoint = tiny_checkpoint(folder / "ckpt", DATASETS["topics"].generate(400, 1)["text"], layers=4)
+    checkpoint = tiny_checkpoint(folder / "tinybert", DATASETS["topics"].generate(400, 1)["text"], layers=4)
     (folder / "run.yaml").write_text(CONFIG)
     summaries = {}
     with pytest.MonkeyPatch.context() as patch:
@@ -51,7 +51,7 @@ def test_every_depth_is_screened_or_confirmed_and_the_rule_decides_among_the_con
     assert {s["depth"] for s in summary["rule"]["scores"]} == set(search["confirmed"])
     assert len(search["steps"]) == len(search["confirmed"]) - 1 <= 3  # about log2(4) confirmations
     sentence = Search.from_dict(search).sentence()
-    assert sentence.startswith("ckpt depths 1-4 screened by one fine-tune of depth 4 with a probe on each "
+    assert sentence.startswith("tinybert depths 1-4 screened by one fine-tune of depth 4 with a probe on each "
                                f"layer; confirmed by separate fine-tunes: {', '.join(map(str, search['confirmed']))}")
     assert "not considered" not in summary["rule"]["reason"]  # screened depths are never candidates
 

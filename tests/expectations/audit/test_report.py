@@ -73,3 +73,16 @@ def test_a_headline_too_long_for_a_prefect_table_cell_is_whole_below_the_table()
     assert len(headline) > FIGURE_WIDTH
     assert "| label_giveaway_columns | leakage | pass | (below the table) |" in markdown
     assert f"**label_giveaway_columns**: {headline}" in markdown.split("\n\n")
+
+
+def test_the_headline_names_what_blocked_first_and_the_warnings_as_warnings() -> None:
+    def report(success: bool, blocking: list[str], warnings: list[str]) -> AuditReport:
+        return AuditReport.from_dict({"success": success, "blocking_failures": blocking, "warnings": warnings,
+                                      "checks": []})
+
+    blocked = report(False, ["empty_text"], ["cross_split_near_duplicates", "class_imbalance"])
+    assert blocked.headline == "blocked by empty_text; warnings: cross_split_near_duplicates, class_imbalance"
+    assert blocked.blocked_by == ["empty_text"]
+    assert report(False, [], ["class_imbalance"]).headline == "blocked by class_imbalance"  # --strict: warnings block
+    assert report(True, [], ["class_imbalance"]).headline == "passed with warnings: class_imbalance"
+    assert report(True, [], []).headline == "passed" and report(True, [], []).blocked_by == []
