@@ -15,7 +15,7 @@ rule calls tied with it).
 fine-tune of seed s to the last digit). Each table also gives, for every depth below 6, the half-width of the paired
 interval against depth 6 on the validation rows (the rule's 90%) of the screen's probe and of the grid's separate
 fine-tune: the search stops before any confirmation when even the narrowest probe's interval is wider than the
-tolerance (encoder.selection.search.unresolvable), on the argument that a probe, sharing depth 6's lower layers,
+tolerance (selection.search.unresolvable), on the argument that a probe, sharing depth 6's lower layers,
 agrees with it more than a separate fine-tune does; the two columns check that argument.
 
 `--grid-from FOLDER` takes the grid from an earlier `--halving off` run of depths 1-6 instead of training it
@@ -56,7 +56,7 @@ def full(summary: dict) -> tuple[float, float]:
 
 def grid_ties(grid: dict, depth: int) -> bool:
     """Whether the grid's own rule would let `depth` ship in its best depth's place (rule.ties)."""
-    from encoder.selection.rule import Decision, ties
+    from selection.rule import Decision, ties
 
     decision = Decision.from_dict(grid["rule"])
     scores = {score.depth: score for score in decision.scores}
@@ -65,8 +65,8 @@ def grid_ties(grid: dict, depth: int) -> bool:
 
 def grid_from(summary_path: Path, seed: int) -> dict:
     """The one-seed grid inside an earlier every-depth run: its candidates of `seed` and the rule's choice on them."""
-    from encoder.selection.candidate import Candidate
-    from encoder.selection.rule import SelectionRule, choose_depth
+    from selection.candidate import Candidate
+    from selection.rule import SelectionRule, choose_depth
 
     summary = json.loads(summary_path.read_text())
     # A cached candidate was trained by the run that first made it; its recorded cost is that training's.
@@ -81,9 +81,10 @@ def grid_from(summary_path: Path, seed: int) -> dict:
 def half_widths(candidates: list[dict]) -> dict[int, float]:
     """Each depth's half-width of the paired interval against depth L on the validation rows (the rule's 90%), from
     the candidates' saved predictions (depth L's among them)."""
-    from encoder.selection.candidate import Candidate
-    from encoder.selection.evidence import compare_to_best, load_predictions
-    from encoder.selection.rule import SelectionRule
+    from evidence.bootstrap import compare_to_best
+    from selection.candidate import Candidate
+    from selection.predictions import load_predictions
+    from selection.rule import SelectionRule
 
     found = [Candidate.from_dict(c) for c in candidates]
     predictions = load_predictions(found)

@@ -53,9 +53,9 @@ def run_baseline(data: Path, depths: list[int], epochs: int) -> dict:
     from transformers import BertConfig, BertForSequenceClassification, get_linear_schedule_with_warmup
 
     from encoder.config import ModelConfig, TrainConfig
-    from encoder.metrics import classification_metrics
     from encoder.serving import encode_texts
     from encoder.tokenizer import train_tokenizer
+    from evidence.metrics import classification_metrics
     from expectations.table.config import DataConfig
     from tasks.data import prepare_table
 

@@ -25,8 +25,8 @@ from sweep_cost import run_depthfinder  # noqa: E402
 
 def compare(path: Path, depths: str, folder: Path) -> tuple[int, int, float, float]:
     """The old and new choice on one file, and the test macro-F1 each would ship."""
-    from encoder.selection.rule import choose_depth
     from flows.summary import RunSummary
+    from selection.rule import choose_depth
 
     run = run_depthfinder(["--data", str(path)], depths, folder, "--halving", "off")
     summary = RunSummary.from_dict(run["summary"])

@@ -16,7 +16,7 @@ every policy on the same paired bootstrap (2,000 resamples, as the rule):
 
 - lenient: the rule before issue 30, "not shown worse" (the upper end of the interval at the confidence at
   least −tolerance); it breaks the promise by construction and is shown for reference only;
-- means: the mean within the tolerance (encoder.selection.margin.within, no interval);
+- means: the mean within the tolerance (evidence.margin.within, no interval);
 - one_se: the mean minus one bootstrap standard error (the 15.9th percentile) within it too;
 - one_sided: the lower end of a one-sided interval at the confidence (the 10th percentile at 0.9);
 - non_inferior: the lower end of the two-sided interval at the confidence (the 5th percentile at 0.9), what
@@ -75,7 +75,7 @@ SYNTHETIC = ("nested-ops-1", "nested-ops-2", "nested-ops-3")
 POLICIES = ("lenient", "means", "one_se", "one_sided", "non_inferior", "best_mean")
 # The candidates for the default, strictest first. Shown, never the default: lenient breaks the promise by
 # construction, best_mean is its floor, and means is the fixed margin that ties on noise (a depth truly 0.03 worse
-# that lands within 0.01 on 300 rows by luck ties: tests/encoder/selection/test_evidence.py,
+# that lands within 0.01 on 300 rows by luck ties: tests/evidence/test_bootstrap.py,
 # test_a_tie_is_never_declared_on_noise), which issue 30 keeps fixed.
 STRICTEST_FIRST = ("non_inferior", "one_sided", "one_se")
 # A looser policy ships a depth at least as cheap as a stricter one on every decision, so the two differ on few
@@ -188,7 +188,7 @@ def constructed(gaps: list[float], tolerance: float, val_rows: int = 20_000, tes
     the errors symmetric between two balanced classes; the validation rows drawn alike (module docstring). Each
     cheaper depth fixes and breaks rows of its own, so its comparison with the best is nearly independent of the
     others'."""
-    from encoder.selection.evidence import metric_of
+    from evidence.bootstrap import metric_of
 
     rng = np.random.default_rng([round(gap * 1000) for gap in gaps])
     accuracy, fixed = 0.9, 0.3
@@ -250,8 +250,8 @@ def _plans(args: argparse.Namespace) -> dict:
 
 def admitted(observed: float, resampled: np.ndarray, policy: str, tolerance: float, confidence: float) -> bool:
     """Whether `policy` lets a depth ship in the best's place, from its observed difference and its bootstrap."""
-    from encoder.selection.evidence import interval_of
-    from encoder.selection.margin import shown_worse, within
+    from evidence.bootstrap import interval_of
+    from evidence.margin import shown_worse, within
 
     if policy == "lenient":
         return not shown_worse(interval_of(observed, resampled, confidence).high, tolerance)
@@ -266,7 +266,7 @@ def admitted(observed: float, resampled: np.ndarray, policy: str, tolerance: flo
 def decide(trained: Trained, rows: np.ndarray, seeds: dict[int, int], tolerance: float,
            confidence: float) -> dict[str, int]:
     """The depth each policy ships for one sweep (a seed per depth) on the validation `rows`."""
-    from encoder.selection.evidence import Predictions, metric_of, resampled_differences
+    from evidence.bootstrap import Predictions, metric_of, resampled_differences
 
     true = trained.val_true[rows]
     predicted = {("x", d, seeds[d]): trained.val[d, seeds[d]][rows] for d in trained.depths}
@@ -282,10 +282,10 @@ def decide(trained: Trained, rows: np.ndarray, seeds: dict[int, int], tolerance:
 
 def the_rules_choice(trained: Trained, rows: np.ndarray, seeds: dict[int, int], tolerance: float,
                      confidence: float, folder: Path) -> int:
-    """What encoder.selection.rule.choose_depth itself ships for the same sweep (its files written to `folder`)."""
-    from encoder.selection.candidate import Candidate, Cost
-    from encoder.selection.evidence import metric_of, save_predictions
-    from encoder.selection.rule import SelectionRule, choose_depth
+    """What selection.rule.choose_depth itself ships for the same sweep (its files written to `folder`)."""
+    from evidence.bootstrap import metric_of, save_predictions
+    from selection.candidate import Candidate, Cost
+    from selection.rule import SelectionRule, choose_depth
 
     true = trained.val_true[rows]
     candidates = []
@@ -321,7 +321,7 @@ class Outcomes:
 def measure(trained: Trained, sizes: list[str], draws: int, tolerance: float, confidence: float,
             checks: int) -> dict[str, dict[str, Outcomes]]:
     """Per validation size, per policy: its Outcomes."""
-    from encoder.selection.margin import within
+    from evidence.margin import within
 
     rng = np.random.default_rng(20261201)
     truth = trained.truth()
@@ -395,7 +395,7 @@ def default_policy(table: dict[str, dict[str, dict[str, Outcomes]]], stress: dic
 def report(found: list[Trained], table: dict, stress: dict, tolerance: float, confidence: float) -> None:
     """The truth per dataset, the table (the trained datasets', then the constructed cells), the default and the
     RESULT line."""
-    from encoder.selection.evidence import metric_of
+    from evidence.bootstrap import metric_of
 
     for trained in found:
         truth = trained.truth()

@@ -121,12 +121,12 @@ def promotion_case(table: pd.DataFrame, seeds: int = 6) -> tuple[float, float]:
     import tempfile
 
     from encoder.config import ModelConfig, TrainConfig
-    from encoder.metrics import classification_metrics
-    from encoder.selection.promotion import should_promote
-    from encoder.selection.rule import SelectionRule
     from encoder.serving import TextClassifier
     from encoder.tokenizer import train_tokenizer
     from encoder.training import train_candidate
+    from evidence.metrics import classification_metrics
+    from selection.promotion import should_promote
+    from selection.rule import SelectionRule
 
     frame = prepared(table)
     labels = sorted(frame["label"].unique())

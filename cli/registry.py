@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 def predict(args: argparse.Namespace) -> int:
     from encoder.serving import predictions_frame
-    from encoder.tracking.loading import open_classifier
+    from tracking.loading import open_classifier
 
     texts = args.text or _read_texts(args.data, args.text_col)
     if empty := [number for number, text in enumerate(texts, start=1) if not text.strip()]:
@@ -50,7 +50,7 @@ def _open_store(tracking_uri: str) -> None:
 
 def _opened(open_model: Callable[[str], T], args: argparse.Namespace) -> T:
     """`open_model(args.model)` on the store `args.tracking_uri` names; UsageError for a model it refuses."""
-    from encoder.tracking.runs import use_store
+    from tracking.runs import use_store
 
     use_store(args.tracking_uri)
     try:
@@ -61,8 +61,8 @@ def _opened(open_model: Callable[[str], T], args: argparse.Namespace) -> T:
 
 def _check_store_exists(tracking_uri: str) -> None:
     """A SQLite store that a command only reads must exist (MLflow would create an empty one)."""
-    from encoder.tracking.runs import SQLITE
     from flows.preflight import check_store_uri
+    from tracking.runs import SQLITE
 
     check_store_uri(tracking_uri)
     database = tracking_uri.removeprefix(SQLITE)
@@ -73,8 +73,8 @@ def _check_store_exists(tracking_uri: str) -> None:
 def export(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
-    from encoder.tracking.loading import vouch
     from flows.preflight import check_writable
+    from tracking.loading import vouch
 
     if args.to.exists() and (not args.to.is_dir() or any(args.to.iterdir())):
         raise UsageError(f"--to {args.to} exists and is not an empty folder")
@@ -157,7 +157,7 @@ def _registry_client(args: argparse.Namespace):
     """A client of the registry holding `args.model_name`, or UsageError when there is no such model."""
     from mlflow.exceptions import MlflowException
 
-    from encoder.tracking.runs import client_of
+    from tracking.runs import client_of
 
     check_model_name(args.model_name)
     _open_store(args.tracking_uri)
@@ -170,7 +170,7 @@ def _registry_client(args: argparse.Namespace):
 
 
 def history(args: argparse.Namespace) -> int:
-    from encoder.tracking.history import CHAMPION, alias_history, history_problems, holder_at
+    from tracking.history import CHAMPION, alias_history, history_problems, holder_at
 
     client = _registry_client(args)
     moves = alias_history(client, args.model_name)
@@ -198,8 +198,8 @@ def _mover(move) -> str:
 
 
 def rollback(args: argparse.Namespace) -> int:
-    from encoder.tracking.history import roll_back
     from runtime.lock import LockBusy, holding_now
+    from tracking.history import roll_back
 
     _check_folder(args.workdir)
     client = _registry_client(args)

@@ -9,7 +9,7 @@ cost table's figure for the torch model, is measured again, and marked a noisy m
 no speed-up is stated). A variant
 ships only when it is within the deployment margin (`deployment_margin`, a setting of its own: loosening the depth
 rule's tolerance does not loosen this gate) of the torch model by the rule's own test
-(encoder.selection.margin.within): its test metric no more than the margin below the torch model's, and, at the
+(evidence.margin.within): its test metric no more than the margin below the torch model's, and, at the
 rule's confidence, the lower end of the paired bootstrap interval of (variant − torch) on the same test rows too.
 Quantisation can lose accuracy silently, and a model that is fast but wrong defeats the purpose. ONNX Runtime is
 the extra `depthfinder[onnx]`; without it the chosen model ships as torch alone, and the decision says why.
@@ -25,11 +25,11 @@ from pydantic import Field
 from tokenizers import Tokenizer
 
 from encoder.latency import NOISY, ROUNDS, Measured, measure
-from encoder.metrics import classification_metrics
-from encoder.selection.candidate import Record
-from encoder.selection.evidence import Interval, metric_interval, paired_interval
-from encoder.selection.margin import within
 from encoder.serving import Network, TextClassifier, encode_texts, pad_batch
+from evidence.bootstrap import Interval, metric_interval, paired_interval
+from evidence.margin import within
+from evidence.metrics import classification_metrics
+from runtime.records import Record
 
 ONNX_FILE, INT8_FILE = "model.onnx", "model-int8.onnx"
 BATCHES = (1, 32)

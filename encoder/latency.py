@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field
 
-from encoder.selection.candidate import Record
+from runtime.records import Record
 
 # A form's forward: called with the call's number (so that a form can take its inputs in turn).
 Forward = Callable[[int], object]

@@ -19,11 +19,11 @@ from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoi
 
 from encoder.datamodule import TextDataModule
 from encoder.families import Family, Scratch
-from encoder.metrics import classification_metrics
 from encoder.module import DepthClassifier
 from encoder.probes import LayerProbes
 from encoder.serving import Network, TextClassifier, encode_texts, pad_batch
 from encoder.threads import torch_threads, training_threads
+from evidence.metrics import classification_metrics
 from runtime.interrupt import STOP, StopRequest
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def train_candidate(
 
     Returns:
         The candidate with its best-validation weights restored, on CPU in eval mode, and
-        validation and test metrics: `encoder.metrics` over the labels predicted by
+        validation and test metrics: `evidence.metrics` over the labels predicted by
         `encoder.bundle.TextClassifier`, the path a registered champion is scored by.
     """
     if depth < 1:

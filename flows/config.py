@@ -16,13 +16,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
 from encoder.config import SCRATCH_DEPTHS, SEED_MAX, FamilyKind, ModelConfig, TrainConfig, yaml_switch
-from encoder.selection.halving import rung_budgets
-from encoder.selection.rule import SelectionRule
-from encoder.selection.strategies import StrategyName
 from expectations.audit.config import AuditConfig
 from expectations.changes.config import ChangesConfig
 from expectations.table.config import DataConfig
 from runtime.credentials import hide_credentials
+from selection.halving import rung_budgets
+from selection.rule import SelectionRule
+from selection.strategies import StrategyName
 
 DATA_SOURCES = {"path", "dataset"}
 MAX_WORKERS = 256  # more candidates at once than any one machine or local cluster trains: a typo

@@ -105,7 +105,7 @@ def check_hard_limits(config: RunConfig, families: list[Family]) -> None:
     its shallowest depth (Family.fewest_params). Latency is known only once a candidate is trained and measured."""
     import psutil
 
-    from encoder.selection.candidate import arm_label
+    from selection.candidate import arm_label
 
     shallowest = {family.name: 1 if config.sweep.strategy == "search" else min(family.depths(config.sweep.depths))
                   for family in families}  # the search screens every depth from 1
@@ -135,7 +135,7 @@ def check_tracking_store(tracking_uri: str, experiment: str | None = None) -> No
     """The MLflow store can be written: a SQLite file that is whole (created now, atomically, if missing), a
     tracking server that answers, or a database whose driver is installed and which answers; and the
     experiment, if it exists, is not deleted."""
-    from encoder.tracking.runs import SQLITE, ensure_sqlite_store, resolve_tracking_uri
+    from tracking.runs import SQLITE, ensure_sqlite_store, resolve_tracking_uri
 
     check_store_uri(tracking_uri)
     uri = resolve_tracking_uri(tracking_uri)
@@ -213,8 +213,8 @@ def _check_database(uri: str) -> None:
 
 
 def _check_experiment(tracking_uri: str, experiment: str) -> None:
-    from encoder.tracking.runs import client_of
     from runtime.credentials import redact
+    from tracking.runs import client_of
 
     found = client_of(tracking_uri).get_experiment_by_name(experiment)
     if found is not None and found.lifecycle_stage == "deleted":
@@ -249,10 +249,10 @@ def check_dask_scheduler(sweep: SweepConfig) -> None:
 
 def check_champion(tracking_uri: str, model_name: str) -> None:
     """The model's champion, which a run scores on the rows added and against its challenger, is a depthfinder
-    model (encoder.tracking.loading): nothing is trained before a foreign one is refused."""
-    from encoder.tracking.loading import vouch
-    from encoder.tracking.registry import current_champion
-    from encoder.tracking.runs import client_of, use_store
+    model (tracking.loading): nothing is trained before a foreign one is refused."""
+    from tracking.loading import vouch
+    from tracking.registry import current_champion
+    from tracking.runs import client_of, use_store
 
     champion = current_champion(client_of(tracking_uri), model_name)
     if champion is not None:

@@ -6,14 +6,14 @@ import base64
 from pathlib import Path
 
 from encoder.latency import cost_table_noise
-from encoder.selection.candidate import Candidate, arm_label
-from encoder.selection.halving import Halving
-from encoder.selection.reasons import depth_verdicts
-from encoder.selection.rule import Decision
 from expectations.audit.report import audit_lines, markdown_table
 from expectations.changes.report import FORCED, changes_lines
 from flows.card import served_sentence
 from flows.summary import RunSummary
+from selection.candidate import Candidate, arm_label
+from selection.halving import Halving
+from selection.reasons import depth_verdicts
+from selection.rule import Decision
 
 # (title, value, format) of each column of the candidates table.
 COLUMNS = (

@@ -1,7 +1,7 @@
 """The retrain flow: prepare → what changed (skip? stop?) → audit → tokenizer → sweep → decide → register.
 
 The flow only orchestrates: every step is a task (tasks/), every decision a plain function
-(encoder/selection, expectations/audit), and the MLflow parent run is a context manager
+(selection, expectations/audit), and the MLflow parent run is a context manager
 that ends FINISHED, FAILED (the audit blocked, or a step failed) or KILLED (a signal).
 """
 
@@ -21,10 +21,6 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from encoder.config import ModelConfig, TrainConfig
 from encoder.families import Family, unapplied_settings
-from encoder.selection.candidate import Candidate
-from encoder.selection.rule import Decision, choose_depth
-from encoder.tracking.records import KnownVersion, ModelVersionRef
-from encoder.tracking.runs import SweepRun, code_version, ending, flatten, resolve_tracking_uri
 from expectations.audit.config import AuditConfig
 from expectations.audit.report import FOREIGN_ROWS
 from expectations.changes.config import ChangesConfig
@@ -56,6 +52,8 @@ from flows.summary import RowsUsed, RunAudit, RunSummary
 from flows.sweep import check_learning_rates, sweep_depths
 from runtime.guard import process_guard
 from runtime.lock import one_retrain_at_a_time
+from selection.candidate import Candidate
+from selection.rule import Decision, choose_depth
 from tasks.audit import audit_dataset
 from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
@@ -70,6 +68,8 @@ from tasks.tracking import (
     start_sweep_run,
 )
 from tasks.train import Training, open_families, prepare_tokenizer
+from tracking.records import KnownVersion, ModelVersionRef
+from tracking.runs import SweepRun, code_version, ending, flatten, resolve_tracking_uri
 
 
 @flow(name="retrain", flow_run_name=flow_run_name, task_runner=ThreadPoolTaskRunner(max_workers=1))
@@ -356,7 +356,7 @@ def version_tags(candidates: list[Candidate], decision: Decision, report: RunAud
 
 def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> None:
     """The decision's plots, summary.json and tags on the parent run, and the `depth-decision` artifact."""
-    from encoder.selection.plots import plot_metric_vs_cost, plot_metric_vs_depth
+    from selection.plots import plot_metric_vs_cost, plot_metric_vs_depth
 
     folder = run_folder(config, run) / "plots"
     pruned = [c for c in summary.candidates if c.status in ("pruned", "screened")]

@@ -1,7 +1,7 @@
 """What a run decided, as one record: `run --summary-json` writes it, the MLflow parent run keeps it.
 
 Built from the typed records of the layers below (candidates and the decision from
-encoder.selection, the audit report from expectations.audit). `RunSummary.from_dict` reads a
+selection, the audit report from expectations.audit). `RunSummary.from_dict` reads a
 summary back, and `choose_depth(summary.candidates, summary.rule.selection_rule())` replays
 its decision. docs/summary.md documents every field, generated from these models.
 """
@@ -11,17 +11,18 @@ from __future__ import annotations
 from pydantic import Field
 
 from encoder.deployment import Deployment
-from encoder.selection.budget import Budget
-from encoder.selection.candidate import Candidate, Record
-from encoder.selection.evidence import Interval
-from encoder.selection.halving import Halving
-from encoder.selection.learning_rate import RateCheck
-from encoder.selection.promotion import RowsApart
-from encoder.selection.rule import Decision
-from encoder.selection.search import Search
-from encoder.tracking.records import ModelVersionRef
+from evidence.bootstrap import Interval
 from expectations.audit.report import AuditReport
 from expectations.changes.report import ChangeReport
+from runtime.records import Record
+from selection.budget import Budget
+from selection.candidate import Candidate
+from selection.halving import Halving
+from selection.learning_rate import RateCheck
+from selection.promotion import RowsApart
+from selection.rule import Decision
+from selection.search import Search
+from tracking.records import ModelVersionRef
 
 
 class AuditInforms(Record):

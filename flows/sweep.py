@@ -1,4 +1,4 @@
-"""The depth sweep: each family's strategy says what to train next (encoder.selection.strategies); every (depth,
+"""The depth sweep: each family's strategy says what to train next (selection.strategies); every (depth,
 seed) it asks for trains as a task, and the results go back to it."""
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ from prefect.futures import PrefectFuture
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 
 from encoder.families import depth_caps
-from encoder.selection.budget import Budget, Spending
-from encoder.selection.candidate import Candidate
-from encoder.selection.halving import Halving, Rung, halving_summary
-from encoder.selection.learning_rate import RATE_FACTORS, RateCheck, RateTrial, judge_rates
-from encoder.selection.search import Search
-from encoder.selection.strategies import DepthSeed, Step, Strategy, SweepPlan, strategy_named
-from encoder.tracking.runs import SweepRun
 from flows.config import SweepConfig
 from runtime.interrupt import Interrupted
+from selection.budget import Budget, Spending
+from selection.candidate import Candidate
+from selection.halving import Halving, Rung, halving_summary
+from selection.learning_rate import RATE_FACTORS, RateCheck, RateTrial, judge_rates
+from selection.search import Search
+from selection.strategies import DepthSeed, Step, Strategy, SweepPlan, strategy_named
 from tasks.data import PreparedData
 from tasks.tracking import mark_pruned, record_cached_candidate, tag_convergence
 from tasks.train import Training, train_depth
+from tracking.runs import SweepRun
 
 
 def sweep_depths(

@@ -29,8 +29,8 @@ class ChampionTable:
 def find_champion_table(tracking_uri: str, model_name: str, workdir: Path) -> ChampionTable | None:
     """The champion and its training table: the work folder's copy, else its run's artifact (copied back into
     the work folder); None when there is no champion."""
-    from encoder.tracking.registry import current_champion
-    from encoder.tracking.runs import client_of, fetch_table
+    from tracking.registry import current_champion
+    from tracking.runs import client_of, fetch_table
 
     client = client_of(tracking_uri)
     champion = current_champion(client, model_name)
@@ -64,10 +64,10 @@ def compare_with_champion(
 def score_champion(model_uri: str, table: pd.DataFrame, config: ChangesConfig, metric: str) -> ChampionScores | None:
     """The registered champion's `metric` on (samples of) the rows added and its own test rows; None when no
     row was added (nothing new to score it on)."""
-    from encoder.metrics import classification_metrics
-    from encoder.tracking.registry import predict_labels
+    from evidence.metrics import classification_metrics
     from expectations.changes.compare import rows_to_score
     from expectations.table.labels import normalize_label
+    from tracking.registry import predict_labels
 
     added, tested = rows_to_score(table, config)
     if added.empty:

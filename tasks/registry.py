@@ -1,6 +1,6 @@
 """Registry tasks: find a version trained on the same data, settings and code; register and promote a new one.
 
-Thin wrappers: the registry's work is encoder.tracking.registry's, the deployment's encoder.deployment's.
+Thin wrappers: the registry's work is tracking.registry's, the deployment's encoder.deployment's.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from encoder.deployment import Deployment
-from encoder.selection.candidate import Candidate
-from encoder.selection.rule import SelectionRule
-from encoder.tracking.records import KnownVersion, Registration
-from encoder.tracking.runs import SweepRun, client_of
 from expectations.changes.report import ChangeReport
 from runtime.retries import RETRIES
+from selection.candidate import Candidate
+from selection.rule import SelectionRule
 from tasks.data import PreparedData
+from tracking.records import KnownVersion, Registration
+from tracking.runs import SweepRun, client_of
 
 
 @task(cache_policy=NONE)
@@ -45,8 +45,8 @@ def register_model(
     tags: dict[str, str], deployment: Deployment | None = None, changes: ChangeReport | None = None,
 ) -> Registration:
     """Register `candidate`, judged against the champion on the test rows where the comparison is fair (what
-    `changes` says of them) by `rule`, and alias it challenger (encoder.tracking.registry.register_challenger)."""
-    from encoder.tracking.registry import register_challenger
+    `changes` says of them) by `rule`, and alias it challenger (tracking.registry.register_challenger)."""
+    from tracking.registry import register_challenger
 
     texts, labels = _test_split(dataset)
     return register_challenger(sweep, candidate, dataset.path, texts, labels, model_name, rule, tags, deployment,
@@ -56,7 +56,7 @@ def register_model(
 @task(**RETRIES)
 def settle_registrations(tracking_uri: str, model_name: str) -> list[str]:
     """Finish or delete the versions that runs which ended early registered and never judged; what was done."""
-    from encoder.tracking.registry import settle_unjudged
+    from tracking.registry import settle_unjudged
 
     return settle_unjudged(client_of(tracking_uri), model_name)
 
@@ -64,8 +64,8 @@ def settle_registrations(tracking_uri: str, model_name: str) -> list[str]:
 @task(**RETRIES)
 def find_unchanged_model(tracking_uri: str, model_name: str, fingerprint: dict[str, str]) -> KnownVersion | None:
     """The `champion` (else `challenger`) version trained on this very data, config and code, or None
-    (encoder.tracking.registry.find_unchanged_version)."""
-    from encoder.tracking.registry import find_unchanged_version
+    (tracking.registry.find_unchanged_version)."""
+    from tracking.registry import find_unchanged_version
 
     return find_unchanged_version(client_of(tracking_uri), model_name, fingerprint)
 

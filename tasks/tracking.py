@@ -1,7 +1,7 @@
 """Tasks that write a sweep to MLflow: its parent run, reused and pruned candidates, what changed, the audit
 and the decision.
 
-Thin wrappers around encoder.tracking (runs, reports), which does the writing; each task is named for its step
+Thin wrappers around tracking (runs, reports), which does the writing; each task is named for its step
 (as the Prefect UI shows it) and never like the function it wraps. Their
 work is I/O against the tracking server, which can fail for a moment (a restart, a locked SQLite file): they
 retry with backoff (runtime.retries). A ValueError or TypeError is a bug or bad input, not a passing fault, and is
@@ -14,12 +14,12 @@ from typing import Any
 
 from prefect import task
 
-from encoder.selection.candidate import Candidate
-from encoder.tracking import reports, runs
-from encoder.tracking.runs import SweepRun
 from expectations.audit.report import AuditReport
 from expectations.changes.report import ChangeReport
 from runtime.retries import RETRIES
+from selection.candidate import Candidate
+from tracking import reports, runs
+from tracking.runs import SweepRun
 
 
 @task(**RETRIES)

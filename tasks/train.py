@@ -28,8 +28,12 @@ from prefect.states import Cancelled, State
 
 from encoder.config import ModelConfig, TrainConfig
 from encoder.families import Family
-from encoder.selection.candidate import Candidate, Cost, arm_label
-from encoder.tracking.runs import (
+from runtime.credentials import store_uri
+from runtime.interrupt import Interrupted
+from runtime.retries import RETRIES
+from selection.candidate import Candidate, Cost, arm_label
+from tasks.data import TRAINING_COLUMNS, PreparedData
+from tracking.runs import (
     EPOCH_CURVES,
     SweepRun,
     code_version,
@@ -40,10 +44,6 @@ from encoder.tracking.runs import (
     set_tags,
     start_child_run,
 )
-from runtime.credentials import store_uri
-from runtime.interrupt import Interrupted
-from runtime.retries import RETRIES
-from tasks.data import TRAINING_COLUMNS, PreparedData
 
 
 class EpochLog(Callback):
@@ -63,7 +63,7 @@ class ChildRunLogger(MLFlowLogger):
     """Lightning's MLflow logger, except that it leaves the run's end to train_depth (Lightning marks the run
     FINISHED when `fit` returns, before the candidate is measured and its result made durable), and that each
     epoch's figures are curves under EPOCH_CURVES (`by_epoch/val/macro_f1`): the run's own `val/macro_f1` is
-    the best epoch's, the one the decision uses (encoder.tracking.runs.log_candidate), not the last epoch's. Its
+    the best epoch's, the one the decision uses (tracking.runs.log_candidate), not the last epoch's. Its
     `epoch` counts epochs done (Lightning's is 0-based), so the last equals the `depthfinder.epochs` tag."""
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
@@ -193,9 +193,9 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     """Train from the candidate's last saved epoch (if it has one within `epochs`), measure, save the bundle."""
     from encoder.bundle import save_bundle
     from encoder.cost import measure_cost
-    from encoder.selection.evidence import save_predictions
     from encoder.serving import load_tokenizer
     from encoder.training import checkpoint_epochs, last_checkpoint, train_candidate
+    from evidence.bootstrap import save_predictions
 
     train, dataset = training.train, training.dataset
     name = f"{arm_label(training.family.name, depth)} seed {train.seed}"
@@ -241,7 +241,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
 
 def _screened(training: Training, trained: Any, candidate_dir: Path, epochs: int, run_id: str) -> list[Candidate]:
     """The depths below a screen's, as its probes saw them: status screened, with their saved predictions."""
-    from encoder.selection.evidence import save_predictions
+    from evidence.bootstrap import save_predictions
 
     screened = []
     for depth, (predicted, metrics, test_metrics) in enumerate(zip(

@@ -1,5 +1,5 @@
-"""The layers stay layers: imports only go down the floors, and the model, the data, the audit and the selection logic
-import without Prefect or MLflow."""
+"""The layers stay layers: imports only go down the floors, and the model, the data, the audit, the evidence and the
+decision import without Prefect or MLflow."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# Every module of encoder/ and expectations/ except the one part of encoder that talks to MLflow.
+# Every module of the floors below the MLflow record: the decision, the model, the data and the evidence.
 DOMAIN = sorted(
     ".".join(path.relative_to(ROOT).with_suffix("").parts)
-    for package in ("encoder", "expectations")
+    for package in ("selection", "encoder", "expectations", "evidence")
     for path in (ROOT / package).rglob("*.py")
-    if path.name != "__init__.py" and "tracking" not in path.relative_to(ROOT).parts
+    if path.name != "__init__.py"
 )
 BLOCK = """
 import importlib, sys
@@ -27,7 +27,7 @@ print("imported", len(sys.argv) - 1)
 
 
 def test_domain_code_imports_with_prefect_and_mlflow_blocked() -> None:
-    assert {"encoder.model", "encoder.training", "encoder.selection.rule", "expectations.table.load",
+    assert {"encoder.model", "encoder.training", "selection.rule", "expectations.table.load", "evidence.bootstrap",
             "expectations.audit.run", "expectations.audit.checks.suspected_label_noise"} <= set(DOMAIN)
 
     result = subprocess.run([sys.executable, "-c", BLOCK, *DOMAIN], cwd=ROOT, capture_output=True, text=True,
@@ -38,14 +38,17 @@ def test_domain_code_imports_with_prefect_and_mlflow_blocked() -> None:
 
 
 def test_the_blocking_itself_works() -> None:
-    result = subprocess.run([sys.executable, "-c", BLOCK, "encoder.tracking.runs"], cwd=ROOT, capture_output=True,
+    result = subprocess.run([sys.executable, "-c", BLOCK, "tracking.runs"], cwd=ROOT, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode != 0 and "mlflow" in result.stderr
 
 
-# The floors, top down: a module imports only from its own floor or one below (cli -> flows -> tasks -> encoder and
-# expectations -> runtime), so runtime, the ground floor, imports nothing else of depthfinder.
-FLOORS = (("cli",), ("flows",), ("tasks",), ("encoder", "expectations"), ("runtime",))
+# The floors, top down: a module imports only from its own floor or one below (cli -> flows -> tasks -> tracking (the
+# MLflow record) -> selection (the decision) -> encoder (the model) -> expectations (the data) -> evidence (metrics,
+# the paired bootstrap, the margin predicate) -> runtime), so runtime, the ground floor, imports nothing else of
+# depthfinder. One package per floor: no two floors import each other.
+FLOORS = (("cli",), ("flows",), ("tasks",), ("tracking",), ("selection",), ("encoder",), ("expectations",),
+          ("evidence",), ("runtime",))
 FLOOR = {package: number for number, packages in enumerate(FLOORS) for package in packages}
 
 
@@ -77,7 +80,7 @@ def test_the_ground_floor_imports_nothing_of_depthfinder_and_the_rest_finds_its_
     machinery = {"signals.py", "lock.py", "server.py", "services.py", "stack.py", "faults.py", "cli.py",
                  "reference.py"}
     assert not machinery & {path.name for path in (ROOT / "flows").glob("*.py")}, "flows/ holds the pipeline only"
-    assert not {"credentials.py", "liveness.py"} & {path.name for path in (ROOT / "encoder" / "tracking").glob("*.py")}
+    assert not {"credentials.py", "liveness.py"} & {path.name for path in (ROOT / "tracking").glob("*.py")}
     assert not (ROOT / "encoder" / "interrupt.py").exists()
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from typing_extensions import Self
+from pydantic import Field
 
 from expectations.table.labels import LabelNormalization
+from runtime.records import Record
 
 # The audit's categories, then those of the comparison with the champion's table (expectations/changes).
 Category = Literal["schema", "leakage", "noise", "imbalance", "text", "rows", "labels", "drift", "decay"]
@@ -33,21 +33,7 @@ NORMALIZED = "labels normalised when loaded (Unicode NFC, invisible characters, 
 PASSED, PASSED_WITH_WARNINGS, BLOCKED = "passed", "passed with warnings", "blocked"
 
 
-class _Record(BaseModel):
-    """A frozen record with a JSON form, as encoder.selection.candidate.Record (the audit imports no encoder code)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record as JSON types (internal fields left out)."""
-        return self.model_dump(mode="json")
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> Self:
-        return cls.model_validate(values)
-
-
-class CheckResult(_Record):
+class CheckResult(Record):
     """The outcome of one check: verdict, severity, observed figures and example rows."""
 
     name: str = Field(description="The check's stable name, e.g. cross_split_duplicates.")
@@ -70,7 +56,7 @@ class CheckResult(_Record):
     seconds: float = Field(0.0, exclude=True)  # time to plan and validate (for benchmarks)
 
 
-class AuditReport(_Record):
+class AuditReport(Record):
     """All check results, and what blocks training.
 
     `blocking_failures` names the failed error-level checks and `warnings` the failed

@@ -172,7 +172,7 @@ def rows_to_score(table: pd.DataFrame, config: ChangesConfig) -> tuple[pd.Index,
     return sample(side(table, "tonight", "added"), config.max_rows).index, sample(tested, config.max_rows).index
 
 
-# Where a row of tonight's table stands against the champion, for promotion (encoder.selection.promotion): a test
+# Where a row of tonight's table stands against the champion, for promotion (selection.promotion): a test
 # row both models may fairly be asked about (the champion's table held its text in the test split only), or one to
 # report apart: added since the champion, added and flagged foreign, or one whose text the champion learned from.
 HELD_OUT, ADDED, FOREIGN, SEEN = "held out", "added", "foreign", "seen"

@@ -14,7 +14,6 @@ from pydantic import Field
 from expectations.audit.report import (
     EXAMPLES_SHOWN,
     CheckResult,
-    _Record,
     cell,
     example_line,
     examples_table,
@@ -22,13 +21,14 @@ from expectations.audit.report import (
     markdown_table,
 )
 from expectations.changes.compare import CHANGE_COLUMN, SIDE_COLUMN
+from runtime.records import Record
 
 Decision = Literal["skip", "retrain", "stop"]
 # The word that marks a night --force retrained past the comparison's stop (or skip): tags, names, messages, cards.
 FORCED = "forced"
 
 
-class Policy(_Record):
+class Policy(Record):
     """What the night does about the changes, and why, in one sentence."""
 
     decision: Decision = Field(description="skip (nothing material changed), retrain, or stop (exit 1, nothing "
@@ -45,14 +45,14 @@ class Policy(_Record):
         return f"{FORCED} past {self.overridden}" if self.overridden else self.decision
 
 
-class LabelShift(_Record):
+class LabelShift(Record):
     """How far the label mix of the rows added moved from the champion's."""
 
     psi: float = Field(description="Population stability index of the two mixes (0.1: moderate, 0.25: large).")
     p_value: float = Field(description="Chi-square test of the class counts of the two sides.")
 
 
-class ChampionOnNew(_Record):
+class ChampionOnNew(Record):
     """The registered champion's quality on the rows added, next to its quality on its own test rows."""
 
     metric: str = Field(description="The selection metric.")
@@ -71,7 +71,7 @@ class ChampionOnNew(_Record):
     on_rest_high: float | None = Field(None, description="Its upper end.")
 
 
-class ChangeReport(_Record):
+class ChangeReport(Record):
     """What changed since the champion was trained, measure by measure, and what the night does about it."""
 
     champion_version: str = Field(description="The champion compared with.")

@@ -22,9 +22,9 @@ from encoder.checkpoint import resolve_checkpoint
 from encoder.deployment import OnnxNetwork, export_onnx, measure_deployment
 from encoder.pretrained import load_truncated
 from encoder.serving import TextClassifier, load_tokenizer
-from encoder.tracking.registry import log_text_classifier, register_version
 from tests.encoder.keyword_task import LABELS, keyword_frame
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
+from tracking.registry import log_text_classifier, register_version
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning")
 
@@ -89,7 +89,7 @@ def test_the_gate_is_the_rules_predicate_a_variant_the_test_rows_do_not_show_wit
     so many rows that its paired interval reaches −0.03: the rows do not show it within 0.01, and it stays out;
     one whose interval clears −0.01 ships."""
     from encoder.deployment import Variant, _judged
-    from encoder.selection.evidence import Interval
+    from evidence.bootstrap import Interval
 
     def variant(name: str, f1: float, interval: Interval | None) -> Variant:
         return Variant(name=name, metrics={"macro_f1": f1}, latency_ms={"b1_p50": 1.0}, size_mb=1.0, shipped=False,

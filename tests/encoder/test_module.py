@@ -10,11 +10,11 @@ import torch.nn.functional as F
 
 from encoder.datamodule import TextDataModule
 from encoder.families import Scratch
-from encoder.metrics import classification_metrics
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.module import RESTART_PEAK, DepthClassifier, warmup_cosine
 from encoder.serving import encode_texts, pad_batch
 from encoder.tokenizer import train_tokenizer
+from evidence.metrics import classification_metrics
 from tests.encoder.keyword_task import LABELS, keyword_frame
 
 

@@ -25,10 +25,10 @@ from encoder.bundle import save_bundle, save_sentence_transformers_folder
 from encoder.checkpoint import resolve_checkpoint
 from encoder.pretrained import load_truncated
 from encoder.serving import TextClassifier, load_tokenizer
-from encoder.tracking.registry import log_text_classifier, register_version
 from tests.encoder.keyword_task import LABELS, keyword_frame
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 from tests.encoder.tiny_models import tiny_network, tiny_tokenizer
+from tracking.registry import log_text_classifier, register_version
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning")
 MAX_LEN = 32  # the texts below include some longer: cut, they keep their closing [SEP] in every form

@@ -10,10 +10,10 @@ from lightning.pytorch.callbacks import Callback
 from tokenizers import Tokenizer
 
 from encoder import training
-from encoder.metrics import METRICS, classification_metrics
 from encoder.serving import TextClassifier, encode_texts
 from encoder.tokenizer import train_tokenizer
 from encoder.training import TrainedCandidate, inverse_frequency_weights, resolve_precision, train_candidate
+from evidence.metrics import METRICS, classification_metrics
 from runtime.interrupt import STOP, Interrupted
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
 

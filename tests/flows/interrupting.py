@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import encoder.tracking.registry
 import tasks.train
+import tracking.registry
 from cli.main import main
 
 INTERRUPTED_DEPTH = 2
@@ -118,12 +118,12 @@ def after_a_result(how: str) -> None:
 
 def version_created(how: str) -> None:
     """Just as the new model version is created, before it is judged."""
-    fire_when(encoder.tracking.registry, "register_version", how)
+    fire_when(tracking.registry, "register_version", how)
 
 
 def while_registering(how: str) -> None:
     """After the new model version is created and scored, as it is judged against the champion."""
-    fire_when(encoder.tracking.registry, "promote_if_better", how, before=True)
+    fire_when(tracking.registry, "promote_if_better", how, before=True)
 
 
 def alias_moved(how: str) -> None:

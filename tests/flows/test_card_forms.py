@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from encoder.deployment import Deployment, Variant
-from encoder.tracking.records import ModelVersionRef
 from flows.card import _loading, served_sentence
 from flows.summary import RunSummary
+from tracking.records import ModelVersionRef
 
 
 @pytest.mark.parametrize(("family", "hf_folder", "forms"), [

@@ -16,10 +16,10 @@ import pytest
 
 import encoder.training
 from cli.main import main
-from encoder.selection.rule import choose_depth
 from expectations.table.datasets import DATASETS
 from flows.summary import RunSummary
 from runtime.interrupt import STOP
+from selection.rule import choose_depth
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 from tests.flows.test_encoder_types import PREDICT
 
@@ -52,7 +52,7 @@ def checkpoints(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def run(prefect_server, checkpoints, tmp_path_factory):
     """One run over both, given by the repeated flag (the costlier first: the sweep orders them by cost); halving
-    across checkpoints has its own tests (tests/encoder/selection/test_strategies.py)."""
+    across checkpoints has its own tests (tests/selection/test_strategies.py)."""
     folder = tmp_path_factory.mktemp("both")
     write_config(folder, "null", ", halving: off")
     with pytest.MonkeyPatch.context() as patch:

@@ -9,7 +9,7 @@ import pytest
 from mlflow import MlflowClient
 
 from cli.main import main
-from encoder.selection.candidate import still_rising
+from selection.candidate import still_rising
 from tests.flows.test_retrain import TINY
 
 EXTENDED = TINY.replace("sweep: {depths: [1, 2]}",

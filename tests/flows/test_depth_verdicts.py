@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from encoder.selection.plots import depth_points
-from encoder.selection.reasons import VERDICT_WORDS
-from encoder.selection.rule import Decision, choose_depth
-from encoder.tracking.records import ModelVersionRef
 from expectations.audit.report import AuditReport
 from flows.card import model_card
 from flows.report import evidence_sentence
 from flows.summary import AuditInforms, RunAudit, RunSummary
-from tests.encoder.selection.test_rule import PAIRED, paired_sweep
+from selection.plots import depth_points
+from selection.reasons import VERDICT_WORDS
+from selection.rule import Decision, choose_depth
+from tests.selection.test_rule import PAIRED, paired_sweep
+from tracking.records import ModelVersionRef
 
 
 def summary_of(decision: Decision) -> RunSummary:

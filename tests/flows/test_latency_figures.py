@@ -5,11 +5,11 @@ table's figure written in the sentence as the table writes it."""
 from __future__ import annotations
 
 from encoder.deployment import Variant, _judged, beside_cost_table
-from encoder.selection.candidate import Candidate, Cost
-from encoder.selection.rule import SelectionRule, choose_depth
-from encoder.tracking.records import ModelVersionRef
 from flows.report import COST_NOTE, decision_markdown
 from flows.summary import RunSummary
+from selection.candidate import Candidate, Cost
+from selection.rule import SelectionRule, choose_depth
+from tracking.records import ModelVersionRef
 
 
 def form(name: str, p50: float) -> Variant:

@@ -18,10 +18,10 @@ from mlflow import MlflowClient
 
 from cli.main import main
 from encoder.checkpoint import resolve_checkpoint
-from encoder.selection.rule import choose_depth
 from encoder.serving import load_bundle
 from expectations.table.datasets import DATASETS
 from flows.summary import RunSummary
+from selection.rule import choose_depth
 from tests.encoder.tiny_checkpoint import (
     cut,
     resaved,
@@ -157,7 +157,7 @@ def test_a_pretrained_candidate_serves_raw_text_through_mlflows_scoring_server(r
     from fastapi.testclient import TestClient
     from mlflow.pyfunc import scoring_server
 
-    from encoder.tracking.registry import log_text_classifier
+    from tracking.registry import log_text_classifier
 
     folder, summaries, _ = runs
     deepest = max((c for c in summaries["first"].candidates if c.family == "tinybert" and c.bundle),

@@ -254,8 +254,8 @@ def test_the_audit_report_and_data_docs_are_logged_to_the_parent_run(sweep) -> N
 
 
 def test_the_decision_replays_from_summary_json(sweep) -> None:
-    from encoder.selection.rule import choose_depth
     from flows.summary import RunSummary
+    from selection.rule import choose_depth
 
     folder, _, _ = sweep
     written = _summary(folder, "tiny")

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from encoder.selection.candidate import Candidate, Cost
-from encoder.selection.rule import SelectionRule, choose_depth
-from encoder.tracking.records import ModelVersionRef
 from flows.report import decision_markdown, format_summary
 from flows.summary import RowsUsed, RunSummary
+from selection.candidate import Candidate, Cost
+from selection.rule import SelectionRule, choose_depth
 from tasks.data import write_table
 from tests.expectations.planting import topics_table
+from tracking.records import ModelVersionRef
 
 
 def test_the_rows_used_are_the_prepared_tables_and_every_page_says_the_same(tmp_path) -> None:

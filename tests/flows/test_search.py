@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from encoder.selection.search import Search
 from expectations.table.datasets import DATASETS
+from selection.search import Search
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")

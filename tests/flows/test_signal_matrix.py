@@ -25,9 +25,9 @@ import pytest
 from mlflow import MlflowClient
 
 from cli.main import main
-from encoder.tracking.registry import JUDGED, PENDING
 from expectations.table.datasets import DATASETS
 from runtime.lock import is_locked, lock_path
+from tracking.registry import JUDGED, PENDING
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """

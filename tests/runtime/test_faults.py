@@ -142,7 +142,7 @@ sweep: {depths: [1]}
 # trace, on its own console handler) as it does when SQLAlchemy fails.
 FILLS_UP = """
 import errno, logging, sys
-import encoder.tracking.reports
+import tracking.reports
 from cli.main import main
 
 def full(client, run_id, local_dir, artifact_path):
@@ -153,7 +153,7 @@ def full(client, run_id, local_dir, artifact_path):
                                                                "is caught.")
         raise
 
-encoder.tracking.reports.log_folder = full  # where the audit's Data Docs are logged
+tracking.reports.log_folder = full  # where the audit's Data Docs are logged
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -215,7 +215,7 @@ def test_a_run_at_the_file_size_limit_says_so_in_one_line_and_the_rerun_complete
     assert second.returncode == 0, second.stderr[-3000:]
 
 
-@pytest.mark.slow  # the store's creation race itself: tests/encoder/tracking/test_store.py, in make test
+@pytest.mark.slow  # the store's creation race itself: tests/tracking/test_store.py, in make test
 def test_two_runs_of_different_models_started_together_on_a_new_store_both_succeed(prefect_server, tmp_path):
     from prefect.settings import PREFECT_API_URL
 

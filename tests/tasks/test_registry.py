@@ -10,12 +10,12 @@ import pytest
 from mlflow import MlflowClient
 
 from encoder.bundle import save_bundle
-from encoder.selection.candidate import Candidate, Cost
-from encoder.selection.rule import SelectionRule
-from encoder.tracking.runs import create_sweep_run
+from selection.candidate import Candidate, Cost
+from selection.rule import SelectionRule
 from tasks.data import PreparedData
 from tasks.registry import register_model
 from tests.encoder.tiny_models import LABELS, TRAIN_LABELS, TRAIN_TEXTS, constant_network, tiny_tokenizer
+from tracking.runs import create_sweep_run
 
 RULE = SelectionRule(metric="macro_f1", tolerance=0.01, cost="flops_per_example")
 
@@ -54,12 +54,12 @@ def test_a_failure_before_the_verdict_leaves_the_aliases_alone_and_no_unjudged_v
     """A version that was never judged against the champion (evaluation crashed, or the run was
     stopped) is removed again: a nightly rerun must not take it for a challenger that lost."""
     _, dataset, sweep, bundles, _ = registry
-    import encoder.tracking.registry
+    import tracking.registry
 
     def broken_scoring(model_uri, texts):
         raise RuntimeError(f"scoring of {model_uri} crashed")
 
-    monkeypatch.setattr(encoder.tracking.registry, "predict_labels", broken_scoring)
+    monkeypatch.setattr(tracking.registry, "predict_labels", broken_scoring)
     with pytest.raises(RuntimeError, match="crashed"):
         register_model.fn(_candidate(bundles["neg"], flops=1.0), dataset, sweep, "m", RULE, {"depth": "1"})
 
@@ -106,7 +106,7 @@ def test_cli_predict_reads_a_file_of_texts(registry, tmp_path: Path, capsys) -> 
 
 def test_a_champion_that_spells_a_class_otherwise_is_scored_by_the_class(tmp_path: Path, monkeypatch) -> None:
     """A champion trained before labels were normalised may answer 'pos\u200b' for the class 'pos': that is right."""
-    import encoder.tracking.registry
+    import tracking.registry
 
     frame = pd.DataFrame({"text": TRAIN_TEXTS, "label": TRAIN_LABELS, "split": "test"})
     frame.to_parquet(tmp_path / "data.parquet")
@@ -121,7 +121,7 @@ def test_a_champion_that_spells_a_class_otherwise_is_scored_by_the_class(tmp_pat
         champion = model_uri == "models:/m/1"
         return [truth[text] + ("\u200b" if champion else "") for text in texts]
 
-    monkeypatch.setattr(encoder.tracking.registry, "predict_labels", predict)
+    monkeypatch.setattr(tracking.registry, "predict_labels", predict)
     second = register_model.fn(_candidate(bundle, flops=1.0), dataset, sweep, "m", RULE, {"depth": "1"})
 
     assert second.champion_test_metrics is not None and second.champion_test_metrics["accuracy"] == 1.0

@@ -18,7 +18,7 @@ CONFIDENCE = 0.9
 
 def _on(rows: pd.DataFrame, metric: str, name: str) -> dict[str, float]:
     """The champion's `metric` on `rows` with its bootstrap interval, as `name`, `name_low`, `name_high`."""
-    from encoder.selection.evidence import metric_interval
+    from evidence.bootstrap import metric_interval
 
     value, low, high = metric_interval(rows["label"].astype("str").tolist(),
                                        rows[CHAMPION_LABEL_COLUMN].astype("str").tolist(), metric, CONFIDENCE)

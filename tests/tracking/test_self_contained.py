@@ -1,0 +1,116 @@
+"""A registered model loads and predicts where depthfinder is not installed: in a process where depthfinder's
+packages cannot be imported (fast), and in a fresh virtual environment built from the model's own requirements
+alone (slow: it installs them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pytest
+from mlflow.tracking import MlflowClient
+
+from encoder.bundle import save_bundle
+from encoder.checkpoint import resolve_checkpoint
+from encoder.pretrained import load_truncated
+from encoder.serving import load_bundle, load_tokenizer
+from tests.encoder.tiny_checkpoint import tiny_checkpoint
+from tests.encoder.tiny_models import LABELS, TRAIN_TEXTS, tiny_tokenizer, trained_network
+from tracking.registry import log_text_classifier, register_version
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
+TEXTS = ["a great film", "an awful mess", "great music, awful plot", "truly fun"]
+# Load a registered model and label TEXTS, with depthfinder's packages made unimportable first.
+ALONE = """
+import json, sys
+for name in ("encoder", "flows", "tasks", "expectations"):
+    sys.modules[name] = None  # importing it now raises ImportError
+import mlflow, pandas as pd
+mlflow.set_tracking_uri(sys.argv[1])
+model = mlflow.pyfunc.load_model(sys.argv[2])
+predictions = model.predict(pd.DataFrame({"text": json.loads(sys.argv[3])}))
+print(json.dumps({"labels": predictions["label"].tolist(), "proba": predictions.iloc[:, 2:].to_numpy().tolist()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Iterator[tuple[str, dict[str, Path]]]:
+    """A SQLite store with a scratch model and two pretrained ones (mean pooling; the type's own head)."""
+    root = tmp_path_factory.mktemp("self-contained")
+    uri = f"sqlite:///{root}/mlflow.db"
+    tokenizer = tiny_tokenizer()
+    bundles = {"scratch": save_bundle(root / "scratch", trained_network(tokenizer), tokenizer, LABELS)}
+    checkpoint = resolve_checkpoint(str(tiny_checkpoint(root / "bert", TRAIN_TEXTS, layers=3)))
+    for pooling in ("mean", "head"):
+        network = load_truncated(checkpoint, 2, n_classes=2, max_len=16, pooling=pooling)
+        bundles[f"pretrained-{pooling}"] = save_bundle(root / pooling, network, load_tokenizer(
+            checkpoint.tokenizer_path), LABELS)
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment("alone", artifact_location=(root / "artifacts").as_uri())
+    for name, bundle in bundles.items():
+        with mlflow.start_run(experiment_id=experiment):
+            register_version(client, log_text_classifier(bundle, input_example=TEXTS[:2]), name, {})
+    try:
+        yield uri, bundles
+    finally:
+        mlflow.set_tracking_uri(previous)
+
+
+def served(python: str, uri: str, name: str, env: dict[str, str] | None = None) -> dict:
+    done = subprocess.run([python, "-c", ALONE, uri, f"models:/{name}/1", json.dumps(TEXTS)], capture_output=True,
+                          text=True, timeout=600, cwd="/", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", ["scratch", "pretrained-mean", "pretrained-head"])
+def test_a_registered_model_predicts_where_depthfinders_packages_cannot_be_imported(store, name: str) -> None:
+    uri, bundles = store
+
+    alone = served(sys.executable, uri, name)
+
+    here = load_bundle(bundles[name])
+    assert alone["labels"] == here.predict(TEXTS)
+    assert np.allclose(alone["proba"], here.predict_proba(TEXTS), atol=1e-6)
+
+
+def test_the_model_declares_every_package_it_imports_pinned(store) -> None:
+    uri, _ = store
+    local = Path(mlflow.artifacts.download_artifacts(artifact_uri="models:/pretrained-head/1"))
+
+    requirements = (local / "requirements.txt").read_text().split()
+    code = sorted(path.name for path in (local / "code").iterdir())
+
+    assert {line.split("==")[0] for line in requirements} >= {"mlflow", "torch", "tokenizers", "numpy", "pandas",
+                                                              "transformers"}
+    assert all("==" in line for line in requirements if not line.startswith("-"))
+    assert code == ["depthfinder_network.py", "depthfinder_serving.py"]
+
+
+@pytest.mark.slow
+def test_a_registered_model_predicts_in_a_fresh_environment_built_from_its_requirements_alone(
+    store, tmp_path: Path
+) -> None:
+    """`python -m venv` and `pip install -r` the model's requirements.txt: nothing of depthfinder's is there."""
+    uri, bundles = store
+    local = Path(mlflow.artifacts.download_artifacts(artifact_uri="models:/pretrained-head/1", dst_path=tmp_path))
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "env")], check=True, timeout=300)
+    python = str(tmp_path / "env" / "bin" / "python")
+    install = subprocess.run([python, "-m", "pip", "install", "--quiet", "-r", str(local / "requirements.txt")],
+                             capture_output=True, text=True, timeout=1800)
+    assert install.returncode == 0, install.stderr[-3000:]
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    assert subprocess.run([python, "-c", "import encoder"], capture_output=True, env=environment,
+                          cwd=tmp_path).returncode != 0  # nothing of depthfinder's is there
+
+    alone = served(python, uri, "pretrained-head", env=environment)
+
+    assert alone["labels"] == load_bundle(bundles["pretrained-head"]).predict(TEXTS)
