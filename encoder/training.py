@@ -104,7 +104,7 @@ def train_candidate(
         out_dir: where the best weights and, after every epoch, the full training state
             (`last_checkpoint(out_dir, depth)`) are written, replacing earlier ones of this depth.
         logger: a Lightning logger (e.g. MLFlowLogger), or None for no logging.
-        progress: show Lightning's progress bars.
+        progress: show Lightning's progress bars (only when it trains alone: `concurrent` 1).
         epochs: stop once this many epochs are done in all (a successive-halving budget);
             None = `train_cfg.max_epochs`. The learning-rate schedule always spans
             `max_epochs`, so stopping at a budget and resuming trains as one run would.
@@ -160,8 +160,10 @@ def train_candidate(
         state = EpochState(last_checkpoint(Path(out_dir), depth))
         stop = StopOnRequest(f"depth {depth} (seed {train_cfg.seed})", max(epochs, train_cfg.max_epochs))
         with _quiet_lightning():
+            # One progress bar at a time: rich's live display is the process's one console (two trainings in
+            # threads broke it: IndexError in Console.clear_live), and bars from processes would interleave.
             trainer = _build_trainer(train_cfg, [stop, early_stopping, checkpoint, state, *callbacks], epochs,
-                                     out_dir, logger, progress, batches)
+                                     out_dir, logger, progress and concurrent == 1, batches)
             trainer.fit(module, datamodule=data, ckpt_path=resume_from, weights_only=True)
         if not checkpoint.best_model_path:
             raise RuntimeError(f"depth {depth}: no checkpoint was saved; was {MONITOR!r} ever logged?")

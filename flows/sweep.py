@@ -55,7 +55,7 @@ def sweep_depths(
                 if step.grids and spending.spent(candidates + list(strategy.latest.values())):
                     _stop_for_budget(strategy, step, training, spending)
                     break
-                strategy.record(_take(step, training, runner))
+                strategy.record(_take(step, training, runner, sweep.workers))
             tag_convergence(training.sweep, [c for c in strategy.latest.values() if c.usable])
             candidates += strategy.candidates()
             rungs += strategy.rungs
@@ -106,9 +106,13 @@ def strategy_of(sweep: SweepConfig, training: Training, reference: list[Candidat
     return strategy_named(sweep.strategy)(sweep, training.family.name, depths, plan, reference)
 
 
-def _take(step: Step, training: Training, runner: TaskRunner) -> dict[DepthSeed, Candidate]:
+def _take(step: Step, training: Training, runner: TaskRunner, workers: int = 1) -> dict[DepthSeed, Candidate]:
     """Do what `step` asks: record its pruned candidates, log what the strategy decided, and train each (depth,
-    seed) of it to its epochs at once, continuing from its previous result; the results."""
+    seed) of it to its epochs at once, continuing from its previous result; the results, in the step's order.
+
+    With several workers the deepest start first: the last to start is then a short one, and no worker waits long
+    for another at the step's end (longest first; shallowest first, depths 1, 2, 4 on two workers take depth 1 plus
+    depth 4 in a row while the other worker idles after depth 2). One worker keeps the step's order."""
     if step.pruned:
         mark_pruned(training.sweep, step.pruned)
     for note in step.notes:
@@ -116,13 +120,14 @@ def _take(step: Step, training: Training, runner: TaskRunner) -> dict[DepthSeed,
     for warning in step.warnings:
         get_run_logger().warning("%s", warning)
     training = replace(training, probes=True) if step.probes else training
+    order = sorted(step.grids, key=lambda grid: -grid[0]) if workers > 1 else step.grids
     futures = {
         grid: runner.submit(train_depth, {"training": training, "depth": grid[0], "seed": grid[1],
                                           "epochs": step.epochs, "previous": step.previous.get(grid)})
-        for grid in step.grids
+        for grid in order
     }
-    return {grid: _collect(training.family.name, grid, future, step.previous.get(grid), training.sweep)
-            for grid, future in futures.items()}
+    return {grid: _collect(training.family.name, grid, futures[grid], step.previous.get(grid), training.sweep)
+            for grid in step.grids}
 
 
 def check_learning_rates(sweep: SweepConfig, trainings: list[Training]) -> list[RateCheck]:

@@ -262,3 +262,18 @@ def test_a_resumed_training_keeps_the_threads_its_state_was_trained_with(
     weights = straight.network.state_dict()
     assert all(torch.equal(value, weights[key]) for key, value in resumed.network.state_dict().items())
     assert resumed.test_metrics == straight.test_metrics
+
+
+def test_two_trainings_at_once_in_threads_both_finish(frame, tokenizer, tmp_path) -> None:
+    """`--workers 2` with the thread runner: two trainings share the process's one console, which holds one live
+    progress display at a time (two made the later stop fail: IndexError in rich's Console.clear_live)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(depth: int) -> TrainedCandidate:
+        return train_candidate(frame, LABELS, tokenizer, depth, tiny_model_config(), tiny_train_config(),
+                               class_weights=False, out_dir=tmp_path / str(depth), progress=True, concurrent=2)
+
+    with ThreadPoolExecutor(2) as pool:
+        trained = list(pool.map(one, (1, 2)))
+    assert [candidate.depth for candidate in trained] == [1, 2]
+    assert all(candidate.metrics["macro_f1"] > 0.5 for candidate in trained)

@@ -32,3 +32,30 @@ def test_a_two_depth_sweep_on_a_local_cluster(runner: str, prefect_server, tmp_p
     assert code == 0
     assert [(c["depth"], c["status"]) for c in summary["candidates"]] == [(1, "trained"), (2, "trained")]
     assert summary["selected_depth"] in (1, 2) and summary["model"]["version"] == "1"
+
+
+@pytest.mark.parametrize(("workers", "started"), [(1, [1, 2, 4]), (2, [4, 2, 1])])
+def test_several_workers_start_the_deepest_first_and_the_results_keep_the_steps_order(workers, started) -> None:
+    """Shallowest first on two workers, depths 1, 2, 4 train depth 1 and then depth 4 on one worker while the other
+    idles after depth 2; deepest first, depth 4 runs beside depths 2 and 1 in a row."""
+    from types import SimpleNamespace
+
+    from flows.sweep import _take
+    from selection.candidate import Candidate
+    from selection.strategies import Step
+
+    class Runner:  # records what is submitted, in order; each future holds its candidate
+        def __init__(self) -> None:
+            self.submitted: list[int] = []
+
+        def submit(self, task, parameters):
+            self.submitted.append(parameters["depth"])
+            candidate = Candidate(depth=parameters["depth"], seed=parameters["seed"], status="trained")
+            return SimpleNamespace(result=lambda: candidate)
+
+    runner = Runner()
+    training = SimpleNamespace(family=SimpleNamespace(name="scratch"), sweep=None)
+    results = _take(Step(grids=[(1, 1), (2, 1), (4, 1)], epochs=10), training, runner, workers)
+
+    assert runner.submitted == started
+    assert list(results) == [(1, 1), (2, 1), (4, 1)] and [c.depth for c in results.values()] == [1, 2, 4]
