@@ -21,7 +21,7 @@ from expectations.changes.config import ChangesConfig
 from expectations.table.config import DataConfig
 from runtime.credentials import hide_credentials
 from selection.halving import rung_budgets
-from selection.rule import SelectionRule
+from selection.settings import SelectionRule
 from selection.strategies import StrategyName
 
 DATA_SOURCES = {"path", "dataset"}

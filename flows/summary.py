@@ -17,10 +17,10 @@ from expectations.changes.report import ChangeReport
 from runtime.records import Record
 from selection.budget import Budget
 from selection.candidate import Candidate
+from selection.decision import Decision
 from selection.halving import Halving
 from selection.learning_rate import RateCheck
 from selection.promotion import RowsApart
-from selection.rule import Decision
 from selection.search import Search
 from tracking.records import ModelVersionRef
 

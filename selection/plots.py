@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selection.candidate import Candidate, arm_label
+from selection.candidate import COST_NAMES, Candidate, arm_label
+from selection.decision import Decision, DepthScore
 from selection.reasons import VERDICT_WORDS
-from selection.rule import COST_NAMES, Decision, DepthScore
 
 # A marker per verdict of the rule (DepthScore.verdict); the legend says each in the rule's own words.
 MARKERS = {"best": "D", "within": "o", "unsettled": "s", "beyond": "X", "worse": "v"}

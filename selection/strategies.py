@@ -23,9 +23,11 @@ from typing import ClassVar, Literal
 from encoder.config import FamilyName
 from evidence.bootstrap import Interval
 from selection.candidate import Candidate, still_rising
+from selection.decision import score_of
 from selection.halving import Rung, halve, outclassed
-from selection.rule import SelectionRule, choose_depth, score_of
+from selection.rule import choose_depth
 from selection.search import NOT_TIED, Bisection, Search, first_guess, screen_intervals, tied, unresolvable
+from selection.settings import SelectionRule
 
 StrategyName = Literal["grid", "search"]  # the names of STRATEGIES (a test holds the two together)
 DepthSeed = tuple[int, int]

@@ -11,7 +11,8 @@ from evidence.bootstrap import save_predictions
 from evidence.metrics import classification_metrics
 from selection.candidate import Candidate, Cost
 from selection.predictions import load_predictions
-from selection.rule import SelectionRule, choose_depth
+from selection.rule import choose_depth
+from selection.settings import SelectionRule
 from tests.evidence.test_bootstrap import CLASSES, labels, model
 
 

@@ -9,7 +9,9 @@ from pydantic import ValidationError
 from evidence.bootstrap import Interval, save_predictions
 from evidence.margin import rows_to_resolve
 from selection.candidate import Candidate, Cost
-from selection.rule import DepthScore, SelectionRule, choose_depth, ties
+from selection.decision import DepthScore, ties
+from selection.rule import choose_depth
+from selection.settings import SelectionRule
 
 
 def candidate(depth: int, f1: float, flops: float, latency: float = 1.0, params: int = 1000,

@@ -17,7 +17,7 @@ import pytest
 from evidence.bootstrap import metric_of, save_predictions
 from selection.candidate import Candidate, Cost
 from selection.halving import Rung
-from selection.rule import SelectionRule
+from selection.settings import SelectionRule
 from selection.strategies import (
     STRATEGIES,
     GridStrategy,
