@@ -2,7 +2,7 @@
 
 Built from the typed records of the layers below (candidates and the decision from
 selection, the audit report from expectations.audit). `RunSummary.from_dict` reads a
-summary back, and `choose_depth(summary.candidates, summary.rule.selection_rule())` replays
+summary back, and `choose_depth(summary.candidates, summary.rule.settings)` replays
 its decision. docs/summary.md documents every field, generated from these models.
 """
 

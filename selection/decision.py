@@ -8,9 +8,16 @@ Prefect artifact and the model card read it and never judge again.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    computed_field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from encoder.config import FAMILY_DESCRIPTION, FamilyName
 from evidence.bootstrap import Interval
@@ -56,10 +63,11 @@ class DepthScore(Record):
 class Decision(Record):
     """The summary's `rule` object: the settings it chose by, what it chose, and why in one sentence."""
 
-    name: RuleName = Field(description="The rule: tolerance, ratio or pareto.")
-    metric: Metric = Field(description="Validation metric it chose by.")
-    tolerance: float = Field(description="Configured tolerance.")
-    cost: CostName = Field(description="Cost it minimised.")
+    settings: SelectionRule = Field(
+        exclude=True, description="The rule it chose by: its settings that choose a depth, those its JSON form "
+        "writes, each a key of its own (`name` is the rule's `rule`); the other decisions' margins, recorded with "
+        "those decisions, stand at their defaults here. `choose_depth(candidates, decision.settings)` replays it."
+    )
     reason: str = Field(description="The decision in one sentence, with its numbers.")
     selected_depth: int = Field(description="The chosen depth.")
     selected_family: FamilyName = Field(
@@ -67,11 +75,6 @@ class Decision(Record):
     )
     best_depth: int = Field(description="The depth with the best mean validation metric.")
     best_family: FamilyName = Field("scratch", description="Its family.")
-    effective_tolerance: float = Field(
-        description="Tolerance applied: the configured one, always (summaries of earlier versions, comparing means "
-        "over seeds, widened it to the best depth's standard error)."
-    )
-    confidence: float | None = Field(None, description="Configured confidence of the intervals (null: means only).")
     evidence: str = Field(
         "", description="How depths were compared: the paired bootstrap and its size, or why means only."
     )
@@ -83,33 +86,81 @@ class Decision(Record):
         "not settle (not shown within the tolerance, not shown beyond it) as narrow as the tolerance (widths shrink "
         "as 1/sqrt(rows)); none when nothing was unsettled."
     )
-    alpha: float = Field(description="Exponent of the cost in the ratio rule.")
-    max_latency_ms: float | None = Field(None, description="Hard limit on p50 latency, if set.")
-    max_params: int | None = Field(None, description="Hard limit on parameters, if set.")
     pareto_front: list[int] = Field(description="Depths no other depth beats on both quality and cost.")
     pareto_families: list[FamilyName] = Field([], description="The family of each depth of the Pareto front.")
     scores: list[DepthScore] = Field(
         description="Per eligible depth: mean metric, standard error, seeds, mean cost and the rule's verdict."
     )
 
+    # The settings, as the JSON form writes them (and reads them back: _read_back).
+    @computed_field(description="The rule: tolerance, ratio or pareto.")
+    @property
+    def name(self) -> RuleName:
+        return self.settings.rule
+
+    @computed_field(description="Validation metric it chose by.")
+    @property
+    def metric(self) -> Metric:
+        return self.settings.metric
+
+    @computed_field(description="Configured tolerance, the one applied.")
+    @property
+    def tolerance(self) -> float:
+        return self.settings.tolerance
+
+    @computed_field(description="Cost it minimised.")
+    @property
+    def cost(self) -> CostName:
+        return self.settings.cost
+
+    @computed_field(description="Configured confidence of the intervals (null: means only).")
+    @property
+    def confidence(self) -> float | None:
+        return self.settings.confidence
+
+    @computed_field(description="Exponent of the cost in the ratio rule.")
+    @property
+    def alpha(self) -> float:
+        return self.settings.alpha
+
+    @computed_field(description="Hard limit on p50 latency, if set.")
+    @property
+    def max_latency_ms(self) -> float | None:
+        return self.settings.max_latency_ms
+
+    @computed_field(description="Hard limit on parameters, if set.")
+    @property
+    def max_params(self) -> int | None:
+        return self.settings.max_params
+
+    @model_serializer(mode="wrap")
+    def _settings_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The settings' keys first, as summaries have always begun: `{"name": "tolerance", "metric": ...}`."""
+        written = handler(self)
+        return {**{key: written.pop(key) for key in type(self).model_computed_fields if key in written}, **written}
+
+    @field_validator("settings")
+    @classmethod
+    def _written(cls, settings: SelectionRule) -> SelectionRule:
+        """Only the settings the JSON form writes, as a SelectionRule (not the SweepConfig a run passes), so that a
+        decision read back is the decision written."""
+        return SelectionRule(**settings.model_dump(include={_field(key) for key in cls.model_computed_fields}))
+
     @model_validator(mode="before")
     @classmethod
-    def _judged(cls, values: object) -> object:
-        """A decision written before each depth carried its verdict (a replayed summary) is judged on read, by the
-        tolerance it applied."""
-        if not isinstance(values, dict) or not values.get("scores"):
+    def _read_back(cls, values: object) -> object:
+        """A decision from its JSON form, of this version or an earlier one: the settings from their keys, and, in
+        a summary written before each depth carried its verdict, each depth judged on read by the tolerance it
+        applied (earlier versions also wrote it as `effective_tolerance`, always the tolerance since the means over
+        seeds stopped widening it)."""
+        if not isinstance(values, dict) or "settings" in values:
             return values
-        scores = [DepthScore.model_validate(score) for score in values["scores"]]
-        if all(score.verdict is not None for score in scores):
-            return values
-        arm = (values.get("best_family", "scratch"), values.get("best_depth"))
-        best = next((score for score in scores if (score.family, score.depth) == arm), None)
-        if best is None:
-            return values  # validation names what is wrong
-        tolerance = values.get("effective_tolerance", values.get("tolerance", 0.0))
-        judged = [score if score.verdict is not None else
-                  score.model_copy(update={"verdict": judge(score, best, tolerance)}) for score in scores]
-        return {**values, "scores": judged}
+        settings = {_field(key): values[key] for key in cls.model_computed_fields if key in values}
+        settings.setdefault("confidence", None)  # written before the intervals: means only
+        rest = {key: value for key, value in values.items()
+                if key not in cls.model_computed_fields and key != "effective_tolerance"}
+        applied = values.get("effective_tolerance", values.get("tolerance", 0.0))
+        return {**rest, "settings": settings, **_judged(values, applied)}
 
     @property
     def selected_label(self) -> str:
@@ -120,11 +171,26 @@ class Decision(Record):
     def best_label(self) -> str:
         return arm_label(self.best_family, self.best_depth)
 
-    def selection_rule(self) -> SelectionRule:
-        """The settings this decision was made with, to replay it: `choose_depth(candidates, d.selection_rule())`."""
-        return SelectionRule(rule=self.name, metric=self.metric, tolerance=self.tolerance, alpha=self.alpha,
-                             cost=self.cost, max_latency_ms=self.max_latency_ms, max_params=self.max_params,
-                             confidence=self.confidence)
+
+def _field(key: str) -> str:
+    """The SelectionRule setting behind a key of a decision's JSON form: `name` is the rule's `rule`."""
+    return "rule" if key == "name" else key
+
+
+def _judged(values: dict, tolerance: float) -> dict:
+    """`{"scores": ...}` with each depth the summary wrote without a verdict judged by `tolerance`; `{}` when none
+    lacks one (or the best is missing: validation names what is wrong)."""
+    if not values.get("scores"):
+        return {}
+    scores = [DepthScore.model_validate(score) for score in values["scores"]]
+    if all(score.verdict is not None for score in scores):
+        return {}
+    arm = (values.get("best_family", "scratch"), values.get("best_depth"))
+    best = next((score for score in scores if (score.family, score.depth) == arm), None)
+    if best is None:
+        return {}
+    return {"scores": [score if score.verdict is not None else
+                       score.model_copy(update={"verdict": judge(score, best, tolerance)}) for score in scores]}
 
 
 def score_of(decision: Decision, family: str, depth: int) -> DepthScore:

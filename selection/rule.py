@@ -23,7 +23,7 @@ read it and never judge again.
 
 Functions of typed candidates (selection.candidate) and the prediction files they
 name, so a decision can be replayed from a summary JSON:
-`choose_depth(summary.candidates, summary.rule.selection_rule())`.
+`choose_depth(summary.candidates, summary.rule.settings)`.
 With several seeds a depth appears once per seed; its score is the mean.
 """
 
@@ -86,12 +86,9 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     if unusable:
         clauses.append(f"not considered: {_statuses(unusable, label)}")
     return Decision(
-        name=rule.rule, metric=rule.metric, tolerance=rule.tolerance, cost=rule.cost, reason="; ".join(clauses),
-        selected_depth=selected[1], selected_family=selected[0], best_depth=best[1], best_family=best[0],
-        effective_tolerance=rule.tolerance, confidence=rule.confidence, evidence=evidence, validation_rows=rows,
-        rows_to_resolve=to_resolve, alpha=rule.alpha,
-        max_latency_ms=rule.max_latency_ms, max_params=rule.max_params, pareto_front=[a[1] for a in front],
-        pareto_families=[a[0] for a in front], scores=[scores[a] for a in arms],
+        settings=rule, reason="; ".join(clauses), selected_depth=selected[1], selected_family=selected[0],
+        best_depth=best[1], best_family=best[0], evidence=evidence, validation_rows=rows, rows_to_resolve=to_resolve,
+        pareto_front=[a[1] for a in front], pareto_families=[a[0] for a in front], scores=[scores[a] for a in arms],
     )
 
 

@@ -60,7 +60,8 @@ def paired(decision, intervals: dict, families: dict | None = None):
               for s in decision.scores for low, high in [intervals[s.depth]]]
     best = next(s for s in scores if s.depth == decision.best_depth)
     scores = [s.model_copy(update={"verdict": judge(s, best, decision.tolerance)}) for s in scores]
-    return decision.model_copy(update={"scores": scores, "confidence": 0.9})
+    settings = decision.settings.model_copy(update={"confidence": 0.9})
+    return decision.model_copy(update={"scores": scores, "settings": settings})
 
 
 def test_each_depth_is_judged_by_the_rules_own_criterion_against_minus_tolerance() -> None:
