@@ -55,12 +55,12 @@ def full(summary: dict) -> tuple[float, float]:
 
 
 def grid_ties(grid: dict, depth: int) -> bool:
-    """Whether the grid's own rule would let `depth` ship in its best depth's place (rule.ties)."""
-    from selection.decision import Decision, ties
+    """Whether the grid's own rule let `depth` ship in its best depth's place: the verdict its decision carries (an
+    earlier summary's judged on read)."""
+    from selection.decision import Decision
 
-    decision = Decision.from_dict(grid["rule"])
-    scores = {score.depth: score for score in decision.scores}
-    return depth in scores and ties(scores[depth], scores[decision.best_depth], decision.tolerance)
+    scores = {score.depth: score for score in Decision.from_dict(grid["rule"]).scores}
+    return depth in scores and scores[depth].may_ship
 
 
 def grid_from(summary_path: Path, seed: int) -> dict:
