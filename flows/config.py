@@ -74,17 +74,6 @@ class SweepConfig(SelectionRule):
         "(train.min_epochs; a pretrained family's finetune_min_epochs), the epochs a depth may spend on its initial "
         "loss plateau.",
     )
-    halving_margin: float = Field(
-        0.01, ge=0,
-        description="How far below the weakest kept depth a depth outside a halving rung's better half may be "
-        "projected (its best plus its gain over the last patience epochs once more) and still be kept, as a late "
-        "bloomer.",
-    )
-    convergence_gain: float = Field(
-        0.01, ge=0,
-        description="A candidate whose best of the last patience epochs beats its best before them by more than this "
-        "was still rising when its budget ended (not_converged; extend_unconverged extends it).",
-    )
     extend_unconverged: bool | None = Field(
         None,
         description="Give candidates still improving when their budget ended (not_converged) extend_epochs more, "

@@ -14,10 +14,11 @@ Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
 
 
 class SelectionRule(BaseModel):
-    """How to choose among depths: the rule, its metric and cost, the hard limits, and the margins of the models made
-    of the chosen depth.
+    """How to choose among depths: the rule, its metric and cost, the hard limits, and the margins of the other
+    decisions made on the way to the chosen depth and of it.
 
-    One object, passed whole to the rule, to successive halving and the search (which rank and compare by it), to
+    One object, passed whole to the rule, to the strategies, successive halving and the search (which rank and
+    compare by it, keep late bloomers by `halving_margin` and call a curve still rising by `convergence_gain`), to
     the deployment gate (which ships a variant by its metric, confidence and `deployment_margin`) and to promotion
     (which compares champion and challenger by its metric, confidence and `promotion_margin`). Each decision has a
     margin of its own, so loosening one loosens no other; every one is judged by evidence.margin.
@@ -54,6 +55,17 @@ class SelectionRule(BaseModel):
     deployment_margin: float = Field(
         0.01, ge=0, description="Quality an ONNX or int8 ONNX variant may lose against the torch model and still ship "
         "with the version: its test mean, and the lower end of its paired interval, at least -deployment_margin."
+    )
+    halving_margin: float = Field(
+        0.01, ge=0,
+        description="How far below the weakest kept depth a depth outside a halving rung's better half may be "
+        "projected (its best plus its gain over the last patience epochs once more) and still be kept, as a late "
+        "bloomer.",
+    )
+    convergence_gain: float = Field(
+        0.01, ge=0,
+        description="A candidate whose best of the last patience epochs beats its best before them by more than this "
+        "was still rising when its budget ended (not_converged; extend_unconverged extends it).",
     )
     alpha: float = Field(0.1, gt=0, description="Exponent of the cost in the ratio rule.")
     cost: CostName = Field(
