@@ -79,7 +79,8 @@ def compute(summary: dict) -> tuple[float, float]:
 def reference_choice(references: dict[str, dict], metric: str = "macro_f1") -> tuple[str, int, str]:
     """The rule over every checkpoint's every depth together: (checkpoint, depth, sentence)."""
     from selection.candidate import Candidate
-    from selection.rule import SelectionRule, choose_depth
+    from selection.rule import choose_depth
+    from selection.settings import SelectionRule
 
     candidates = [Candidate.from_dict(c) for run in references.values() for c in run["summary"]["candidates"]]
     decision = choose_depth(candidates, SelectionRule(metric=metric))

@@ -55,18 +55,19 @@ def full(summary: dict) -> tuple[float, float]:
 
 
 def grid_ties(grid: dict, depth: int) -> bool:
-    """Whether the grid's own rule would let `depth` ship in its best depth's place (rule.ties)."""
-    from selection.rule import Decision, ties
+    """Whether the grid's own rule let `depth` ship in its best depth's place: the verdict its decision carries (an
+    earlier summary's judged on read)."""
+    from selection.decision import Decision
 
-    decision = Decision.from_dict(grid["rule"])
-    scores = {score.depth: score for score in decision.scores}
-    return depth in scores and ties(scores[depth], scores[decision.best_depth], decision.tolerance)
+    scores = {score.depth: score for score in Decision.from_dict(grid["rule"]).scores}
+    return depth in scores and scores[depth].may_ship
 
 
 def grid_from(summary_path: Path, seed: int) -> dict:
     """The one-seed grid inside an earlier every-depth run: its candidates of `seed` and the rule's choice on them."""
     from selection.candidate import Candidate
-    from selection.rule import SelectionRule, choose_depth
+    from selection.rule import choose_depth
+    from selection.settings import SelectionRule
 
     summary = json.loads(summary_path.read_text())
     # A cached candidate was trained by the run that first made it; its recorded cost is that training's.
@@ -84,7 +85,7 @@ def half_widths(candidates: list[dict]) -> dict[int, float]:
     from evidence.bootstrap import compare_to_best
     from selection.candidate import Candidate
     from selection.predictions import load_predictions
-    from selection.rule import SelectionRule
+    from selection.settings import SelectionRule
 
     found = [Candidate.from_dict(c) for c in candidates]
     predictions = load_predictions(found)

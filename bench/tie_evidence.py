@@ -30,7 +30,7 @@ def compare(path: Path, depths: str, folder: Path) -> tuple[int, int, float, flo
 
     run = run_depthfinder(["--data", str(path)], depths, folder, "--halving", "off")
     summary = RunSummary.from_dict(run["summary"])
-    rule = summary.rule.selection_rule()
+    rule = summary.rule.settings
     old = choose_depth(summary.candidates, rule.model_copy(update={"confidence": None}))
     new = choose_depth(summary.candidates, rule.model_copy(update={"confidence": 0.9}))
     test = {c.depth: c.test_metrics["macro_f1"] for c in summary.candidates}

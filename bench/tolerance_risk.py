@@ -285,7 +285,8 @@ def the_rules_choice(trained: Trained, rows: np.ndarray, seeds: dict[int, int], 
     """What selection.rule.choose_depth itself ships for the same sweep (its files written to `folder`)."""
     from evidence.bootstrap import metric_of, save_predictions
     from selection.candidate import Candidate, Cost
-    from selection.rule import SelectionRule, choose_depth
+    from selection.rule import choose_depth
+    from selection.settings import SelectionRule
 
     true = trained.val_true[rows]
     candidates = []

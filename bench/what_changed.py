@@ -126,7 +126,7 @@ def promotion_case(table: pd.DataFrame, seeds: int = 6) -> tuple[float, float]:
     from encoder.training import train_candidate
     from evidence.metrics import classification_metrics
     from selection.promotion import should_promote
-    from selection.rule import SelectionRule
+    from selection.settings import SelectionRule
 
     frame = prepared(table)
     labels = sorted(frame["label"].unique())

@@ -203,7 +203,7 @@ def build_records_reference() -> str:
         "`depthfinder run --summary-json PATH` writes a `RunSummary` (also logged to the MLflow parent run as "
         "`summary.json`); `depthfinder audit --report-json PATH` writes an `AuditReport` (also logged as "
         "`audit/report.json`). Both are frozen records in the code: `RunSummary.from_dict(json.load(file))` reads "
-        "a summary back, and `choose_depth(summary.candidates, summary.rule.selection_rule())` replays its "
+        "a summary back, and `choose_depth(summary.candidates, summary.rule.settings)` replays its "
         "decision. A field that does not apply is `null`.",
     ]
     for model in _records(RunSummary, AuditReport):
@@ -219,8 +219,8 @@ def _records(*roots: type[BaseModel]) -> list[type[BaseModel]]:
         if model in found:
             return
         found.append(model)
-        for field in model.model_fields.values():
-            for nested in _nested_models(field.annotation):
+        for _, annotation, _ in _written_fields(model):
+            for nested in _nested_models(annotation):
                 visit(nested)
 
     for root in roots:
@@ -238,12 +238,20 @@ def _nested_models(annotation: Any) -> Iterator[type[BaseModel]]:
 def _record_section(model: type[BaseModel]) -> list[str]:
     summary = (model.__doc__ or "").strip().split("\n")[0]
     rows = ["| field | type | description |", "| --- | --- | --- |"]
-    for name, field in model.model_fields.items():
-        if field.exclude:
-            continue
-        cells = [f"`{name}`", _record_type(field.annotation), field.description or ""]
+    for name, annotation, description in _written_fields(model):
+        cells = [f"`{name}`", _record_type(annotation), description or ""]
         rows.append("| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + " |")
     return [f"## {model.__name__}", "", f"{summary} (`{model.__module__}.{model.__name__}`)", "", *rows]
+
+
+def _written_fields(model: type[BaseModel]) -> Iterator[tuple[str, Any, str | None]]:
+    """(key, type, description) of each key a record's JSON form writes, in its order: the keys it derives from its
+    fields (computed fields: a decision's settings), then its fields but those it excludes."""
+    for name, computed in model.model_computed_fields.items():
+        yield name, computed.return_type, computed.description
+    for name, field in model.model_fields.items():
+        if not field.exclude:
+            yield name, field.annotation, field.description
 
 
 def _record_type(annotation: Any) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from expectations.audit.report import cell, markdown_table
 from expectations.changes.report import FORCED
 from flows.summary import RunSummary
+from selection.decision import Decision
 from selection.promotion import APART
 from selection.reasons import depth_verdicts
-from selection.rule import Decision
 
 # The plots the parent run keeps (flows.retrain.record_decision), linked through the MLflow server's artifact
 # endpoint (relative, so it works under any host the UI is served from).

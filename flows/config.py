@@ -21,7 +21,7 @@ from expectations.changes.config import ChangesConfig
 from expectations.table.config import DataConfig
 from runtime.credentials import hide_credentials
 from selection.halving import rung_budgets
-from selection.rule import SelectionRule
+from selection.settings import SelectionRule
 from selection.strategies import StrategyName
 
 DATA_SOURCES = {"path", "dataset"}
@@ -73,17 +73,6 @@ class SweepConfig(SelectionRule):
         description="Epochs of the first halving rung (each later rung doubles it); null = the recipe's min_epochs "
         "(train.min_epochs; a pretrained family's finetune_min_epochs), the epochs a depth may spend on its initial "
         "loss plateau.",
-    )
-    halving_margin: float = Field(
-        0.01, ge=0,
-        description="How far below the weakest kept depth a depth outside a halving rung's better half may be "
-        "projected (its best plus its gain over the last patience epochs once more) and still be kept, as a late "
-        "bloomer.",
-    )
-    convergence_gain: float = Field(
-        0.01, ge=0,
-        description="A candidate whose best of the last patience epochs beats its best before them by more than this "
-        "was still rising when its budget ended (not_converged; extend_unconverged extends it).",
     )
     extend_unconverged: bool | None = Field(
         None,

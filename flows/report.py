@@ -11,9 +11,9 @@ from expectations.changes.report import FORCED, changes_lines
 from flows.card import served_sentence
 from flows.summary import RunSummary
 from selection.candidate import Candidate, arm_label
+from selection.decision import Decision
 from selection.halving import Halving
 from selection.reasons import depth_verdicts
-from selection.rule import Decision
 
 # (title, value, format) of each column of the candidates table.
 COLUMNS = (

@@ -53,7 +53,8 @@ from flows.sweep import check_learning_rates, sweep_depths
 from runtime.guard import process_guard
 from runtime.lock import one_retrain_at_a_time
 from selection.candidate import Candidate
-from selection.rule import Decision, choose_depth
+from selection.decision import Decision
+from selection.rule import choose_depth
 from tasks.audit import audit_dataset
 from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset

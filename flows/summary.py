@@ -2,7 +2,7 @@
 
 Built from the typed records of the layers below (candidates and the decision from
 selection, the audit report from expectations.audit). `RunSummary.from_dict` reads a
-summary back, and `choose_depth(summary.candidates, summary.rule.selection_rule())` replays
+summary back, and `choose_depth(summary.candidates, summary.rule.settings)` replays
 its decision. docs/summary.md documents every field, generated from these models.
 """
 
@@ -17,10 +17,10 @@ from expectations.changes.report import ChangeReport
 from runtime.records import Record
 from selection.budget import Budget
 from selection.candidate import Candidate
+from selection.decision import Decision
 from selection.halving import Halving
 from selection.learning_rate import RateCheck
 from selection.promotion import RowsApart
-from selection.rule import Decision
 from selection.search import Search
 from tracking.records import ModelVersionRef
 

@@ -101,8 +101,7 @@ def strategy_of(sweep: SweepConfig, training: Training, reference: list[Candidat
     depths, recipe = depths_of(sweep, training), training.train
     plan = SweepPlan(seeds=list(sweep.seeds), rungs=sweep.rung_budgets(len(depths), recipe),
                      checks=sweep.checks(len(depths), recipe),
-                     max_epochs=recipe.max_epochs, extension=sweep.extension(recipe), window=recipe.patience,
-                     halving_margin=sweep.halving_margin, convergence_gain=sweep.convergence_gain)
+                     max_epochs=recipe.max_epochs, extension=sweep.extension(recipe), window=recipe.patience)
     return strategy_named(sweep.strategy)(sweep, training.family.name, depths, plan, reference)
 
 

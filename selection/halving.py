@@ -34,7 +34,9 @@ from encoder.config import FamilyName
 from evidence.margin import within
 from runtime.records import Record
 from selection.candidate import Candidate, recent_gain
-from selection.rule import SelectionRule, choose_depth, score_of
+from selection.decision import score_of
+from selection.rule import choose_depth
+from selection.settings import SelectionRule
 
 
 class Rung(Record):

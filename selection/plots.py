@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selection.candidate import Candidate, arm_label
+from selection.candidate import COST_NAMES, Candidate, arm_label
+from selection.decision import Decision, DepthScore
 from selection.reasons import VERDICT_WORDS
-from selection.rule import COST_NAMES, Decision, DepthScore
 
 # A marker per verdict of the rule (DepthScore.verdict); the legend says each in the rule's own words.
 MARKERS = {"best": "D", "within": "o", "unsettled": "s", "beyond": "X", "worse": "v"}
@@ -67,7 +67,7 @@ def evidence_note(decision: Decision) -> str | None:
     choice depends on was unsettled."""
     if decision.rows_to_resolve is None or decision.validation_rows is None:
         return None
-    return (f"{decision.validation_rows:,} validation rows cannot resolve the {decision.effective_tolerance:g} "
+    return (f"{decision.validation_rows:,} validation rows cannot resolve the {decision.tolerance:g} "
             f"tolerance; about {decision.rows_to_resolve:,} would")
 
 
@@ -87,7 +87,7 @@ def plot_metric_vs_depth(decision: Decision, path: Path, pruned: list[Candidate]
     families = list(dict.fromkeys(p["family"] for p in points))
     colors, shift = family_colors(families), _offsets(families)
     fig, ax = plt.subplots(figsize=(6, 4.6), dpi=120)
-    tolerance = decision.effective_tolerance
+    tolerance = decision.tolerance
     ax.axhspan(-tolerance, 0, color="tab:green", alpha=0.10, label=f"an interval must lie above \u2212{tolerance:g}")
     ax.axhline(-tolerance, color="tab:green", linewidth=1, linestyle="--")
     ax.axhline(0, color="tab:gray", linewidth=0.8)
@@ -186,8 +186,8 @@ def plot_metric_vs_cost(decision: Decision, path: Path) -> Path:
     ax.plot([p["cost"] for p in front], [p["mean"] for p in front], color="tab:gray", linewidth=1,
             label="Pareto front")
     best = _best(decision)
-    ax.axhline(best.mean - decision.effective_tolerance, color="tab:green", linestyle="--", linewidth=1,
-               label=f"best \u2212 tolerance ({decision.effective_tolerance:g})")
+    ax.axhline(best.mean - decision.tolerance, color="tab:green", linestyle="--", linewidth=1,
+               label=f"best \u2212 tolerance ({decision.tolerance:g})")
     chosen = next(p for p in points if (p["family"], p["depth"]) == (decision.selected_family,
                                                                      decision.selected_depth))
     ax.scatter([chosen["cost"]], [chosen["mean"]], s=160, facecolors="none", edgecolors="tab:red", linewidths=2,
@@ -197,7 +197,7 @@ def plot_metric_vs_cost(decision: Decision, path: Path) -> Path:
     ax.xaxis.set_minor_formatter(NullFormatter())
     costs = sorted({p["cost"] for p in points})
     ax.set_xticks(costs, [cost_text(decision.cost, cost) for cost in costs], fontsize=7)
-    _honest_limits(ax, points, best.mean, decision.effective_tolerance)
+    _honest_limits(ax, points, best.mean, decision.tolerance)
     ax.margins(x=0.12)
     ax.set_xlabel(COST_NAMES[decision.cost])
     ax.set_ylabel(f"validation {decision.metric}")

@@ -26,7 +26,7 @@ from evidence.margin import shown_worse, within
 from evidence.metrics import classification_metrics
 from expectations.changes.compare import ADDED, FOREIGN, HELD_OUT, SEEN
 from runtime.records import Record
-from selection.rule import SelectionRule
+from selection.settings import SelectionRule
 
 # How each kind of test row reported apart reads, in the order it is reported.
 APART = {FOREIGN: "added since and flagged foreign", ADDED: "added since",

@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from evidence.bootstrap import Arm
 from evidence.margin import rows_to_resolve
 from selection.candidate import COST_NAMES, arm_label
-
-if TYPE_CHECKING:
-    from selection.rule import Decision, DepthScore, SelectionRule
+from selection.decision import Decision, DepthScore
+from selection.settings import SelectionRule
 
 Label = Callable[[Arm], str]
 
-# The rule's verdict on a depth (DepthScore.verdict, judged once by selection.rule.judge) in the words every
+# The rule's verdict on a depth (DepthScore.verdict, judged once by selection.decision.judge) in the words every
 # page uses: the plot's legend, the terminal, the Prefect artifact, the model card.
 VERDICT_WORDS = {
     "best": "the best",

@@ -5,7 +5,7 @@ network trains exactly as its separate fine-tune would, so depth L is a confirme
 for every k < L, how much of the task its bottom k layers hold. Probes underestimate what a k-layer network
 fine-tuned on its own reaches, so the rule never decides on them; they say where to look. The search then
 confirms depths with separate fine-tunes, each compared with the best confirmed depth by the rule's own test
-(selection.rule.judge): a depth the rows show within the tolerance is tied, and the search goes cheaper;
+(selection.decision.judge): a depth the rows show within the tolerance is tied, and the search goes cheaper;
 one not shown within rules out every shallower depth too (quality does not fall as depth grows, up to noise),
 and the search goes deeper. It starts where the screen points (the cheapest depth whose probe, lifted by the
 probes' own shortfall at depth L−1, the rule could tie with the best: its mean and the lower end of its paired
@@ -31,8 +31,8 @@ from evidence.bootstrap import Interval, compare_to_best
 from evidence.margin import rows_to_resolve, within
 from runtime.records import Record
 from selection.candidate import Candidate
+from selection.decision import Decision, score_of
 from selection.predictions import load_predictions
-from selection.rule import Decision, score_of
 
 
 class Search(Record):

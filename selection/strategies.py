@@ -23,9 +23,11 @@ from typing import ClassVar, Literal
 from encoder.config import FamilyName
 from evidence.bootstrap import Interval
 from selection.candidate import Candidate, still_rising
+from selection.decision import score_of
 from selection.halving import Rung, halve, outclassed
-from selection.rule import SelectionRule, choose_depth, score_of
+from selection.rule import choose_depth
 from selection.search import NOT_TIED, Bisection, Search, first_guess, screen_intervals, tied, unresolvable
+from selection.settings import SelectionRule
 
 StrategyName = Literal["grid", "search"]  # the names of STRATEGIES (a test holds the two together)
 DepthSeed = tuple[int, int]
@@ -33,16 +35,15 @@ DepthSeed = tuple[int, int]
 
 @dataclass(frozen=True)
 class SweepPlan:
-    """What one family's sweep may spend and judges its curves by."""
+    """What one family's sweep may spend, and the window its curves are judged over (by the rule's
+    `halving_margin` and `convergence_gain`)."""
 
     seeds: list[int]
     rungs: list[int]  # epochs in all at each halving rung before the last; empty: no halving
     max_epochs: int
+    window: int  # epochs a curve is judged over: the recipe's patience
     checks: list[int] = field(default_factory=list)  # epochs at which depths outclassed by cheaper families stop
     extension: int = 0  # epochs more for a candidate still rising at max_epochs; 0: none
-    window: int = 5  # epochs a curve is judged over: the recipe's patience
-    halving_margin: float = 0.01  # how far below the weakest kept depth a late bloomer may be projected
-    convergence_gain: float = 0.01  # a curve that gained more over its last window was still rising
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ class Strategy(ABC):
             if candidate.status == "failed" and extension:
                 self._warnings.append(f"{candidate.name} keeps its result at {self.plan.max_epochs} epochs")
                 continue
-            rising = candidate.usable and still_rising(candidate.history, self.plan.window, self.plan.convergence_gain)
+            rising = candidate.usable and still_rising(candidate.history, self.plan.window, self.rule.convergence_gain)
             self.latest[grid] = candidate.model_copy(update={"not_converged": rising})
 
     def _train(self, grids: list[DepthSeed], epochs: int, probes: bool = False) -> Step:
@@ -171,7 +172,7 @@ class GridStrategy(Strategy):
         and to be recorded by the flow)."""
         candidates = [self.latest[grid] for grid in self._grids(depths)]
         if halving:
-            rung = halve(candidates, self.rule, self.family, epochs, self.plan.window, self.plan.halving_margin)
+            rung = halve(candidates, self.rule, self.family, epochs, self.plan.window, self.rule.halving_margin)
         else:
             rung = Rung(family=self.family, epochs=epochs, depths=depths, kept=depths)
         gone = [d for d in outclassed(candidates, self.reference, self.rule, self.plan.window) if d in rung.kept]

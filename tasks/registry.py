@@ -15,7 +15,7 @@ from encoder.deployment import Deployment
 from expectations.changes.report import ChangeReport
 from runtime.retries import RETRIES
 from selection.candidate import Candidate
-from selection.rule import SelectionRule
+from selection.settings import SelectionRule
 from tasks.data import PreparedData
 from tracking.records import KnownVersion, Registration
 from tracking.runs import SweepRun, client_of

@@ -30,7 +30,7 @@ from encoder.serving import TEXT_COLUMN, read_bundle_config
 from runtime.interrupt import STOP
 from selection.candidate import Candidate
 from selection.promotion import Judgement, should_promote
-from selection.rule import SelectionRule
+from selection.settings import SelectionRule
 from tracking import pyfunc
 from tracking.history import CHALLENGER, CHAMPION, PREVIOUS_CHAMPION, move_alias
 from tracking.loading import open_classifier

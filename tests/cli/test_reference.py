@@ -35,6 +35,17 @@ def test_every_field_a_summary_writes_is_documented() -> None:
         assert _record_rows(document, record), record
 
 
+def test_a_decision_is_documented_as_it_is_written_its_settings_keys_and_not_the_rule_it_holds() -> None:
+    from selection.rule import choose_depth
+    from selection.settings import SelectionRule
+    from tests.selection.test_rule import SWEEP
+
+    written = choose_depth(SWEEP, SelectionRule()).to_dict()
+
+    assert _record_rows(build_records_reference(), "Decision") == list(written)
+    assert "settings" not in written and "## SelectionRule" not in build_records_reference()
+
+
 def _record_rows(document: str, record: str) -> list[str]:
     body = document.split(f"\n## {record}\n", 1)[1].split("\n## ", 1)[0]
     return [line.split(" | ")[0].strip("| `") for line in body.splitlines() if line.startswith("| `")]

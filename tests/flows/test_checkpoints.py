@@ -80,7 +80,7 @@ def test_one_decision_over_every_checkpoint_names_the_others_best(run) -> None:
     named = (f"at {other} depth {rule.best_depth}" if rule.best_family == other
              else f"; {other} best {rule.metric}")  # the other checkpoint's best, as the best or beside it
     assert named in rule.reason
-    assert choose_depth(summary.candidates, rule.selection_rule()) == rule
+    assert choose_depth(summary.candidates, rule.settings) == rule
     assert (summary.model.family, summary.model.depth) == (chosen, summary.selected_depth)
 
 

@@ -10,9 +10,10 @@ from expectations.audit.report import AuditReport
 from flows.card import model_card
 from flows.report import evidence_sentence
 from flows.summary import AuditInforms, RunAudit, RunSummary
+from selection.decision import Decision
 from selection.plots import depth_points
 from selection.reasons import VERDICT_WORDS
-from selection.rule import Decision, choose_depth
+from selection.rule import choose_depth
 from tests.selection.test_rule import PAIRED, paired_sweep
 from tracking.records import ModelVersionRef
 

@@ -8,7 +8,8 @@ from encoder.deployment import Variant, _judged, beside_cost_table
 from flows.report import COST_NOTE, decision_markdown
 from flows.summary import RunSummary
 from selection.candidate import Candidate, Cost
-from selection.rule import SelectionRule, choose_depth
+from selection.rule import choose_depth
+from selection.settings import SelectionRule
 from tracking.records import ModelVersionRef
 
 

@@ -71,7 +71,7 @@ def test_one_decision_over_both_families_names_them(runs) -> None:
     named = (f"at {other[chosen]} depth {rule.best_depth}" if rule.best_family == other[chosen]
              else f"; {other[chosen]} best macro_f1")  # the other family's best, as the best or beside it
     assert named in rule.reason
-    assert choose_depth(summary.candidates, summary.rule.selection_rule()) == summary.rule
+    assert choose_depth(summary.candidates, summary.rule.settings) == summary.rule
     assert {s.family for s in summary.rule.scores} <= {"scratch", "tinybert"}
 
 

@@ -262,5 +262,5 @@ def test_the_decision_replays_from_summary_json(sweep) -> None:
     summary = RunSummary.from_dict(written)
 
     assert summary.to_dict() == written
-    assert choose_depth(summary.candidates, summary.rule.selection_rule()) == summary.rule
+    assert choose_depth(summary.candidates, summary.rule.settings) == summary.rule
     assert summary.selected_depth == summary.rule.selected_depth

@@ -6,7 +6,8 @@ from __future__ import annotations
 from flows.report import decision_markdown, format_summary
 from flows.summary import RowsUsed, RunSummary
 from selection.candidate import Candidate, Cost
-from selection.rule import SelectionRule, choose_depth
+from selection.rule import choose_depth
+from selection.settings import SelectionRule
 from tasks.data import write_table
 from tests.expectations.planting import topics_table
 from tracking.records import ModelVersionRef

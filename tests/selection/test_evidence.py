@@ -11,7 +11,8 @@ from evidence.bootstrap import save_predictions
 from evidence.metrics import classification_metrics
 from selection.candidate import Candidate, Cost
 from selection.predictions import load_predictions
-from selection.rule import SelectionRule, choose_depth
+from selection.rule import choose_depth
+from selection.settings import SelectionRule
 from tests.evidence.test_bootstrap import CLASSES, labels, model
 
 
@@ -40,7 +41,7 @@ def test_a_cheap_depth_worse_by_more_than_the_tolerance_never_ships_on_few_rows_
         assert decision.selected_depth == expected, decision.reason
         assert decision.evidence.startswith(f"paired bootstrap: 2000 resamples of {rows:,} validation rows")
         assert "90% interval of depth" in decision.reason
-        assert choose_depth(sweep, decision.selection_rule()) == decision
+        assert choose_depth(sweep, decision.settings) == decision
     means_only = choose_depth(sweep, SelectionRule(tolerance=0.01, confidence=None))
     assert means_only.evidence == "means only (confidence: null)" and means_only.scores[0].vs_best is None
 

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from selection.plots import plot_metric_vs_cost, plot_metric_vs_depth
-from selection.rule import SelectionRule, choose_depth
+from selection.rule import choose_depth
+from selection.settings import SelectionRule
 from tests.selection.test_rule import SWEEP
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -51,7 +52,7 @@ def paired(decision, intervals: dict, families: dict | None = None):
     checkpoint's family name would not on this branch's FamilyName), each depth judged again by the rule's
     criterion (the verdicts the decision was made with were judged by means only)."""
     from evidence.bootstrap import Interval
-    from selection.rule import judge
+    from selection.decision import judge
 
     scores = [s.model_copy(update={"vs_best": Interval(difference=s.mean - 0.946, low=s.mean - 0.946 + low,
                                                        high=s.mean - 0.946 + high),
@@ -59,14 +60,15 @@ def paired(decision, intervals: dict, families: dict | None = None):
               for s in decision.scores for low, high in [intervals[s.depth]]]
     best = next(s for s in scores if s.depth == decision.best_depth)
     scores = [s.model_copy(update={"verdict": judge(s, best, decision.tolerance)}) for s in scores]
-    return decision.model_copy(update={"scores": scores, "confidence": 0.9})
+    settings = decision.settings.model_copy(update={"confidence": 0.9})
+    return decision.model_copy(update={"scores": scores, "settings": settings})
 
 
 def test_each_depth_is_judged_by_the_rules_own_criterion_against_minus_tolerance() -> None:
     """Depth 2's interval clears −0.01 (within: it may ship), depth 4's reaches below it without being shown
     beyond it (unsettled), depth 1's lies wholly below (worse): the verdicts the rule's predicate gives."""
+    from selection.decision import ties
     from selection.plots import depth_points
-    from selection.rule import ties
 
     decision = paired(choose_depth(SWEEP, SelectionRule(tolerance=0.01, confidence=None)),
                       {1: (-0.01, 0.01), 2: (-0.004, 0.004), 4: (-0.03, 0.03), 6: (0.0, 0.0)})

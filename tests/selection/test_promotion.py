@@ -8,7 +8,7 @@ import pytest
 
 from expectations.changes.compare import ADDED, FOREIGN, HELD_OUT
 from selection.promotion import should_promote
-from selection.rule import SelectionRule
+from selection.settings import SelectionRule
 
 
 def labels_of(rng: np.random.Generator, truths: np.ndarray, accuracy: float) -> list[str]:

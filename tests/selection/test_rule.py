@@ -9,7 +9,9 @@ from pydantic import ValidationError
 from evidence.bootstrap import Interval, save_predictions
 from evidence.margin import rows_to_resolve
 from selection.candidate import Candidate, Cost
-from selection.rule import DepthScore, SelectionRule, choose_depth, ties
+from selection.decision import DepthScore, ties
+from selection.rule import choose_depth
+from selection.settings import SelectionRule
 
 
 def candidate(depth: int, f1: float, flops: float, latency: float = 1.0, params: int = 1000,
@@ -145,19 +147,41 @@ def test_a_trained_candidate_without_the_metric_is_an_error_not_a_silent_skip() 
         choose_depth([candidate(1, 0.9, 1e8), candidate(2, float("nan"), 2e8)], SelectionRule(tolerance=0.01))
 
 
-def test_decision_serialises_as_the_summary_rule_object() -> None:
-    decision = choose_depth(SWEEP, SelectionRule(tolerance=0.01))
-    assert decision.to_dict() == {
+class Sweep(SelectionRule):
+    """A rule with settings of its own besides, as the flows' SweepConfig has."""
+
+    depths: list[int] = [1, 2, 4, 6]
+
+
+def test_a_decision_holds_the_rule_it_chose_by_and_writes_its_settings_as_summaries_always_have() -> None:
+    rule = Sweep(tolerance=0.01, promotion_margin=0.05)
+    decision = choose_depth(SWEEP, rule)
+
+    # One SelectionRule, the settings that choose a depth (not the sweep's, nor another decision's margin).
+    assert type(decision.settings) is SelectionRule
+    assert decision.settings == SelectionRule(tolerance=0.01)
+    assert (decision.name, decision.metric, decision.tolerance, decision.cost) == (
+        "tolerance", "macro_f1", 0.01, "flops_per_example")
+    assert choose_depth(SWEEP, decision.settings) == decision  # replayed from its own record
+    # The JSON form has the keys and values summaries have always had, settings first; effective_tolerance, which
+    # always equalled the tolerance, is no longer written.
+    written = decision.to_dict()
+    assert written == {
         "name": "tolerance", "metric": "macro_f1", "tolerance": 0.01, "cost": "flops_per_example",
         "reason": decision.reason, "selected_depth": 2, "selected_family": "scratch", "best_depth": 6,
-        "best_family": "scratch", "effective_tolerance": 0.01, "confidence": 0.9,
+        "best_family": "scratch", "confidence": 0.9,
         "evidence": "means only: depth 1 seed 1 has no saved validation predictions", "validation_rows": None,
         "rows_to_resolve": None, "alpha": 0.1,
         "max_latency_ms": None, "max_params": None, "pareto_front": [1, 2, 4, 6], "pareto_families": ["scratch"] * 4,
         "scores": [score.to_dict() for score in decision.scores],
     }
-    assert type(decision).from_dict(decision.to_dict()) == decision
-    assert choose_depth(SWEEP, decision.selection_rule()) == decision  # replayed from its own record
+    assert list(written)[:4] == ["name", "metric", "tolerance", "cost"]
+    assert type(decision).from_dict(written) == decision
+    # A summary of an earlier version (effective_tolerance beside the tolerance) reads back as the same decision.
+    assert type(decision).from_dict({**written, "effective_tolerance": 0.01}) == decision
+    # Before the intervals a summary had no confidence: it compared means only.
+    means_only = {key: value for key, value in written.items() if key != "confidence"}
+    assert type(decision).from_dict(means_only).settings.confidence is None
     with pytest.raises(ValidationError, match="frozen"):
         decision.selected_depth = 4  # type: ignore[misc]
 
@@ -176,7 +200,7 @@ def test_seeds_are_averaged_and_their_standard_error_never_widens_the_tolerance(
 
     assert decision.best_depth == 6
     assert decision.selected_depth == 6
-    assert decision.effective_tolerance == 0.01
+    assert decision.tolerance == 0.01
     assert "0.950 ± 0.020 over 2 seeds" in decision.reason
     assert [s.seeds for s in decision.scores] == [2, 2, 2]
     assert choose_depth(seeds, SelectionRule(tolerance=0.015)).selected_depth == 2
@@ -186,7 +210,7 @@ def test_one_seed_keeps_the_configured_tolerance() -> None:
     decision = choose_depth(SWEEP, SelectionRule(tolerance=0.001))
 
     assert decision.selected_depth == 6  # 0.944 at depth 4 is 0.002 short
-    assert decision.effective_tolerance == 0.001
+    assert decision.tolerance == 0.001
 
 
 def test_ratio_rule_trades_quality_for_cost_by_alpha() -> None:
@@ -246,7 +270,7 @@ def test_one_decision_across_families_names_them_and_the_other_familys_best() ->
     assert decision.selected_label == "pretrained depth 2"
     assert [(s.family, s.depth) for s in decision.scores] == [
         ("scratch", 1), ("pretrained", 1), ("pretrained", 2), ("scratch", 4), ("pretrained", 6)]
-    assert choose_depth(scratch + pretrained, decision.selection_rule()) == decision
+    assert choose_depth(scratch + pretrained, decision.settings) == decision
 
 
 def test_one_decision_over_checkpoints_is_by_flops_not_depth_and_names_each_checkpoints_best() -> None:
@@ -378,7 +402,7 @@ def test_when_the_interval_is_wider_than_the_tolerance_the_sentence_names_the_ro
         f"; the 300 validation rows cannot settle depth 1: its interval (±{interval.half_width:.3f}) is wider than "
         f"the 0.01 tolerance, and one as narrow as the tolerance needs about {needed:,} validation rows (or several "
         "seeds, or a larger tolerance)")
-    assert choose_depth(sweep, decision.selection_rule()) == decision
+    assert choose_depth(sweep, decision.settings) == decision
     # The fixed margin on the means alone would call this noise a tie and ship depth 1.
     assert choose_depth(sweep, PAIRED.model_copy(update={"confidence": None})).selected_depth == 1
 

@@ -91,7 +91,7 @@ def test_the_sentence_names_exactly_the_depths_only_screened() -> None:
 def decision_with(mean: float, low: float, high: float):
     """A decision of the search between a confirmed depth 3 and the best, depth 6 at 0.92."""
     from evidence.bootstrap import Interval
-    from selection.rule import Decision, DepthScore
+    from selection.decision import Decision, DepthScore
 
     def score(depth: int, value: float, interval: Interval) -> DepthScore:
         return DepthScore(depth=depth, family="pretrained", mean=value, std_error=0, seeds=1, cost=depth,

@@ -17,7 +17,7 @@ import pytest
 from evidence.bootstrap import metric_of, save_predictions
 from selection.candidate import Candidate, Cost
 from selection.halving import Rung
-from selection.rule import SelectionRule
+from selection.settings import SelectionRule
 from selection.strategies import (
     STRATEGIES,
     GridStrategy,
@@ -29,6 +29,7 @@ from selection.strategies import (
 )
 
 RULE = SelectionRule(metric="macro_f1", tolerance=0.01)
+SEARCH_PLAN = SweepPlan(seeds=[1], rungs=[], max_epochs=3, window=5)  # a search of one seed, to three epochs
 
 
 def result(depth: int, history: list[float], family: str = "scratch", finished: bool = False,
@@ -85,8 +86,8 @@ RUNG = {1: [0.50, 0.70, 0.78, 0.80], 2: [0.40, 0.62, 0.76, 0.79], 4: [0.20, 0.30
 
 def halved(rule: SelectionRule, halving_margin: float) -> list[int]:
     """The depths a rung of RUNG keeps under `rule` and `halving_margin`."""
-    plan = SweepPlan(seeds=[1], rungs=[4], max_epochs=8, window=2, halving_margin=halving_margin)
-    grid = GridStrategy(rule, "scratch", list(RUNG), plan)
+    plan = SweepPlan(seeds=[1], rungs=[4], max_epochs=8, window=2)
+    grid = GridStrategy(rule.model_copy(update={"halving_margin": halving_margin}), "scratch", list(RUNG), plan)
     grid.next_step()
     grid.record({(depth, 1): result(depth, history) for depth, history in RUNG.items()})
     return sorted(depth for depth, _ in grid.next_step().grids)
@@ -104,8 +105,9 @@ RISING = [0.30, 0.50, 0.60, 0.66, 0.71, 0.75]
 
 def test_convergence_follows_the_convergence_gain_and_an_extension_trains_only_what_still_rises() -> None:
     for tolerance, gain, flat_rising in ((0.05, 0.005, True), (0.001, 0.01, False)):
-        plan = SweepPlan(seeds=[1], rungs=[], max_epochs=6, window=3, extension=2, convergence_gain=gain)
-        grid = GridStrategy(RULE.model_copy(update={"tolerance": tolerance}), "scratch", [1, 2], plan)
+        plan = SweepPlan(seeds=[1], rungs=[], max_epochs=6, window=3, extension=2)
+        rule = RULE.model_copy(update={"tolerance": tolerance, "convergence_gain": gain})
+        grid = GridStrategy(rule, "scratch", [1, 2], plan)
         assert grid.next_step().grids == [(1, 1), (2, 1)]
         grid.record({(1, 1): result(1, FLAT), (2, 1): result(2, RISING)})
 
@@ -141,7 +143,7 @@ SCREEN = result(6, [0.9, 0.94], family="pretrained", screen=probes([0.58, 0.76, 
 
 
 def test_the_search_asks_for_the_screen_then_one_depth_at_a_time_from_where_it_points() -> None:
-    search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SweepPlan(seeds=[1], rungs=[], max_epochs=3))
+    search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SEARCH_PLAN)
 
     screen = search.next_step()
     assert (screen.grids, screen.epochs, screen.probes) == ([(6, 1)], 3, True)
@@ -169,13 +171,14 @@ def test_the_search_asks_for_the_screen_then_one_depth_at_a_time_from_where_it_p
 
 
 def test_the_search_points_by_the_depth_tolerance_and_stops_when_the_screen_fails() -> None:
-    plan = SweepPlan(seeds=[1], rungs=[], max_epochs=3, halving_margin=0.5, convergence_gain=0.5)
-    search = SearchStrategy(RULE.model_copy(update={"tolerance": 0.03}), "pretrained", [1, 2, 3, 4, 5, 6], plan)
+    plan = SweepPlan(seeds=[1], rungs=[], max_epochs=3, window=5)
+    rule = RULE.model_copy(update={"tolerance": 0.03, "halving_margin": 0.5, "convergence_gain": 0.5})
+    search = SearchStrategy(rule, "pretrained", [1, 2, 3, 4, 5, 6], plan)
     search.next_step()
     search.record({(6, 1): SCREEN})
     assert search.next_step().grids == [(3, 1)]  # 0.89 >= 0.94 - 0.03 - 0.02; other margins play no part
 
-    failed = SearchStrategy(RULE, "pretrained", [1, 2, 3], SweepPlan(seeds=[1, 2], rungs=[], max_epochs=3))
+    failed = SearchStrategy(RULE, "pretrained", [1, 2, 3], SweepPlan(seeds=[1, 2], rungs=[], max_epochs=3, window=5))
     assert failed.next_step().grids == [(3, 1)]
     failed.record({(3, 1): Candidate(depth=3, family="pretrained", status="failed", error="no")})
     assert failed.next_step().grids == [(3, 2)]  # the screen's other seeds, without probes
@@ -204,7 +207,7 @@ def screen_on(folder: Path, rows: int, shares: list[float]) -> tuple[Candidate, 
 
 
 def test_the_search_confirms_nothing_when_the_rows_could_not_show_any_cheaper_depth_within(tmp_path: Path) -> None:
-    search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SweepPlan(seeds=[1], rungs=[], max_epochs=3))
+    search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SEARCH_PLAN)
     search.next_step()
     # 300 rows, depth 5's probe off on 4% of them: its paired interval against depth 6 is about ±0.02.
     search.record({(6, 1): screen_on(tmp_path, 300, [0.3, 0.2, 0.1, 0.06, 0.04])[0]})
@@ -222,7 +225,7 @@ def test_the_search_confirms_nothing_when_the_rows_could_not_show_any_cheaper_de
 
 
 def test_the_search_confirms_where_the_rows_can_resolve_the_tolerance(tmp_path: Path) -> None:
-    search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SweepPlan(seeds=[1], rungs=[], max_epochs=3))
+    search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SEARCH_PLAN)
     search.next_step()
     # 5,000 rows, depth 5's probe off on 0.5% of them: its interval is about ±0.002, about 0.004 below depth 6.
     search.record({(6, 1): screen_on(tmp_path, 5_000, [0.3, 0.2, 0.1, 0.06, 0.005])[0]})
@@ -278,7 +281,7 @@ def test_without_a_cheaper_family_or_with_halving_off_nothing_is_outclassed() ->
 
 def test_the_search_stops_once_separate_fine_tunes_show_the_rows_cannot_resolve_the_depths_left(
         tmp_path: Path) -> None:
-    search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SweepPlan(seeds=[1], rungs=[], max_epochs=3))
+    search = SearchStrategy(RULE, "pretrained", [1, 2, 3, 4, 5, 6], SEARCH_PLAN)
     search.next_step()
     # 2,000 rows; the probes of depths 4 and 5 are off on about 1% of them: intervals of about ±0.004, narrow enough.
     screen, true, deep = screen_on(tmp_path, 2_000, [0.3, 0.2, 0.1, 0.012, 0.01])

@@ -11,7 +11,7 @@ from mlflow import MlflowClient
 
 from encoder.bundle import save_bundle
 from selection.candidate import Candidate, Cost
-from selection.rule import SelectionRule
+from selection.settings import SelectionRule
 from tasks.data import PreparedData
 from tasks.registry import register_model
 from tests.encoder.tiny_models import LABELS, TRAIN_LABELS, TRAIN_TEXTS, constant_network, tiny_tokenizer

@@ -21,7 +21,7 @@ from mlflow.tracking import MlflowClient
 from encoder.bundle import save_bundle
 from encoder.serving import texts_from_input
 from evidence.metrics import classification_metrics
-from selection.rule import SelectionRule
+from selection.settings import SelectionRule
 from tests.encoder.tiny_models import LABELS, constant_network, tiny_tokenizer, trained_network
 from tracking.history import MOVE_PREFIX, alias_history, history_problems, holder_at, read_move
 from tracking.registry import (
