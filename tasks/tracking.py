@@ -56,7 +56,7 @@ def tag_convergence(parent_run: SweepRun, candidates: list[Candidate]) -> None:
 
 
 @task(**RETRIES)
-def log_audit(parent_run: SweepRun, report: AuditReport, docs_dir: str, first_line: int | None = None) -> None:
+def log_audit(parent_run: SweepRun, report: AuditReport, docs_dir: str | None, first_line: int | None = None) -> None:
     """The audit's JSON report, its flagged rows, its GX Data Docs and the dropped-row count, on the parent run."""
     reports.log_audit_report(parent_run, report, docs_dir, first_line)
 
