@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -142,3 +143,8 @@ class TrainConfig(BaseModel):
     )
 
     _class_weights_switch = field_validator("class_weights", mode="before")(yaml_switch)
+
+    def uses_class_weights(self, audit_warnings: Sequence[str]) -> bool:
+        """Whether the loss is weighted by inverse class frequency: asked for (`on`), or `auto` and the audit warned
+        of class imbalance (the names of the checks that warned: expectations.audit.report.AuditReport.warnings)."""
+        return self.class_weights == "on" or (self.class_weights == "auto" and "class_imbalance" in audit_warnings)

@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 
 import torch
-from pydantic import Field
+from pydantic import Field, model_validator
 from tokenizers import Tokenizer
 
 from encoder.latency import NOISY, ROUNDS, Measured, measure
@@ -66,7 +66,7 @@ class Deployment(Record):
     """What the chosen model's variants scored and cost, and which ship."""
 
     metric: str = Field(description="The metric they were judged by (the rule's), on the test split.")
-    tolerance: float = Field(
+    margin: float = Field(
         description="How much of it a variant may lose against the torch model: the deployment margin "
         "(sweep.deployment_margin), not the depth rule's tolerance."
     )
@@ -77,6 +77,14 @@ class Deployment(Record):
         "equal FLOPs or the cost table even when measured again); none when they can. No speed-up is stated then."
     )
     hf_folder: str | None = Field(None, description="Its standard Hugging Face folder, when it is one.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _margin_was_tolerance(cls, values: object) -> object:
+        """A deployment written before the margin had its own name (summaries kept it under `tolerance`)."""
+        if isinstance(values, dict) and "tolerance" in values and "margin" not in values:
+            values = {("margin" if key == "tolerance" else key): value for key, value in values.items()}
+        return values
 
     def shipped_files(self) -> list[str]:
         """The files of the ONNX variants that ship."""
@@ -218,7 +226,7 @@ def _judged(measured: dict[str, Variant], metric: str, margin: float, note: str,
                        f"{variant.size_mb:.2f} MiB: {verdict}")
     if noisy and clauses:
         clauses.append(f"latencies not compared ({noisy})")
-    return Deployment(metric=metric, tolerance=margin, variants=variants, sentence="; ".join(clauses) or note,
+    return Deployment(metric=metric, margin=margin, variants=variants, sentence="; ".join(clauses) or note,
                       latency_noisy=noisy)
 
 

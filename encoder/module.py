@@ -23,8 +23,6 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score, M
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-STAGES = ("train", "val", "test")
-
 
 def stage_metrics(n_classes: int, stage: str) -> MetricCollection:
     """Accuracy, balanced accuracy (macro recall) and macro-F1, logged as `{stage}/<name>`."""

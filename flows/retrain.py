@@ -1,8 +1,9 @@
-"""The retrain flow: prepare → what changed (skip? stop?) → audit → tokenizer → sweep → decide → register.
+"""The retrain flow: prepare → what changed (skip? stop?) → audit → tokenizer → sweep → decide → deployable forms →
+register, read top to bottom in `retrain`'s body.
 
-The flow only orchestrates: every step is a task (tasks/), every decision a plain function
-(selection, expectations/audit), and the MLflow parent run is a context manager
-that ends FINISHED, FAILED (the audit blocked, or a step failed) or KILLED (a signal).
+The flow only orchestrates: every step is a task (tasks/) or, for the audit, the audit flow run as a subflow
+(flows/audit.py), every decision a plain function (selection, expectations/audit), and the MLflow parent run is a
+context manager that ends FINISHED, FAILED (the audit blocked, or a step failed) or KILLED (a signal).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from encoder.config import ModelConfig, TrainConfig
 from encoder.families import Family, unapplied_settings
 from expectations.audit.config import AuditConfig
-from expectations.audit.report import FOREIGN_ROWS
+from expectations.audit.report import FOREIGN_ROWS, AuditReport
 from expectations.changes.config import ChangesConfig
 from expectations.changes.report import (
     FORCED,
@@ -34,7 +35,7 @@ from expectations.changes.report import (
 )
 from expectations.table.config import DataConfig
 from expectations.table.load import first_data_line
-from flows.audit import audit_informs, publish_audit, publish_rows
+from flows.audit import audit_data, audit_informs, audit_report, publish_rows
 from flows.card import model_card, stopped_note
 from flows.config import RegistryConfig, RunConfig, SweepConfig, settings_used, without_credentials
 from flows.preflight import check_run
@@ -52,10 +53,10 @@ from flows.summary import RowsUsed, RunAudit, RunSummary
 from flows.sweep import check_learning_rates, sweep_depths
 from runtime.guard import process_guard
 from runtime.lock import one_retrain_at_a_time
+from selection.budget import Budget
 from selection.candidate import Candidate
 from selection.decision import Decision
 from selection.rule import choose_depth
-from tasks.audit import audit_dataset
 from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 from tasks.registry import find_unchanged_model, prepare_deployment, register_model, settle_registrations
@@ -63,7 +64,6 @@ from tasks.tracking import (
     close_abandoned_runs,
     describe_model,
     describe_stop,
-    log_audit,
     log_changes,
     log_summary,
     start_sweep_run,
@@ -84,8 +84,9 @@ def retrain(
     changes: ChangesConfig = ChangesConfig(),
     force: bool = False,
 ) -> RunSummary | State:
-    """Compare the data with the champion's, audit it, sweep depth, choose by accuracy per cost and register the
-    winner.
+    """Prepare the table, compare it with the champion's (skip? stop?), audit it (the audit flow, as a subflow),
+    get each family's tokenizer, sweep depth, choose by accuracy per cost, measure the deployable forms and
+    register the winner.
 
     Skipped (a completed state named Skipped) when the registered champion, or a challenger
     that lost to it, was trained on the same data, settings and code, or when the comparison
@@ -106,91 +107,81 @@ def retrain(
         dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
         label_flow_run(name=run_title(registry.model_name, data, dataset.data_hash))
         with one_retrain_at_a_time(registry.model_name, workdir):
-            tracking_uri = resolve_tracking_uri(registry.tracking_uri)
-            if closed := close_abandoned_runs(tracking_uri, registry.experiment, registry.model_name):
-                get_run_logger().warning("ended %d MLflow runs left RUNNING by a retrain that died", len(closed))
-            for settled in settle_registrations(tracking_uri, registry.model_name):
-                get_run_logger().warning("%s %s", registry.model_name, settled)
+            tracking_uri = tidied_store(registry)
             families = open_families(config.families, model)
             fingerprint = fingerprint_of(config, dataset, families)
-            wanted = fingerprint | {"sweep": "complete"}
-            unchanged = None if force else find_unchanged_model(tracking_uri, registry.model_name, wanted)
-            report = what_changed(config, dataset, tracking_uri, fingerprint, unchanged, force)
-            marks = [FORCED] if report is not None and report.policy.overridden is not None else []
-            if marks:  # the runs list shows it before the night ends
-                label_flow_run(name=run_title(registry.model_name, data, dataset.data_hash, marks), tags=marks)
+            unchanged = None if force else find_unchanged_model(tracking_uri, registry.model_name,
+                                                                fingerprint | {"sweep": "complete"})
+            changed = what_changed(config, dataset, tracking_uri, fingerprint, unchanged, force)
+            marks = forced_marks(config, dataset, changed)
             if unchanged:
                 return skipped(config, dataset, unchanged.version, unchanged_reason(config, fingerprint, unchanged),
-                               report)
-            if report is not None and report.policy.decision == "skip":
-                return skipped(config, dataset, report.champion_version, report.policy.reason, report)
+                               changed)
+            if changed is not None and changed.policy.decision == "skip":
+                return skipped(config, dataset, changed.champion_version, changed.policy.reason, changed)
             try:
                 with sweep_run(config, dataset, marks) as run:
-                    summary = train_and_register(config, dataset, families, fingerprint, run, report)
+                    folder = run_folder(config, run)
+                    stop_if_changes_say_so(config, dataset, run, changed)
+                    report = audit_report(audit_data(config.data, config.audit, workdir, folder / "data_docs",
+                                                     dataset=dataset, parent_run=run, return_state=True))
+                    summary = audit_summary(config, dataset, run, changed, report)
+                    trainings = trainings_of(config, dataset, families, summary.audit.informs.class_weights, run)
+                    lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
+                    candidates, halving, searches, budget = sweep_depths(config.sweep, trainings)
+                    decision = decided(candidates, config.sweep, budget)
+                    chosen = shipped(candidates, decision)
+                    deployment = prepare_deployment(chosen, dataset, config.sweep, str(folder / "deployment"))
+                    tags = night_tags(changed) | fingerprint | version_tags(candidates, decision, report, families)
+                    registration = register_model(chosen, dataset, run, registry.model_name, config.sweep, tags,
+                                                  deployment, changed)
+                    summary = summary.model_copy(update={
+                        "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision,
+                        "halving": halving, "lr_check": lr_check, "deployment": deployment, "search": searches,
+                        "budget": budget, **dict(registration)})  # the summary has each field of the registration
+                    record_decision(config, run, summary)
+                    describe_model(run, registration.model.name, registration.model.version,
+                                   model_card(summary, fingerprint))
             except Blocked as blocked:
                 return concluded(config, blocked.summary, blocked.state())
             return concluded(config, summary, Completed(message=outcome(summary), data=summary))
 
 
-def train_and_register(
-    config: RunConfig, dataset: PreparedData, families: list[Family], fingerprint: dict[str, str], run: SweepRun,
-    changes: ChangeReport | None,
-) -> RunSummary:
-    """Stop if the changes say so; audit, get each family's tokenizer, sweep, decide and register, under the
-    sweep's parent run."""
-    if changes is not None:
-        log_changes(run, changes, first_data_line(config.data))
-        if changes.policy.decision == "stop":
-            stop(config, run, RunSummary(changes=changes, mlflow_run_id=run.run_id, data_hash=dataset.data_hash,
-                                         rows=rows_used(dataset)), changes.policy.reason)
-    summary = audited(config, dataset, run, changes)
-    if unapplied := unapplied_settings(families, config.model, config.train):
-        get_run_logger().warning("%s", unapplied)
-    trainings = [training_of(family, config, dataset, summary.audit.informs.class_weights, run)
-                 for family in families]
-    lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
-    candidates, halving, searches, budget = sweep_depths(config.sweep, trainings)
-    decision = choose_depth(candidates, config.sweep)
-    if budget is not None:  # the sweep's, not the rule's: a replay of the rule gives the same choice without it
-        decision = decision.model_copy(update={"reason": f"{decision.reason}; {budget.sentence}"})
-    chosen = shipped(candidates, decision)
-    deployment = prepare_deployment(chosen, dataset, config.sweep, str(run_folder(config, run) / "deployment"))
-    registration = register_model(
-        chosen, dataset, run, config.registry.model_name, config.sweep,
-        night_tags(changes) | fingerprint | version_tags(candidates, decision, summary.audit, families), deployment,
-        changes,
-    )
-    summary = summary.model_copy(update={
-        "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision, "halving": halving,
-        "lr_check": lr_check, "deployment": deployment, "search": searches, "budget": budget,
-        "model": registration.model, "promoted": registration.promoted, "promotion": registration.promotion,
-        "champion_version": registration.champion_version,
-        "challenger_test_metrics": registration.challenger_test_metrics,
-        "champion_test_metrics": registration.champion_test_metrics,
-        "comparison": registration.comparison, "promotion_margin": registration.promotion_margin,
-        "promotion_rows": registration.promotion_rows, "rows_apart": registration.rows_apart,
-    })
-    record_decision(config, run, summary)
-    describe_model(run, registration.model.name, registration.model.version, model_card(summary, fingerprint))
-    return summary
+def tidied_store(registry: RegistryConfig) -> str:
+    """The tracking URI, once what a retrain that died left behind is tidied: its MLflow runs left RUNNING ended,
+    and the versions it registered and never judged settled."""
+    tracking_uri = resolve_tracking_uri(registry.tracking_uri)
+    if closed := close_abandoned_runs(tracking_uri, registry.experiment, registry.model_name):
+        get_run_logger().warning("ended %d MLflow runs left RUNNING by a retrain that died", len(closed))
+    for settled in settle_registrations(tracking_uri, registry.model_name):
+        get_run_logger().warning("%s %s", registry.model_name, settled)
+    return tracking_uri
 
 
-def training_of(family: Family, config: RunConfig, dataset: PreparedData, class_weights: bool,
-                run: SweepRun) -> Training:
-    """What a family's candidates train with: its tokenizer and its recipe."""
-    workdir = Path(config.registry.workdir)
-    tokenizer = prepare_tokenizer(family, dataset, config.model, workdir)
-    return Training(family, dataset, tokenizer, config.model, family.recipe(config.train), class_weights, run,
-                    workdir, onnx_cost=config.sweep.cost == "onnx_latency_ms_p50",
-                    concurrent=config.sweep.workers_per_machine)
+def forced_marks(config: RunConfig, dataset: PreparedData, changes: ChangeReport | None) -> list[str]:
+    """`forced` when --force overrode what the comparison said (else none); the flow run is renamed with it at
+    once, so the runs list shows it before the night ends."""
+    marks = [FORCED] if changes is not None and changes.policy.overridden is not None else []
+    if marks:
+        label_flow_run(name=run_title(config.registry.model_name, config.data, dataset.data_hash, marks), tags=marks)
+    return marks
 
 
-def audited(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: ChangeReport | None) -> RunSummary:
-    """Audit the data and record the report; the summary so far, or Blocked when a check blocks training."""
-    docs = str(run_folder(config, run) / "data_docs")
-    report = audit_dataset(dataset, config.audit, docs)
-    log_audit(run, report, docs, first_data_line(config.data))
-    publish_audit(report, first_data_line(config.data))
+def stop_if_changes_say_so(config: RunConfig, dataset: PreparedData, run: SweepRun,
+                           changes: ChangeReport | None) -> None:
+    """What changed, on the parent run; Blocked (Stopped) before the audit when the comparison says stop."""
+    if changes is None:
+        return
+    log_changes(run, changes, first_data_line(config.data))
+    if changes.policy.decision == "stop":
+        stop(config, run, RunSummary(changes=changes, mlflow_run_id=run.run_id, data_hash=dataset.data_hash,
+                                     rows=rows_used(dataset)), changes.policy.reason)
+
+
+def audit_summary(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: ChangeReport | None,
+                  report: AuditReport) -> RunSummary:
+    """The summary so far, with the audit's report and what it changes in training; Blocked when a check blocks
+    training."""
     summary = RunSummary(
         audit=RunAudit(**dict(report), informs=audit_informs(config, report)),
         mlflow_run_id=run.run_id, data_hash=dataset.data_hash, changes=changes, rows=rows_used(dataset),
@@ -200,6 +191,28 @@ def audited(config: RunConfig, dataset: PreparedData, run: SweepRun, changes: Ch
         get_run_logger().warning("The audit blocks training: %s", ", ".join(blocking))
         stop(config, run, summary, f"the audit blocks training: {', '.join(blocking)}")
     return summary
+
+
+def trainings_of(config: RunConfig, dataset: PreparedData, families: list[Family], class_weights: bool,
+                 run: SweepRun) -> list[Training]:
+    """What each family's candidates train with: its tokenizer and its recipe (the settings a family does not use
+    named in the log)."""
+    if unapplied := unapplied_settings(families, config.model, config.train):
+        get_run_logger().warning("%s", unapplied)
+    workdir = Path(config.registry.workdir)
+    return [Training(family, dataset, prepare_tokenizer(family, dataset, config.model, workdir), config.model,
+                     family.recipe(config.train), class_weights, run, workdir,
+                     onnx_cost=config.sweep.cost == "onnx_latency_ms_p50", concurrent=config.sweep.workers_per_machine)
+            for family in families]
+
+
+def decided(candidates: list[Candidate], sweep: SweepConfig, budget: Budget | None) -> Decision:
+    """The rule's choice among the candidates, its reason saying what the budget left untried."""
+    decision = choose_depth(candidates, sweep)
+    if budget is None:
+        return decision
+    # The sweep's, not the rule's: a replay of the rule gives the same choice without it.
+    return decision.model_copy(update={"reason": f"{decision.reason}; {budget.sentence}"})
 
 
 def stop(config: RunConfig, run: SweepRun, summary: RunSummary, reason: str) -> NoReturn:
@@ -340,7 +353,7 @@ def night_tags(changes: ChangeReport | None) -> dict[str, str]:
     return {} if changes is None else {"changes": changes.policy.tag}
 
 
-def version_tags(candidates: list[Candidate], decision: Decision, report: RunAudit,
+def version_tags(candidates: list[Candidate], decision: Decision, report: AuditReport,
                  families: list[Family] = ()) -> dict[str, str]:
     """Tags of the registered version besides its fingerprint, each a short value (the model card says the rest):
     sweep completeness, family (with the chosen checkpoint's content hash) and depth, audit."""

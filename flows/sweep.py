@@ -56,7 +56,7 @@ def sweep_depths(
                     _stop_for_budget(strategy, step, training, spending)
                     break
                 strategy.record(_take(step, training, runner, sweep.workers))
-            tag_convergence(training.sweep, [c for c in strategy.latest.values() if c.usable])
+            tag_convergence(training.parent_run, [c for c in strategy.latest.values() if c.usable])
             candidates += strategy.candidates()
             rungs += strategy.rungs
             searches += [strategy.search] if strategy.search is not None else []
@@ -70,7 +70,7 @@ def _stop_for_budget(strategy: Strategy, step: Step, training: Training, spendin
     stopped = [strategy.latest[grid] for grid in step.grids if grid in strategy.latest and strategy.latest[grid].usable]
     strategy.latest |= {(c.depth, c.seed): c.model_copy(update={"status": "pruned"}) for c in stopped}
     if pruned := [*step.pruned, *stopped]:
-        mark_pruned(training.sweep, pruned)
+        mark_pruned(training.parent_run, pruned)
     spending.untried += [(training.family.name, depth) for depth, _ in step.grids]
     get_run_logger().warning("the budget of %.2g training FLOPs is spent: %s stops before %d more candidates",
                              spending.flops, training.family.name, len(step.grids))
@@ -113,7 +113,7 @@ def _take(step: Step, training: Training, runner: TaskRunner, workers: int = 1) 
     for another at the step's end (longest first; shallowest first, depths 1, 2, 4 on two workers take depth 1 plus
     depth 4 in a row while the other worker idles after depth 2). One worker keeps the step's order."""
     if step.pruned:
-        mark_pruned(training.sweep, step.pruned)
+        mark_pruned(training.parent_run, step.pruned)
     for note in step.notes:
         get_run_logger().info("%s", note)
     for warning in step.warnings:
@@ -125,7 +125,7 @@ def _take(step: Step, training: Training, runner: TaskRunner, workers: int = 1) 
                                           "epochs": step.epochs, "previous": step.previous.get(grid)})
         for grid in order
     }
-    return {grid: _collect(training.family.name, grid, futures[grid], step.previous.get(grid), training.sweep)
+    return {grid: _collect(training.family.name, grid, futures[grid], step.previous.get(grid), training.parent_run)
             for grid in step.grids}
 
 
@@ -147,7 +147,7 @@ def check_learning_rates(sweep: SweepConfig, trainings: list[Training]) -> list[
             }
             trials = []
             for (depth, rate), future in futures.items():
-                trial = _collect(training.family.name, (depth, seed), future, None, training.sweep)
+                trial = _collect(training.family.name, (depth, seed), future, None, training.parent_run)
                 trials.append(RateTrial(depth=depth, learning_rate=rate,
                                         metric=trial.metrics.get("macro_f1") if trial.usable else None))
             checks.append(judge_rates(training.family.name, epochs, recipe.learning_rate, trials))

@@ -41,7 +41,7 @@ def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: Select
 
 @task(**RETRIES)
 def register_model(
-    candidate: Candidate, dataset: PreparedData, sweep: SweepRun, model_name: str, rule: SelectionRule,
+    candidate: Candidate, dataset: PreparedData, parent_run: SweepRun, model_name: str, rule: SelectionRule,
     tags: dict[str, str], deployment: Deployment | None = None, changes: ChangeReport | None = None,
 ) -> Registration:
     """Register `candidate`, judged against the champion on the test rows where the comparison is fair (what
@@ -49,7 +49,7 @@ def register_model(
     from tracking.registry import register_challenger
 
     texts, labels = _test_split(dataset)
-    return register_challenger(sweep, candidate, dataset.path, texts, labels, model_name, rule, tags, deployment,
+    return register_challenger(parent_run, candidate, dataset.path, texts, labels, model_name, rule, tags, deployment,
                                _test_standing(dataset, changes))
 
 

@@ -38,51 +38,51 @@ def start_sweep_run(
 
 
 @task(**RETRIES)
-def record_cached_candidate(sweep: SweepRun, candidate: Candidate, run_id: str | None = None) -> Candidate:
+def record_cached_candidate(parent_run: SweepRun, candidate: Candidate, run_id: str | None = None) -> Candidate:
     """Record a candidate reused from an earlier sweep as a child run of this one."""
-    return runs.log_cached_candidate(sweep, candidate, run_id)
+    return runs.log_cached_candidate(parent_run, candidate, run_id)
 
 
 @task(**RETRIES)
-def mark_pruned(sweep: SweepRun, candidates: list[Candidate]) -> None:
+def mark_pruned(parent_run: SweepRun, candidates: list[Candidate]) -> None:
     """Tag the child runs of candidates that successive halving pruned."""
-    runs.tag_pruned(sweep, candidates)
+    runs.tag_pruned(parent_run, candidates)
 
 
 @task(**RETRIES)
-def tag_convergence(sweep: SweepRun, candidates: list[Candidate]) -> None:
+def tag_convergence(parent_run: SweepRun, candidates: list[Candidate]) -> None:
     """Tag each candidate's child run with whether its validation metric had stopped rising."""
-    runs.log_convergence(sweep, candidates)
+    runs.log_convergence(parent_run, candidates)
 
 
 @task(**RETRIES)
-def log_audit(sweep: SweepRun, report: AuditReport, docs_dir: str, first_line: int | None = None) -> None:
+def log_audit(parent_run: SweepRun, report: AuditReport, docs_dir: str | None, first_line: int | None = None) -> None:
     """The audit's JSON report, its flagged rows, its GX Data Docs and the dropped-row count, on the parent run."""
-    reports.log_audit_report(sweep, report, docs_dir, first_line)
+    reports.log_audit_report(parent_run, report, docs_dir, first_line)
 
 
 @task(**RETRIES)
-def log_changes(sweep: SweepRun, report: ChangeReport, first_line: int | None = None) -> None:
+def log_changes(parent_run: SweepRun, report: ChangeReport, first_line: int | None = None) -> None:
     """What changed since the champion on the parent run: its figures, the policy, the report, the foreign rows,
     its Data Docs."""
-    reports.log_change_report(sweep, report, first_line)
+    reports.log_change_report(parent_run, report, first_line)
 
 
 @task(**RETRIES)
-def log_summary(sweep: SweepRun, summary: dict[str, Any], tags: dict[str, Any], plots: list[str],
+def log_summary(parent_run: SweepRun, summary: dict[str, Any], tags: dict[str, Any], plots: list[str],
                 metrics: dict[str, float] | None = None) -> None:
     """The run summary (summary.json), the decision's tags, metrics and plots, on the parent run."""
-    reports.log_run_summary(sweep, summary, tags, plots, metrics)
+    reports.log_run_summary(parent_run, summary, tags, plots, metrics)
 
 
 @task(**RETRIES)
-def describe_stop(sweep: SweepRun, note: str, name: str | None = None) -> None:
+def describe_stop(parent_run: SweepRun, note: str, name: str | None = None) -> None:
     """What stopped the night before training, and what to do next, as the parent run's description; the run
     renamed `name` (`stopped · ...`), as the runs list shows it."""
-    reports.describe_run(sweep, note, name)
+    reports.describe_run(parent_run, note, name)
 
 
 @task(**RETRIES)
-def describe_model(sweep: SweepRun, model_name: str, version: str, card: str) -> None:
+def describe_model(parent_run: SweepRun, model_name: str, version: str, card: str) -> None:
     """The model card on the version, the sweep's run note and the registered model (with the promotion history)."""
-    reports.describe_version(sweep, model_name, version, card)
+    reports.describe_version(parent_run, model_name, version, card)

@@ -105,7 +105,7 @@ class Training:
     model: ModelConfig
     train: TrainConfig  # the family's recipe (Family.recipe)
     class_weights: bool
-    sweep: SweepRun
+    parent_run: SweepRun  # the MLflow run every candidate's child run goes under
     workdir: Path
     onnx_cost: bool = False  # measure each candidate's int8 ONNX latency (the rule's cost is onnx_latency_ms_p50)
     probes: bool = False  # the search strategy's screen: a probe on each layer (encoder.probes)
@@ -163,27 +163,27 @@ def train_depth(
     candidate_dir = Path(training.workdir).resolve() / "candidates" / folder  # absolute: results name their files
     if (found := read_result(candidate_dir, epochs)) is not None:  # named as this run names its family
         return found.model_copy(update={"status": "cached", "family": training.family.name})
-    sweep = training.sweep
+    parent = training.parent_run
     label = arm_label(training.family.name, depth)
     if previous is not None:
         run_id = previous.mlflow_run_id
     else:
         tags = {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed),
                 "depthfinder.family": training.family.name}
-        run_id = start_child_run(sweep, sweep.child_name(label, seed), tags)
-        log_params(sweep.client, run_id, {"depth": depth, "seed": seed, "family": training.family.name,
-                                          "class_weights": training.class_weights})
+        run_id = start_child_run(parent, parent.child_name(label, seed), tags)
+        log_params(parent.client, run_id, {"depth": depth, "seed": seed, "family": training.family.name,
+                                           "class_weights": training.class_weights})
     try:
-        with ending(sweep.client, run_id):
+        with ending(parent.client, run_id):
             try:
                 result = _train_and_measure(training, depth, run_id, candidate_dir, epochs)
                 if previous is not None:  # continued by design (a rung, an extension), not after a failure
                     result = result.model_copy(update={"resumed_from": previous.resumed_from})
             except BaseException as exc:
-                set_tags(sweep.client, run_id, {"depthfinder.status": end_status(exc).lower()})  # failed or killed
+                set_tags(parent.client, run_id, {"depthfinder.status": end_status(exc).lower()})  # failed or killed
                 raise
             _write_result(candidate_dir, epochs, result)  # durable before the run says FINISHED
-            log_candidate(sweep, run_id, result)
+            log_candidate(parent, run_id, result)
     except Interrupted as stopped:  # an operator's stop, not a failure: no traceback in the log
         return Cancelled(message=str(stopped), data=stopped)
     return result
@@ -216,7 +216,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         train,
         class_weights=training.class_weights,
         out_dir=out_dir,
-        logger=ChildRunLogger(tracking_uri=store_uri(training.sweep.tracking_uri), run_id=run_id),
+        logger=ChildRunLogger(tracking_uri=store_uri(training.parent_run.tracking_uri), run_id=run_id),
         epochs=epochs,
         resume_from=resume,
         callbacks=[EpochLog(name, max(epochs, train.max_epochs))],  # an extension runs past max_epochs

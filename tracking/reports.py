@@ -20,14 +20,14 @@ AUDIT_REPORT, CHANGE_REPORT, SUMMARY = "audit/report.json", "changes/what_change
 NOTE_LIMIT = 8000
 
 
-def log_audit_report(sweep: SweepRun, report: AuditReport, docs_dir: str, first_line: int | None = None) -> None:
+def log_audit_report(sweep: SweepRun, report: AuditReport, docs_dir: str | None, first_line: int | None = None) -> None:
     """The audit's JSON report, every flagged row with its file line (`first_line`: that of row 0), text, label
     and likely label (FLAGGED_ROWS), its GX Data Docs (when `docs_dir` was written) and the dropped-row count, on
     the parent run; tagged with its verdict (passed, passed with warnings, blocked)."""
     client = sweep.client
     client.log_dict(sweep.run_id, report.to_dict(), AUDIT_REPORT)
     client.log_text(sweep.run_id, suspects_csv(suspect_rows(report.checks, first_line)), FLAGGED_ROWS)
-    if Path(docs_dir).is_dir():
+    if docs_dir and Path(docs_dir).is_dir():
         log_folder(client, sweep.run_id, docs_dir, "audit/data_docs")
     log_metrics(client, sweep.run_id, {"audit.dropped_rows": float(sum(report.dropped.values()))})
     set_tags(client, sweep.run_id, {"depthfinder.audit": report.verdict})

@@ -26,8 +26,6 @@ SUSPECT_COLUMNS = ("check", "line", "row", "text", "label", "likely_label")
 LINES = ("line: the row's line in the input file, 1-based with the header line counted (the first data row of a CSV "
          "is line 2, of a JSON-lines file line 1; a quoted text that spans lines moves the rows after it down; none "
          "for Parquet or a built-in dataset); row: its 0-based position among the data rows")
-# Keys that say where an example is; the rest of an example is its evidence.
-LOCATION_KEYS = ("row", "text", "split", "label")
 NORMALIZED = "labels normalised when loaded (Unicode NFC, invisible characters, white space)"
 # The audit's verdict, spelled one way wherever it is shown: titles, artifact descriptions, tags, cards, the terminal.
 PASSED, PASSED_WITH_WARNINGS, BLOCKED = "passed", "passed with warnings", "blocked"

@@ -19,7 +19,7 @@ from tracking.records import ModelVersionRef
     ("scratch", None, set()),
 ])
 def test_the_card_says_how_to_export_each_form_the_version_has(family, hf_folder, forms) -> None:
-    deployment = Deployment(metric="macro_f1", tolerance=0.01, variants=[], sentence="", hf_folder=hf_folder)
+    deployment = Deployment(metric="macro_f1", margin=0.01, variants=[], sentence="", hf_folder=hf_folder)
     model = ModelVersionRef(name="m", version="2", uri="models:/m/2", family=family, depth=2)
 
     text = _loading(RunSummary(data_hash="d", model=model, deployment=deployment))
@@ -33,7 +33,7 @@ def test_the_card_names_the_form_the_alias_serves_and_each_forms_test_interval()
         return Variant(name=name, metrics={"macro_f1": f1}, latency_ms={"b1_p50": 1.0}, size_mb=1.0, shipped=shipped,
                        metric_low=f1 - 0.03, metric_high=f1 + 0.02)
 
-    deployment = Deployment(metric="macro_f1", tolerance=0.01, sentence="", variants=[
+    deployment = Deployment(metric="macro_f1", margin=0.01, sentence="", variants=[
         form("torch", 0.912, True), form("onnx-int8", 0.905, True), form("onnx", 0.912, False)])
     model = ModelVersionRef(name="ui", version="2", uri="models:/ui/2", family="scratch", depth=1)
 
@@ -44,3 +44,15 @@ def test_the_card_names_the_form_the_alias_serves_and_each_forms_test_interval()
                                "**torch** form: test macro_f1 0.912 [0.882, 0.932]")
     assert "int8 ONNX (test macro_f1 0.905 [0.875, 0.925])" in promoted and "ONNX (fp32)" not in promoted
     assert kept.startswith("`models:/ui@challenger`")
+
+
+def test_a_summary_written_when_the_deployment_margin_was_called_tolerance_still_reads() -> None:
+    written = RunSummary(data_hash="d", deployment=Deployment(metric="macro_f1", margin=0.02, variants=[],
+                                                              sentence="torch only")).to_dict()
+    older = {**written, "deployment": {("tolerance" if key == "margin" else key): value
+                                       for key, value in written["deployment"].items()}}
+
+    read = RunSummary.from_dict(older)
+
+    assert "margin" in written["deployment"] and "tolerance" not in written["deployment"]
+    assert read.deployment.margin == 0.02 and read == RunSummary.from_dict(written)

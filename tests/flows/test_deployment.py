@@ -124,3 +124,11 @@ def test_scheduled_runs_get_absolute_paths_for_local_files_and_keep_hub_ids(tmp_
     both = absolute_paths(RunConfig(data={"dataset": "topics"}, model={"pretrained": ["ckpt", "org/encoder"]}))
     assert both.model.pretrained == [str(tmp_path / "ckpt"), "org/encoder"]
     assert local.registry.workdir == tmp_path / ".depthfinder"
+
+
+def test_the_audit_form_shows_what_a_user_sets_not_what_the_retrain_flow_hands_its_subflow() -> None:
+    from prefect.utilities.callables import parameter_schema
+
+    from flows.audit import audit_data
+
+    assert set(parameter_schema(audit_data).properties) == {"data", "audit", "workdir", "data_docs"}

@@ -23,7 +23,7 @@ def test_the_rows_the_noise_check_counts_are_the_rows_the_flagged_rows_table_lis
     report = run_audit(noisy, AuditConfig(), checks=[CrossSplitDuplicatesCheck, SuspectedLabelNoiseCheck])
     noise, copies = report.check("suspected_label_noise"), report.check("cross_split_duplicates")
     published = []
-    monkeypatch.setattr(audit, "create_table_artifact", lambda **artifact: published.append(artifact))
+    monkeypatch.setattr(audit.TableArtifact, "create", lambda artifact: published.append(artifact.model_dump()))
 
     audit.publish_rows("flagged-rows", "rows the audit flagged", report.checks, 2, None)
 

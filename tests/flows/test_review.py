@@ -58,6 +58,35 @@ def test_the_flow_run_is_named_for_its_model_and_data_and_tagged_with_the_outcom
     assert artifact(run.id, "audit-report").description.startswith("Passed")
 
 
+def test_the_audit_is_the_audit_flow_run_inside_the_night_on_the_table_the_night_prepared(night) -> None:
+    """The retrain runs the audit as the audit flow, a subflow handed the prepared table and the MLflow parent run:
+    it prepares nothing again, records the report on that run, and its artifacts are on the night's page, once."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterParentFlowRunId,
+        FlowRunFilterTags,
+    )
+
+    _, summary = night
+    with get_client(sync_client=True) as client:
+        (run,) = client.read_flow_runs(flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=["model:ui"])))
+        (audit,) = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run.id])))
+        steps = {task.name.rsplit("-", 1)[0] for task in client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[audit.id])))}
+        flow_name = client.read_flow(audit.flow_id).name
+        own_artifacts = client.read_artifacts(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[audit.id])))
+
+    assert flow_name == "audit" and audit.state.is_completed()
+    assert audit.parameters["parent_run"]["run_id"] == summary["mlflow_run_id"]
+    assert audit.parameters["dataset"]["data_hash"] == summary["data_hash"]
+    assert steps == {"audit_dataset", "log_audit"}  # the table is not prepared again
+    assert own_artifacts == []
+    assert artifact(run.id, "audit-report").description.startswith("Passed")  # exactly one, on the night's page
+
+
 def test_mlflow_shows_the_night_the_scores_and_the_card_and_only_short_tags(night) -> None:
     folder, summary = night
     client = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")

@@ -54,7 +54,7 @@ def test_several_workers_start_the_deepest_first_and_the_results_keep_the_steps_
             return SimpleNamespace(result=lambda: candidate)
 
     runner = Runner()
-    training = SimpleNamespace(family=SimpleNamespace(name="scratch"), sweep=None)
+    training = SimpleNamespace(family=SimpleNamespace(name="scratch"), parent_run=None)
     results = _take(Step(grids=[(1, 1), (2, 1), (4, 1)], epochs=10), training, runner, workers)
 
     assert runner.submitted == started
