@@ -102,16 +102,63 @@ def ensure_sqlite_store(database: Path) -> None:
         _refuse_half_migrated(database)
         return
     partial = database.with_name(f".{database.name}.{uuid.uuid4().hex[:8]}.partial")
-    logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)  # "Creating initial MLflow database..."
     try:
-        client = MlflowClient(tracking_uri=SQLITE + str(partial))
-        client.search_experiments(max_results=1)
-        client.search_registered_models(max_results=1)
+        if not _from_template(partial):
+            _migrate(partial)
+            _keep_as_template(partial)
         _publish(partial, database)
     except Exception as exc:
         raise ValueError(f"cannot create the MLflow database {database}: {str(exc).splitlines()[0]}") from None
     finally:
         partial.unlink(missing_ok=True)
+
+
+def _migrate(database: Path) -> None:
+    """Create a store at `database` the way MLflow does: its tables, then every migration (about 50, over a second
+    of a CPU's time)."""
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)  # "Creating initial MLflow database..."
+    client = MlflowClient(tracking_uri=SQLITE + str(database))
+    client.search_experiments(max_results=1)
+    client.search_registered_models(max_results=1)
+
+
+def store_template() -> Path:
+    """Where a new, migrated store of this MLflow version is kept (`DEPTHFINDER_CACHE`, default
+    ~/.cache/depthfinder): a store made for a new folder is a copy of it, not its migrations run again."""
+    cache = os.environ.get("DEPTHFINDER_CACHE") or Path.home() / ".cache" / "depthfinder"
+    return Path(cache) / f"mlflow-{mlflow.__version__}-store.db"
+
+
+def _from_template(database: Path) -> bool:
+    """Copy the kept template to `database`, its default experiment's artifacts beside the working directory as
+    MLflow puts a new store's (they name the folder the template was made in); False when there is no whole
+    template to copy."""
+    template = store_template()
+    if not template.is_file():
+        return False
+    try:
+        _refuse_half_migrated(template)
+        shutil.copyfile(template, database)
+        with contextlib.closing(sqlite3.connect(database)) as connection, connection:
+            connection.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0",
+                               (str(Path.cwd() / "mlruns" / "0"),))
+    except (ValueError, sqlite3.Error):  # not a whole store: make one and keep it instead
+        database.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def _keep_as_template(database: Path) -> None:
+    """Keep a copy of a store just made as the template of the next (written whole, then renamed); a cache that
+    cannot be written (a read-only home, a full disk) only means the next store is migrated too."""
+    template = store_template()
+    kept = template.with_name(f".{template.name}.{uuid.uuid4().hex[:8]}.partial")
+    try:
+        template.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(database, kept)
+        os.replace(kept, template)
+    except OSError:
+        kept.unlink(missing_ok=True)
 
 
 def _publish(partial: Path, database: Path) -> None:

@@ -19,18 +19,29 @@ from tracking.runs import ensure_sqlite_store
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def with_file_size_limit(limit: int, code: str, folder: Path) -> subprocess.CompletedProcess:
+@pytest.fixture
+def no_template(tmp_path_factory, monkeypatch) -> Path:
+    """An empty cache: a new store is migrated, not copied from a template (runs.store_template)."""
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("DEPTHFINDER_CACHE", str(cache))
+    return cache
+
+
+def with_file_size_limit(limit: int, code: str, folder: Path, cache: Path | None = None) -> subprocess.CompletedProcess:
     """Run `code` where no file may grow past `limit` bytes: writes beyond it fail as on a full disk."""
     prelude = (
         "import resource, signal\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
     )
+    cached = {"DEPTHFINDER_CACHE": str(cache)} if cache else {}
     return subprocess.run([sys.executable, "-c", prelude + code], cwd=folder, capture_output=True, text=True,
-                          timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                          timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **cached})
 
 
-def test_a_first_migration_that_runs_out_of_space_leaves_no_database_and_the_next_one_succeeds(tmp_path) -> None:
+def test_a_first_migration_that_runs_out_of_space_leaves_no_database_and_the_next_one_succeeds(
+    tmp_path, no_template
+) -> None:
     code = (
         "from pathlib import Path\n"
         "from tracking.runs import ensure_sqlite_store\n"
@@ -39,7 +50,7 @@ def test_a_first_migration_that_runs_out_of_space_leaves_no_database_and_the_nex
         "except ValueError as exc:\n"
         "    print(exc)\n"
     )
-    full = with_file_size_limit(200_000, code, tmp_path)
+    full = with_file_size_limit(200_000, code, tmp_path, no_template)
 
     assert "cannot create the MLflow database" in full.stdout, full.stderr[-2000:]
     assert list(tmp_path.iterdir()) == []  # neither a half-migrated mlflow.db nor a leftover partial file
@@ -95,7 +106,9 @@ def test_a_half_migrated_store_is_refused_with_how_to_recover(tmp_path, monkeypa
         ensure_sqlite_store(tmp_path / "mlflow.db")
 
 
-def test_two_runs_creating_a_new_store_at_once_share_the_one_published_first(tmp_path, monkeypatch) -> None:
+def test_two_runs_creating_a_new_store_at_once_share_the_one_published_first(
+    tmp_path, monkeypatch, no_template
+) -> None:
     """Both find no store and migrate one of their own; the second to finish must not replace the first's, which
     a run may be writing to already (it then fails with "attempt to write a readonly database")."""
     database = tmp_path / "mlflow.db"
@@ -134,3 +147,49 @@ def test_two_runs_creating_a_new_store_at_once_share_the_one_published_first(tmp
     assert sorted(path.name for path in tmp_path.iterdir()) == ["mlflow.db"]  # no partial file left
     with contextlib.closing(sqlite3.connect(database)) as store:
         assert store.execute("SELECT step FROM probe").fetchall() == [(1,)]
+
+
+def test_a_new_store_is_a_copy_of_the_template_the_first_one_left_and_works_as_a_migrated_one(
+    tmp_path, monkeypatch, no_template
+) -> None:
+    """The first new store is migrated and kept as the template; the next is a copy of it (no migration runs):
+    MLflow's own schema, its default experiment's artifacts beside the folder it was made in, and MLflow uses it."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    monkeypatch.chdir(tmp_path / "one")
+    ensure_sqlite_store(tmp_path / "one" / "mlflow.db")
+    assert runs.store_template().is_file() and runs.store_template().parent == no_template
+
+    def no_migration(database: Path) -> None:
+        raise AssertionError("migrated although a template was kept")
+
+    monkeypatch.setattr(runs, "_migrate", no_migration)
+    monkeypatch.chdir(tmp_path / "two")
+    ensure_sqlite_store(tmp_path / "two" / "mlflow.db")
+
+    def schema(database: Path) -> tuple[list, list]:
+        with contextlib.closing(sqlite3.connect(database)) as store:
+            return (store.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall(),
+                    store.execute("SELECT version_num FROM alembic_version").fetchall())
+
+    assert schema(tmp_path / "two" / "mlflow.db") == schema(tmp_path / "one" / "mlflow.db")
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'two' / 'mlflow.db'}")
+    assert client.get_experiment("0").artifact_location == str(tmp_path / "two" / "mlruns" / "0")
+    run = client.create_run(client.create_experiment("works")).info.run_id
+    client.log_metric(run, "macro_f1", 0.9)
+    assert client.get_run(run).data.metrics == {"macro_f1": 0.9}
+    assert sorted(path.name for path in (tmp_path / "two").iterdir()) == ["mlflow.db"]  # no partial file left
+
+
+def test_a_template_that_is_not_a_whole_store_is_not_copied_and_a_whole_one_replaces_it(
+    tmp_path, monkeypatch, no_template
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    runs.store_template().write_bytes(b"not a database")
+
+    ensure_sqlite_store(tmp_path / "mlflow.db")
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert client.create_experiment("works")
+    with contextlib.closing(sqlite3.connect(runs.store_template())) as template:
+        assert template.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
