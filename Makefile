@@ -24,13 +24,13 @@ run: $(STAMP)
 
 # Two workers (pytest-xdist), each test file on one, so a file's shared fixtures are built once.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 # What `make test` leaves out as slow, which .ci/run runs too: interrupts at more moments, a model loaded in a
 # fresh virtual environment of its own requirements, every encoder type end to end, a two-level problem. Not the
 # stack's slow tests (the browser test): `make test-stack` runs them against the stack.
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m 'slow and not exhaustive and not stack' -n 2 --dist loadfile
+	$(BIN)/python -m pytest -m 'slow and not exhaustive and not stack' -n 2 --dist loadfile --no-loadscope-reorder
 
 # Out of .ci/run (a faster test covers each): every cell of the signal matrix, a disk that really fills up.
 test-exhaustive: $(STAMP)

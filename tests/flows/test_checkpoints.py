@@ -1,7 +1,8 @@
 """Several pretrained checkpoints in one decision, end to end: each a family of its own named after its folder, with
 its own depths (capped at its layers), the cheaper swept first, one decision over every (checkpoint, depth) whose
 sentence names the other checkpoint's best, the chosen checkpoint's model registered and predicting in a fresh
-process; a rerun after a stop (SIGTERM) in the second checkpoint trains only what was not finished; a budget says
+process; a rerun after a stop (SIGTERM) in the second checkpoint trains only what was not finished (the run the
+other tests read is that rerun); a budget says
 what it left untried; the flag repeats, YAML takes a list or a string, and a checkpoint given twice or a path that
 is not there is one line and exit 2."""
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -49,22 +51,50 @@ def checkpoints(tmp_path_factory) -> Path:
     return folder
 
 
+@dataclass(frozen=True)
+class Attempts:
+    """One run over both checkpoints, stopped (SIGTERM, as training checks for it) in the second checkpoint, then
+    the same command again: each attempt's exit code and what it trained, and the finished run."""
+
+    codes: tuple[int, int]
+    first: list[tuple[str, int]]
+    second: list[tuple[str, int]]
+    folder: Path
+    summary: RunSummary
+
+
 @pytest.fixture(scope="module")
-def run(prefect_server, checkpoints, tmp_path_factory):
-    """One run over both, given by the repeated flag (the costlier first: the sweep orders them by cost); halving
-    across checkpoints has its own tests (tests/selection/test_strategies.py)."""
+def run(prefect_server, checkpoints, tmp_path_factory) -> Attempts:
+    """Both checkpoints given by the repeated flag, the costlier first (the sweep orders them by cost); halving
+    across checkpoints has its own tests (tests/selection/test_strategies.py). The first attempt stops as it
+    starts the wide checkpoint's depth 2; the rerun finishes it, and the tests of the decision read the rerun's."""
     folder = tmp_path_factory.mktemp("both")
     write_config(folder, "null", ", halving: off")
+    real_train = encoder.training.train_candidate
+    trained: list[tuple[str, int]] = []
+    stop = True
+
+    def stops_in_wide_depth_2(frame, labels, tokenizer, depth, *args, **kwargs):
+        if (kwargs["family"].name, depth) == ("wide", 2) and stop:
+            STOP.request("SIGTERM")
+            STOP.raise_if_requested("training wide depth 2")
+        trained.append((kwargs["family"].name, depth))
+        return real_train(frame, labels, tokenizer, depth, *args, **kwargs)
+
+    command = ["run", "--config", "run.yaml", "--pretrained", str(checkpoints / "wide"), "--pretrained",
+               str(checkpoints / "small"), "--summary-json", "summary.json"]
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        code = main(["run", "--config", "run.yaml", "--pretrained", str(checkpoints / "wide"),
-                     "--pretrained", str(checkpoints / "small"), "--summary-json", "summary.json"])
-    assert code == 0
-    return folder, RunSummary.from_dict(json.loads((folder / "summary.json").read_text()))
+        patch.setattr(encoder.training, "train_candidate", stops_in_wide_depth_2)
+        first = main(command)
+        before, stop = list(trained), False
+        second = main(command)
+    summary = RunSummary.from_dict(json.loads((folder / "summary.json").read_text()))
+    return Attempts((first, second), before, trained[len(before):], folder, summary)
 
 
 def test_each_checkpoint_sweeps_its_own_depths_capped_at_its_layers_cheaper_first(run) -> None:
-    _, summary = run
+    summary = run.summary
     assert [(c.family, c.depth) for c in summary.candidates] == [
         ("small", 1), ("small", 2), ("wide", 1), ("wide", 2), ("wide", 4)]
     costs = {(c.family, c.depth): c.cost.flops_per_example for c in summary.candidates if c.cost}
@@ -72,7 +102,7 @@ def test_each_checkpoint_sweeps_its_own_depths_capped_at_its_layers_cheaper_firs
 
 
 def test_one_decision_over_every_checkpoint_names_the_others_best(run) -> None:
-    _, summary = run
+    summary = run.summary
     rule = summary.rule
     chosen, other = rule.selected_family, ({"small", "wide"} - {rule.selected_family}).pop()
     assert {s.family for s in rule.scores} == {"small", "wide"}
@@ -85,7 +115,7 @@ def test_one_decision_over_every_checkpoint_names_the_others_best(run) -> None:
 
 
 def test_the_chosen_checkpoints_model_predicts_in_a_fresh_process(run) -> None:
-    folder, summary = run
+    folder = run.folder
     served = subprocess.run(
         [sys.executable, "-c", PREDICT, f"sqlite:///{folder / 'mlflow.db'}", "models:/depthfinder@champion",
          "The striker scored twice.", "Whisk the eggs into the flour."],
@@ -101,7 +131,7 @@ def test_the_card_has_every_checkpoints_curve_and_the_version_names_its_checkpoi
 
     from encoder.checkpoint import resolve_checkpoint
 
-    folder, summary = run
+    folder, summary = run.folder, run.summary
     version = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}").get_model_version(
         "depthfinder", summary.model.version)
     curves = version.description.split("**Every family's curve**")[1].split("\n\n**")[0]
@@ -113,32 +143,12 @@ def test_the_card_has_every_checkpoints_curve_and_the_version_names_its_checkpoi
     assert version.tags["checkpoint"] == resolve_checkpoint(str(chosen)).content_hash
 
 
-def test_a_rerun_after_a_stop_in_the_second_checkpoint_trains_only_what_was_not_finished(
-        prefect_server, checkpoints, tmp_path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    write_config(tmp_path, f"[{checkpoints / 'small'}, {checkpoints / 'wide'}]", ", halving: off")
-    real_train = encoder.training.train_candidate
-    trained: list[tuple[str, int]] = []
-
-    def stops_in_wide_depth_2(frame, labels, tokenizer, depth, *args, **kwargs):
-        if (kwargs["family"].name, depth) == ("wide", 2) and stop:  # SIGTERM, as training checks for it
-            STOP.request("SIGTERM")
-            STOP.raise_if_requested("training wide depth 2")
-        trained.append((kwargs["family"].name, depth))
-        return real_train(frame, labels, tokenizer, depth, *args, **kwargs)
-
-    monkeypatch.setattr(encoder.training, "train_candidate", stops_in_wide_depth_2)
-    stop = True
-    first = main(["run", "--config", "run.yaml", "--summary-json", "first.json"])
-    before, stop = list(trained), False
-    second = main(["run", "--config", "run.yaml", "--summary-json", "second.json"])
-
-    assert (first, second) == (143, 0)  # stopped by SIGTERM; then done
-    assert before[:3] == [("small", 1), ("small", 2), ("wide", 1)]  # the cheaper checkpoint first
+def test_a_rerun_after_a_stop_in_the_second_checkpoint_trains_only_what_was_not_finished(run) -> None:
+    assert run.codes == (143, 0)  # stopped by SIGTERM; then done
+    assert run.first[:3] == [("small", 1), ("small", 2), ("wide", 1)]  # the cheaper checkpoint first
     # the rerun trains what the stop left: wide depth 2, and wide depth 4, which the same stop ended if it had begun
-    assert sorted(trained[len(before):]) == [("wide", 2), ("wide", 4)]
-    summary = json.loads((tmp_path / "second.json").read_text())
-    statuses = {(c["family"], c["depth"]): c["status"] for c in summary["candidates"]}
+    assert sorted(run.second) == [("wide", 2), ("wide", 4)]
+    statuses = {(c.family, c.depth): c.status for c in run.summary.candidates}
     assert statuses == {("small", 1): "cached", ("small", 2): "cached", ("wide", 1): "cached",
                         ("wide", 2): "trained", ("wide", 4): "trained"}
     assert list(statuses) == [("small", 1), ("small", 2), ("wide", 1), ("wide", 2), ("wide", 4)]

@@ -34,6 +34,9 @@ def test_a_challenger_is_promoted_unless_the_rows_show_it_worse_by_more_than_the
     assert not means.promoted and means.comparison is None and "worse by more than the tolerance" in means.reason
 
 
+# 200 judgements of 2,000 rows, each a paired bootstrap of 2,000 resamples: about 30 s, so in `make test-slow` (in
+# .ci/run); the judgement itself is held by the tests around it in `make test`.
+@pytest.mark.slow
 def test_a_challenger_as_good_as_the_champion_is_promoted_in_most_nights_and_one_worse_by_005_is_refused() -> None:
     """Two models of the same quality, each right on 90 % of 2,000 test rows (their errors independent): the
     challenger is refused only when its 90 % interval lies wholly below -0.01, which for equal models happens in
