@@ -12,13 +12,21 @@ from cli.main import main
 from tests.flows.test_retrain import TINY
 
 
-def test_an_unchanged_rerun_is_skipped_and_force_retrains(prefect_server, tmp_path, monkeypatch, capsys) -> None:
+def test_an_unchanged_rerun_is_skipped_whatever_the_paths_spelling_and_force_retrains(
+    prefect_server, tmp_path, monkeypatch, capsys
+) -> None:
+    """The same file under other spellings of its path is the same data: skipped; --force retrains (every candidate
+    reused); another setting is another model."""
+    from expectations.table.datasets import DATASETS
+
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "tiny.yaml").write_text(TINY)
+    DATASETS["topics"].generate(600, seed=1).to_csv(tmp_path / "base.csv", index=False)
+    (tmp_path / "tiny.yaml").write_text(TINY.replace("data: {dataset: topics, dataset_rows: 600}\n", ""))
+    (tmp_path / "sub").mkdir()
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
 
-    def run(name: str, *flags: str) -> dict:
-        assert main(["run", "--config", "tiny.yaml", "--summary-json", f"{name}.json", *flags]) == 0
+    def run(name: str, data: str, *flags: str) -> dict:
+        assert main(["run", "--config", "tiny.yaml", "--data", data, "--summary-json", f"{name}.json", *flags]) == 0
         return json.loads((tmp_path / f"{name}.json").read_text())
 
     logged: list[str] = []
@@ -29,48 +37,29 @@ def test_an_unchanged_rerun_is_skipped_and_force_retrains(prefect_server, tmp_pa
 
     real_logger = tasks.train.get_run_logger
     monkeypatch.setattr(tasks.train, "get_run_logger", recording_logger)
-    first = run("first")
+    first = run("first", "base.csv")
     parent_runs = len(client.search_runs([first_experiment := first_experiment_id(client)]))
     capsys.readouterr()
     assert any(line.startswith("depth 2 seed 1 epoch 3/3: train/loss") for line in logged)  # one line an epoch
-    skipped = run("skipped")
+    skipped = run("skipped", str(tmp_path / "base.csv"))
     printed = capsys.readouterr().out
+    spelled = run("spelled", "sub/../base.csv")
 
     assert first["skipped"] is False
-    assert skipped["skipped"] is True and skipped["model"]["version"] == "1"
+    assert skipped["skipped"] is True and skipped["model"]["version"] == "1" and spelled["skipped"] is True
     assert first["data_hash"] in skipped["reason"] and "--force" in skipped["reason"]
     assert "Skipped: depthfinder version 1 (champion, depth" in printed
     assert len(client.search_runs([first_experiment])) == parent_runs  # no new MLflow runs
     assert len(client.search_model_versions("name='depthfinder'")) == 1
 
-    forced = run("forced", "--force")
+    forced = run("forced", "base.csv", "--force")
     assert forced["skipped"] is False and forced["model"]["version"] == "2"
     assert {c["status"] for c in forced["candidates"]} == {"cached"}
 
-    (tmp_path / "tiny.yaml").write_text(TINY.replace("learning_rate: 0.003", "learning_rate: 0.002"))
-    assert run("changed")["skipped"] is False  # another setting: another model
+    (tmp_path / "tiny.yaml").write_text(TINY.replace("learning_rate: 0.003", "learning_rate: 0.002")
+                                        .replace("data: {dataset: topics, dataset_rows: 600}\n", ""))
+    assert run("changed", "base.csv")["skipped"] is False  # another setting: another model
 
 
 def first_experiment_id(client: MlflowClient) -> str:
     return client.get_experiment_by_name("depthfinder").experiment_id
-
-
-def test_the_same_file_under_another_spelling_of_its_path_is_the_same_data(
-    prefect_server, tmp_path, monkeypatch
-) -> None:
-    from expectations.table.datasets import DATASETS
-
-    monkeypatch.chdir(tmp_path)
-    DATASETS["topics"].generate(600, seed=1).to_csv(tmp_path / "base.csv", index=False)
-    (tmp_path / "tiny.yaml").write_text(TINY.replace("data: {dataset: topics, dataset_rows: 600}\n", ""))
-
-    def run(data: str) -> dict:
-        assert main(["run", "--config", "tiny.yaml", "--data", data, "--summary-json", "s.json"]) == 0
-        return json.loads((tmp_path / "s.json").read_text())
-
-    (tmp_path / "sub").mkdir()
-    first = run("base.csv")
-    spellings = [run(str(tmp_path / "base.csv")), run("sub/../base.csv")]
-
-    assert first["skipped"] is False
-    assert [summary["skipped"] for summary in spellings] == [True, True]

@@ -20,6 +20,9 @@ def test_the_configured_runner_is_built() -> None:
     assert type(dask).__name__ == "DaskTaskRunner" and dask.address == "tcp://127.0.0.1:8786"
 
 
+# A local Dask cluster starts worker processes that import torch and Lightning (about 30 s), so in `make test-slow`
+# (in .ci/run); the stack suite sweeps on the stack's own Dask cluster, and the runner's construction is above.
+@pytest.mark.slow
 @pytest.mark.parametrize("runner", ["dask"])
 def test_a_two_depth_sweep_on_a_local_cluster(runner: str, prefect_server, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
