@@ -18,6 +18,11 @@ from tracking.runs import RUN_NAME_TAG, SweepRun, log_folder, log_metrics, set_t
 AUDIT_REPORT, CHANGE_REPORT, SUMMARY = "audit/report.json", "changes/what_changed.json", "summary.json"
 # MLflow keeps at most this many characters of a tag's value (the run note is a tag).
 NOTE_LIMIT = 8000
+# And of a model version's or registered model's description (a VARCHAR(5000) in its SQL stores: PostgreSQL refuses
+# a longer one, SQLite does not check).
+DESCRIPTION_LIMIT = 5000
+# The whole model card, an artifact of the sweep's parent run, wherever a description has to be cut to fit.
+CARD = "model_card.md"
 
 
 def log_audit_report(sweep: SweepRun, report: AuditReport, docs_dir: str | None, first_line: int | None = None) -> None:
@@ -75,9 +80,22 @@ def describe_version(sweep: SweepRun, model_name: str, version: str, card: str) 
     """The model card as the version's description and the sweep's run note; and, with the promotion history as a
     table, as the registered model's description (the champion's card: the new version's if it was promoted)."""
     client = sweep.client
-    client.update_model_version(model_name, version, description=card)
-    set_tags(client, sweep.run_id, {"mlflow.note.content": card[:NOTE_LIMIT]})
+    client.log_text(sweep.run_id, card, CARD)
+    client.update_model_version(model_name, version, description=fitted(card, DESCRIPTION_LIMIT))
+    set_tags(client, sweep.run_id, {"mlflow.note.content": fitted(card, NOTE_LIMIT)})
     champion = current_champion(client, model_name)
     head = card if champion is None or str(champion.version) == str(version) else (champion.description or "")
-    history = history_table(alias_history(client, model_name))
-    client.update_registered_model(model_name, description=f"{head}\n## Promotion history\n\n{history}\n")
+    # The history's newest moves first, in at most half the space; the champion's card in the rest.
+    history = fitted(f"\n## Promotion history\n\n{history_table(alias_history(client, model_name))}\n",
+                     DESCRIPTION_LIMIT // 2, "older moves: the registered model's alias history")
+    client.update_registered_model(model_name, description=fitted(head, DESCRIPTION_LIMIT - len(history)) + history)
+
+
+def fitted(text: str, limit: int, rest: str = f"the whole card: the parent run's artifact {CARD}") -> str:
+    """`text` whole when it fits in `limit` characters; else cut at a line end, with a last line that says it was
+    cut and where the rest is."""
+    if len(text) <= limit:
+        return text
+    tail = f"\n\n*… cut to MLflow's {limit:,} characters; {rest}.*\n"
+    kept = text[: max(0, limit - len(tail))]
+    return (kept[: kept.rfind("\n")] if "\n" in kept else kept) + tail

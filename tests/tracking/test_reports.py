@@ -15,7 +15,7 @@ from expectations.changes.report import ChangeReport, LabelShift, Policy
 from selection.candidate import Candidate
 from tracking.registry import CHAMPION, find_unchanged_version
 from tracking.reports import (
-    NOTE_LIMIT,
+    DESCRIPTION_LIMIT,
     describe_version,
     log_audit_report,
     log_change_report,
@@ -111,14 +111,37 @@ def test_the_model_card_describes_the_version_the_run_and_the_champions_register
     second = client.create_model_version("m", "file:///nowhere", run_id=sweep.run_id)
     client.set_registered_model_alias("m", CHAMPION, first.version)
     client.update_model_version("m", first.version, description="card of version 1")
-    card = "# depthfinder version 2\n" + "x" * NOTE_LIMIT
+    card = "# depthfinder version 2\n" + "x" * 1000
 
     describe_version(sweep, "m", second.version, card)
 
     assert client.get_model_version("m", second.version).description == card
-    assert client.get_run(sweep.run_id).data.tags["mlflow.note.content"] == card[:NOTE_LIMIT]
+    assert client.get_run(sweep.run_id).data.tags["mlflow.note.content"] == card
     model = client.get_registered_model("m").description
     assert model.startswith("card of version 1\n## Promotion history")  # the champion's card, not the loser's
+
+
+def test_a_card_longer_than_a_description_may_be_is_cut_at_a_line_and_kept_whole_as_an_artifact(
+    sweep: SweepRun, tmp_path: Path
+) -> None:
+    """MLflow's SQL stores hold 5,000 characters of a description (PostgreSQL refuses more): a forced night's card,
+    with what changed, is longer."""
+    client = sweep.client
+    client.create_registered_model("m")
+    version = client.create_model_version("m", "file:///nowhere", run_id=sweep.run_id).version
+    client.set_registered_model_alias("m", CHAMPION, version)
+    card = "# depthfinder version 1\n" + "".join(f"line {n}: {'y' * 60}\n" for n in range(100))  # ~7,000
+
+    describe_version(sweep, "m", version, card)
+
+    described = client.get_model_version("m", version).description
+    model = client.get_registered_model("m").description
+    assert len(described) <= DESCRIPTION_LIMIT and len(model) <= DESCRIPTION_LIMIT
+    assert described.startswith(card[:1000]) and "cut to MLflow's 5,000 characters" in described
+    assert all(line in card.splitlines() for line in described.split("\n\n*…")[0].splitlines())  # whole lines
+    assert "## Promotion history" in model
+    assert client.get_run(sweep.run_id).data.tags["mlflow.note.content"] == card  # a tag holds 8,000: all of it
+    assert _artifact(client, sweep.run_id, "model_card.md", tmp_path / "card") == card
 
 
 def test_pruned_and_converged_candidates_are_tagged_on_their_child_runs(sweep: SweepRun) -> None:
