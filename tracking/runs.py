@@ -41,7 +41,9 @@ SQLITE = "sqlite:///"
 # Where a registered version's run keeps the table it was trained on: data/<table_hash>.parquet.
 TABLE_ARTIFACTS = "data"
 # The packages whose source decides what a run computes.
-SOURCE_PACKAGES = ("encoder", "expectations", "flows", "runtime", "tasks")
+SOURCE_PACKAGES = ("encoder", "evidence", "expectations", "flows", "runtime", "selection", "tasks", "tracking")
+# The checkout (or installed tree) the floors are packages of: the code version digests their files.
+SOURCE_ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -359,13 +361,19 @@ def code_version() -> str:
         release = version("depthfinder")
     except PackageNotFoundError:
         release = "unknown"
-    return f"{release}+{source_digest(Path(__file__).resolve().parents[2])}"
+    return f"{release}+{source_digest(SOURCE_ROOT)}"
 
 
 def source_digest(root: Path) -> str:
-    """A short digest of the names and contents of the Python files of SOURCE_PACKAGES under root."""
+    """A short digest of the names and contents of the Python files of SOURCE_PACKAGES under root.
+
+    Raises:
+        FileNotFoundError: when a package is not there: a digest of nothing would not change with the code.
+    """
     digest = hashlib.sha256()
     for package in SOURCE_PACKAGES:
+        if not (root / package / "__init__.py").is_file():
+            raise FileNotFoundError(f"no package {package} under {root}: the code version cannot be computed")
         for path in sorted((root / package).rglob("*.py")):
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]

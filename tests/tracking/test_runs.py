@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from mlflow import MlflowClient
 
 from tracking import runs as tracking
@@ -55,7 +56,19 @@ def test_the_code_version_changes_with_any_source_edit(tmp_path) -> None:
     assert source_digest(tmp_path) == before  # not code
     (tmp_path / "encoder" / "model.py").write_text("DEPTH = 2\n")
     assert source_digest(tmp_path) != before
-    assert code_version().endswith("+" + source_digest(Path(tracking.__file__).resolve().parents[2]))
+    assert code_version().endswith("+" + source_digest(Path(tracking.__file__).resolve().parents[1]))
+
+
+def test_the_code_version_digests_every_floor_of_the_house(tmp_path) -> None:
+    """Every package of the project but the CLI decides a model (the rule, the record, the training), and a digest
+    of a folder holding none of them would never change: it refuses."""
+    import tomllib
+
+    root = Path(tracking.__file__).resolve().parents[1]
+    packages = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    assert set(SOURCE_PACKAGES) == {name.rstrip("*") for name in packages["include"]} - {"cli"}
+    with pytest.raises(FileNotFoundError, match="no package"):
+        source_digest(tmp_path)
 
 
 def test_a_table_a_run_keeps_is_fetched_whole_and_a_missing_one_is_not(tmp_path: Path) -> None:
