@@ -42,7 +42,8 @@ def shared_data() -> Path:
 LONGEST_FIRST = (
     "tests/flows/test_signal_matrix.py", "tests/flows/test_checkpoints.py", "tests/flows/test_interrupts.py",
     "tests/flows/test_skip.py", "tests/flows/test_encoder_types.py", "tests/flows/test_pretrained.py",
-    "tests/flows/test_changes.py", "tests/flows/test_crossfit.py", "tests/flows/test_halving.py", "tests/flows/test_task_runners.py",
+    "tests/flows/test_changes.py", "tests/flows/test_crossfit.py", "tests/flows/test_halving.py",
+    "tests/flows/test_task_runners.py",
     "tests/tracking/test_self_contained.py", "tests/selection/test_promotion.py", "tests/flows/test_retrain.py",
     "tests/flows/test_deployment.py", "tests/flows/test_deployable.py", "tests/encoder/test_training.py",
     "tests/runtime/test_faults.py", "tests/expectations/changes/test_changes.py",
