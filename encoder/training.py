@@ -54,6 +54,8 @@ class TrainedCandidate:
     checkpoint: Path  # full training state after the last epoch, to continue from
     val_true: np.ndarray  # (n_val,) class ids of the validation rows, in the frame's order
     val_predicted: np.ndarray  # (n_val,) class ids the restored network predicts for them
+    test_true: np.ndarray  # (n_test,) class ids of the test rows, in the frame's order
+    test_predicted: np.ndarray  # (n_test,) class ids the restored network predicts for them
     history: list[float]  # validation macro-F1 after each epoch, resumed parts included
     # With probes (a screen): per layer k = 1..depth-1, the class ids its probe predicts for the validation rows,
     # and its validation and test metrics.
@@ -180,11 +182,12 @@ def _best_scores(network: Network, screen: LayerProbes | None, best: str, tokeni
     """The best epoch's weights restored, and what they score on validation and test (and each probe's)."""
     restore_network_weights(network, best)
     classifier = TextClassifier(network, tokenizer, labels)  # CPU, eval mode: as served from the registry
-    (val_metrics, val_true, val_predicted), (test_metrics, _, _) = (
+    (val_metrics, val_true, val_predicted), (test_metrics, test_true, test_predicted) = (
         _split_metrics(classifier, frame, labels, split) for split in ("val", "test")
     )
     scores = {"network": classifier.network, "metrics": val_metrics, "test_metrics": test_metrics,
-              "val_true": val_true, "val_predicted": val_predicted}
+              "val_true": val_true, "val_predicted": val_predicted, "test_true": test_true,
+              "test_predicted": test_predicted}
     if screen is not None:
         restore_network_weights(screen, best, prefix="probes.")
         scores |= _probe_results(classifier, screen, frame, labels)

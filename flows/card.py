@@ -34,6 +34,8 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
         f"**Decision.** {_sentence(rule.reason)}",
         f"![quality by depth]({PLOT.format(name='metric_vs_depth.png', run_id=summary.mlflow_run_id)})",
         *([verdicts] if (verdicts := _verdicts(rule)) else []),
+        *([f"**Cross-fitting.** {summary.crossfit.sentence().removeprefix('Cross-fitting: ')}"]
+          if summary.crossfit is not None else []),
         f"**Audit.** {audit.headline}.",
         f"**Promotion.** {'promoted to champion' if summary.promoted else 'not promoted'}: {summary.promotion}.",
         *filter(None, [promotion_rows(summary)]),
@@ -105,7 +107,8 @@ def _verdicts(rule: Decision) -> str:
     if not others:
         return ""
     how = f"; {rule.evidence}" if rule.evidence else ""
-    return (f"**Each depth against the best, {rule.best_label}** (validation {rule.metric}, {rule.tolerance:g} "
+    rows = "validation and out-of-fold" if rule.out_of_fold_rows else "validation"
+    return (f"**Each depth against the best, {rule.best_label}** ({rows} {rule.metric}, {rule.tolerance:g} "
             f"tolerance{how}). {depth_verdicts(rule, others)}.")
 
 

@@ -8,6 +8,7 @@ these declarations (cli/flags.py), and so is the flag column of docs/configurati
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -32,6 +33,9 @@ MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 # Where runs and models are recorded unless told: MLflow's own default store, a SQLite file in the working folder.
 TRACKING_URI = "sqlite:///mlflow.db"
 WORKDIR = Path(".depthfinder")  # the work folder: prepared data, tokenizers, checkpoints, logs
+# The environment variable whose value, when set, is sweep.crossfit's default (the test suite sets it to off: a
+# cross-fit multiplies a tiny sweep's training; tests/flows/test_crossfit.py asks for it).
+CROSSFIT_DEFAULT = "DEPTHFINDER_CROSSFIT"
 
 
 class SweepConfig(SelectionRule):
@@ -98,6 +102,26 @@ class SweepConfig(SelectionRule):
         "what it left untried. null = no budget.",
         json_schema_extra={"flag": "--budget-flops"},
     )
+    crossfit: Literal["auto", "on", "off"] = Field(
+        default_factory=lambda: os.environ.get(CROSSFIT_DEFAULT, "auto"), validate_default=True,
+        description="Cross-fitting, when the validation rows cannot settle whether a cheaper depth is within the "
+        "tolerance: each such depth and the best trained again on crossfit_folds folds of the train and validation "
+        "rows, so that every one of those rows is predicted by a model that never saw it, and the rule judges on "
+        "all of them (never on test rows); the shipped model is the sweep's. auto = when a cheaper depth is "
+        "unsettled; on = for every cheaper depth not shown worse; within crossfit_budget either way "
+        f"(docs/selection.md). Default auto, or the environment's {CROSSFIT_DEFAULT}.",
+        json_schema_extra={"flag": "--crossfit"},
+    )
+    crossfit_folds: int = Field(
+        5, strict=True, ge=2, le=20,
+        description="Folds of cross-fitting: each depth cross-fitted trains this many times, on all but one fold.",
+    )
+    crossfit_budget: float = Field(
+        3.0, ge=0,
+        description="Training time cross-fitting may spend, as a multiple of the sweep's own (estimated from each "
+        "candidate's train time): the cheapest unsettled depths first; 0 = none.",
+        json_schema_extra={"flag": "--crossfit-budget"},
+    )
     task_runner: Literal["threads", "processes", "dask"] = Field(
         "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster.",
         json_schema_extra={"flag": "--task-runner"},
@@ -159,7 +183,7 @@ class SweepConfig(SelectionRule):
             return 0
         return self.extend_epochs or max(1, recipe.max_epochs // 2)
 
-    _halving_switch = field_validator("halving", mode="before")(yaml_switch)
+    _switches = field_validator("halving", "crossfit", mode="before")(yaml_switch)
 
     @field_validator("seeds")
     @classmethod

@@ -62,6 +62,8 @@ def format_summary(summary: RunSummary) -> str:
             lines.append("  ".join(cell.rjust(width) for cell, width in zip(cells, widths, strict=True)))
     if summary.selected_depth is not None:
         lines += ["", f"Decision: {summary.rule.reason}.", evidence_sentence(summary.rule)]
+        if summary.crossfit is not None:
+            lines.append(summary.crossfit.sentence())
         lines += [f"{check.sentence[0].upper()}{check.sentence[1:]}." for check in summary.lr_check]
         if resumed := resumed_sentence(summary.candidates):
             lines.append(resumed)
@@ -183,6 +185,7 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
         f"\n\n![{path.stem}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})" for path in plots
     )
     notes = [summary.rule.reason, evidence_sentence(summary.rule),
+             *([summary.crossfit.sentence()] if summary.crossfit is not None else []),
              *([f"Data: {summary.rows.text()}."] if summary.rows is not None else []),
              *([halving_sentence(summary.halving)] if summary.halving else []),
              *(f"Search: {search.sentence()}." for search in summary.search),

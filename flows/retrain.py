@@ -38,6 +38,7 @@ from expectations.table.load import first_data_line
 from flows.audit import audit_data, audit_informs, audit_report, publish_rows
 from flows.card import model_card, stopped_note
 from flows.config import RegistryConfig, RunConfig, SweepConfig, settings_used, without_credentials
+from flows.crossfit import cross_fit
 from flows.preflight import check_run
 from flows.report import decision_markdown, outcome, short_outcome
 from flows.review import (
@@ -55,6 +56,7 @@ from runtime.guard import process_guard
 from runtime.lock import one_retrain_at_a_time
 from selection.budget import Budget
 from selection.candidate import Candidate
+from selection.crossfit import CrossFit
 from selection.decision import Decision
 from selection.rule import choose_depth
 from tasks.changes import compare_with_champion, find_champion_table
@@ -129,7 +131,7 @@ def retrain(
                     trainings = trainings_of(config, dataset, families, summary.audit.informs.class_weights, run)
                     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
                     candidates, halving, searches, budget = sweep_depths(config.sweep, trainings)
-                    decision = decided(candidates, config.sweep, budget)
+                    decision, crossfit = decided(candidates, config.sweep, budget, trainings)
                     chosen = shipped(candidates, decision)
                     deployment = prepare_deployment(chosen, dataset, config.sweep, str(folder / "deployment"))
                     tags = night_tags(changed) | fingerprint | version_tags(candidates, decision, report, families)
@@ -138,7 +140,8 @@ def retrain(
                     summary = summary.model_copy(update={
                         "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision,
                         "halving": halving, "lr_check": lr_check, "deployment": deployment, "search": searches,
-                        "budget": budget, **dict(registration)})  # the summary has each field of the registration
+                        "budget": budget, "crossfit": crossfit,
+                        **dict(registration)})  # the summary has each field of the registration
                     record_decision(config, run, summary)
                     describe_model(run, registration.model.name, registration.model.version,
                                    model_card(summary, fingerprint))
@@ -206,13 +209,19 @@ def trainings_of(config: RunConfig, dataset: PreparedData, families: list[Family
             for family in families]
 
 
-def decided(candidates: list[Candidate], sweep: SweepConfig, budget: Budget | None) -> Decision:
-    """The rule's choice among the candidates, its reason saying what the budget left untried."""
+def decided(candidates: list[Candidate], sweep: SweepConfig, budget: Budget | None,
+            trainings: list[Training]) -> tuple[Decision, CrossFit | None]:
+    """The rule's choice among the candidates, judged again on out-of-fold rows when the validation rows cannot
+    settle a cheaper depth (flows.crossfit), its reason saying what the budget left untried; and what cross-fitting
+    did (None when not needed)."""
     decision = choose_depth(candidates, sweep)
+    out_of_fold, crossfit = cross_fit(sweep, trainings, candidates, decision)
+    if out_of_fold is not None:
+        decision = choose_depth(candidates, sweep, out_of_fold)
     if budget is None:
-        return decision
+        return decision, crossfit
     # The sweep's, not the rule's: a replay of the rule gives the same choice without it.
-    return decision.model_copy(update={"reason": f"{decision.reason}; {budget.sentence}"})
+    return decision.model_copy(update={"reason": f"{decision.reason}; {budget.sentence}"}), crossfit
 
 
 def stop(config: RunConfig, run: SweepRun, summary: RunSummary, reason: str) -> NoReturn:
@@ -385,7 +394,8 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
 
 
 def decision_metrics(summary: RunSummary) -> dict[str, float]:
-    """The parent run's metrics: the chosen candidate's validation and test scores, its depth, and the champion
+    """The parent run's metrics: the chosen candidate's validation and test scores, its depth, what cross-fitting
+    spent on how many rows, and the champion
     comparison on the test rows promotion judged on (the challenger's scores, and the champion's when there was one),
     and both models' scores on the rows it reported apart."""
     chosen = next(c for c in summary.candidates if c.usable and c.depth == summary.selected_depth
@@ -394,6 +404,10 @@ def decision_metrics(summary: RunSummary) -> dict[str, float]:
                **{f"chosen.test.{k}": v for k, v in chosen.test_metrics.items()}}
     for side, metrics in (("challenger", summary.challenger_test_metrics), ("champion", summary.champion_test_metrics)):
         figures |= {f"{side}.test.{key}": value for key, value in (metrics or {}).items()}
+    if summary.crossfit is not None and summary.crossfit.ran:
+        fit = summary.crossfit
+        figures |= {"crossfit.rows": fit.rows, "crossfit.folds": fit.folds, "crossfit.seconds": fit.seconds,
+                    "crossfit.budget_seconds": fit.budget_seconds}
     for rows in summary.rows_apart:  # the test rows promotion reported apart, by standing
         figures |= {f"apart.{rows.standing}.rows": rows.rows, f"apart.{rows.standing}.challenger": rows.challenger,
                     f"apart.{rows.standing}.champion": rows.champion}

@@ -17,6 +17,7 @@ from expectations.changes.report import ChangeReport
 from runtime.records import Record
 from selection.budget import Budget
 from selection.candidate import Candidate
+from selection.crossfit import CrossFit
 from selection.decision import Decision
 from selection.halving import Halving
 from selection.learning_rate import RateCheck
@@ -79,6 +80,11 @@ class RunSummary(Record):
     budget: Budget | None = Field(
         None, description="The sweep's budget in training FLOPs (sweep.budget_flops), what it spent and what it left "
         "untried; none without a budget."
+    )
+    crossfit: CrossFit | None = Field(
+        None, description="What cross-fitting did (sweep.crossfit): the depths trained on folds, the out-of-fold rows "
+        "the rule judged them on, the training time spent against its budget; or why it did not run. None when the "
+        "validation rows settled every cheaper depth (or crossfit off)."
     )
     lr_check: list[RateCheck] = Field([], description="The learning-rate check per family (sweep.check_lr).")
     deployment: Deployment | None = Field(

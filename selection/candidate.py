@@ -93,6 +93,10 @@ class Candidate(Record):
         None, description="File (.npz) of its validation rows' true and predicted classes, for the rule's paired "
         "bootstrap."
     )
+    test_predictions: str | None = Field(
+        None, description="File (.npz) of its test rows' true and predicted classes (for a fold of cross-fitting: "
+        "the rows held out of it, selection.crossfit)."
+    )
     history: list[float] = Field([], description="Validation macro-F1 after each epoch.")
     resumed_from: int | None = Field(
         None, description="The saved epoch its training continued from after an earlier attempt ended (a stop, a "

@@ -31,6 +31,9 @@ from selection.settings import Metric, RuleName, SelectionRule
 # interval wholly below -tolerance (shown worse); or neither shown within nor beyond: the rows cannot tell.
 # selection.reasons.VERDICT_WORDS says each in words.
 Verdict = Literal["best", "within", "unsettled", "beyond", "worse"]
+# The labelled rows a depth was compared with the best on: the validation split's, or every train and validation row
+# predicted out of fold by cross-fitting (selection.crossfit).
+Evidence = Literal["validation", "out-of-fold"]
 
 
 class DepthScore(Record):
@@ -47,6 +50,11 @@ class DepthScore(Record):
         "saved predictions."
     )
     not_converged: bool = Field(False, description="A seed of it was still improving when its budget ended.")
+    compared_on: Evidence = Field(
+        "validation", description="The rows its interval against the best was measured on: validation, or "
+        "out-of-fold (cross-fitting's predictions of the train and validation rows, selection.crossfit); its "
+        "verdict's mean criterion is then the out-of-fold difference too."
+    )
     verdict: Verdict | None = Field(
         None, description="The rule's criterion on it against the best, judged once where the decision is made: best, "
         "within (shown within the tolerance: it may ship), unsettled (mean within, not shown within: the rows cannot "
@@ -81,8 +89,14 @@ class Decision(Record):
     validation_rows: int | None = Field(
         None, description="Validation rows the paired bootstrap compared the depths on; none by means only."
     )
+    out_of_fold_rows: int | None = Field(
+        None, description="Train and validation rows cross-fitting predicted out of fold, on which the depths it "
+        "cross-fitted were compared (their scores' compared_on); none when it did not run."
+    )
+    folds: int | None = Field(None, description="Folds of that cross-fitting.")
     rows_to_resolve: int | None = Field(
-        None, description="About how many validation rows would make the interval of the cheaper depth the rows could "
+        None, description="About how many labelled rows (validation, or out-of-fold where cross-fitting compared it) "
+        "would make the interval of the cheaper depth the rows could "
         "not settle (not shown within the tolerance, not shown beyond it) as narrow as the tolerance (widths shrink "
         "as 1/sqrt(rows)); none when nothing was unsettled."
     )
@@ -202,7 +216,14 @@ def ties(score: DepthScore, best: DepthScore, tolerance: float) -> bool:
     """Whether a depth may ship in the best's place (evidence.margin.within): its mean no more than the
     tolerance below the best's, and, with the paired bootstrap, the lower end of its interval too."""
     lower = score.vs_best.low if score.vs_best is not None else None
-    return within(score.mean - best.mean, tolerance, lower)
+    return within(difference_from_best(score, best), tolerance, lower)
+
+
+def difference_from_best(score: DepthScore, best: DepthScore) -> float:
+    """Its mean minus the best's on the rows it was compared on: the validation means, or the out-of-fold ones."""
+    if score.compared_on == "out-of-fold" and score.vs_best is not None:
+        return score.vs_best.difference
+    return score.mean - best.mean
 
 
 def judge(score: DepthScore, best: DepthScore, tolerance: float) -> Verdict:
@@ -215,4 +236,4 @@ def judge(score: DepthScore, best: DepthScore, tolerance: float) -> Verdict:
         return "within"
     if score.vs_best is not None and shown_worse(score.vs_best.high, tolerance):
         return "worse"
-    return "unsettled" if within(score.mean - best.mean, tolerance) else "beyond"
+    return "unsettled" if within(difference_from_best(score, best), tolerance) else "beyond"

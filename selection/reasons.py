@@ -15,7 +15,7 @@ from collections.abc import Callable
 from evidence.bootstrap import Arm
 from evidence.margin import rows_to_resolve
 from selection.candidate import COST_NAMES, arm_label
-from selection.decision import Decision, DepthScore
+from selection.decision import Decision, DepthScore, difference_from_best
 from selection.settings import SelectionRule
 
 Label = Callable[[Arm], str]
@@ -38,13 +38,16 @@ def quality(score: DepthScore) -> str:
 
 
 def tolerance_reason(
-    selected: Arm, best: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, label: Label, rows: int | None,
+    selected: Arm, best: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, label: Label,
+    rows: dict[str, int],
 ) -> tuple[str, int | None]:
-    """The sentence behind a tolerance choice, and the validation rows that would settle the cheaper depth the
-    evidence could not (None when nothing is unsettled)."""
+    """The sentence behind a tolerance choice, and the labelled rows that would settle the cheaper depth the
+    evidence could not (None when nothing is unsettled); `rows` are those each kind of evidence compared depths on
+    (DepthScore.compared_on: validation, out-of-fold), none by means only."""
     chosen, top, metric, tolerance = scores[selected], scores[best], rule.metric, rule.tolerance
     cheaper = [arm for arm in scores if scores[arm].cost < chosen.cost]
-    closest = max(cheaper, key=lambda arm: (scores[arm].mean, -scores[arm].cost)) if cheaper else None
+    closest = (max(cheaper, key=lambda arm: (difference_from_best(scores[arm], top), -scores[arm].cost))
+               if cheaper else None)
     needed = _needed(scores[closest], tolerance, rows) if closest and rows else None
     if selected != best:
         share = chosen.cost / top.cost if top.cost else math.nan
@@ -54,7 +57,7 @@ def tolerance_reason(
                         f"tolerance of the best, {quality(top)} at {label(best)}, {cost}")
         else:
             sentence = (f"{label(best)} scores {top.mean - chosen.mean:.3f} higher ({metric} {quality(top)} vs "
-                        f"{quality(chosen)}), and the validation rows show {label(selected)} within the "
+                        f"{quality(chosen)}), and {_rows_words(chosen, rows)} show {label(selected)} within the "
                         f"{tolerance:.3g} tolerance ({interval_words(chosen, selected, best, rule, label)}), so the "
                         f"cheaper {label(selected)} ships, {cost}")
     elif len(scores) == 1:
@@ -63,42 +66,57 @@ def tolerance_reason(
         return (f"{label(best)} has the best {metric} {quality(top)} and is also the cheapest by "
                 f"{COST_NAMES[rule.cost]}"), None
     else:
-        sentence = _best_ships(best, closest, scores, rule, label)
+        sentence = _best_ships(best, closest, scores, rule, label, rows)
     if needed is not None:
         sentence += "; " + _resolution(closest, scores[closest], rows, needed, tolerance, label)
     return sentence, needed
 
 
-def _best_ships(best: Arm, closest: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, label: Label) -> str:
+def _best_ships(best: Arm, closest: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, label: Label,
+                rows: dict[str, int]) -> str:
     """Why the best depth ships although cheaper ones exist, named by the closest of them."""
     top, near, metric, tolerance = scores[best], scores[closest], rule.metric, rule.tolerance
     head = f"{label(best)} ships: it has the best {metric} {quality(top)}"
     if near.vs_best is None:
         return (f"{head}, and no cheaper depth is within the {tolerance:.3g} tolerance (closest: {label(closest)} at "
                 f"{near.mean:.3f})")
-    interval = interval_words(near, closest, best, rule, label)
+    interval, seen = interval_words(near, closest, best, rule, label), _rows_words(near, rows)
     if near.verdict == "unsettled":
-        return (f"{head}; the cheaper {label(closest)}'s {near.mean:.3f} is within the {tolerance:.3g} tolerance, but "
-                f"the validation rows do not show it within ({interval})")
+        mean = (f"'s {near.mean:.3f} is" if near.compared_on == "validation" else
+                f" is, on average over {seen} ({difference_from_best(near, top):+.3f}),")
+        return (f"{head}; the cheaper {label(closest)}{mean} within the {tolerance:.3g} tolerance, but {seen} do not "
+                f"show it within ({interval})")
+    where = (f" at {near.mean:.3f}" if near.compared_on == "validation" else
+             f", {difference_from_best(near, top):+.3f} on {seen.removeprefix('the ')}")
     return (f"{head}, and every cheaper depth's mean is more than the {tolerance:.3g} tolerance below it (closest: "
-            f"{label(closest)} at {near.mean:.3f}; {interval})")
+            f"{label(closest)}{where}; {interval})")
 
 
-def _needed(score: DepthScore, tolerance: float, rows: int) -> int | None:
-    """The validation rows that would resolve the tolerance for a cheaper depth the rows could not settle: not
+def _rows_words(score: DepthScore, rows: dict[str, int]) -> str:
+    """`the validation rows`, or `the 2,700 out-of-fold rows`: what a depth was compared with the best on."""
+    if score.compared_on == "out-of-fold":
+        return f"the {rows['out-of-fold']:,} out-of-fold rows"
+    return "the validation rows"
+
+
+def _needed(score: DepthScore, tolerance: float, rows: dict[str, int]) -> int | None:
+    """The labelled rows that would resolve the tolerance for a cheaper depth the rows could not settle: not
     shown within (the rule did not take it), not shown worse (its interval reaches −tolerance: unsettled, or its
     mean beyond the tolerance), and an interval wider than the tolerance; None otherwise."""
     if score.vs_best is None or score.verdict not in ("unsettled", "beyond"):
         return None
-    return rows_to_resolve(rows, score.vs_best.half_width, tolerance)
+    return rows_to_resolve(rows[score.compared_on], score.vs_best.half_width, tolerance)
 
 
-def _resolution(arm: Arm, score: DepthScore, rows: int, needed: int, tolerance: float, label: Label) -> str:
+def _resolution(arm: Arm, score: DepthScore, rows: dict[str, int], needed: int, tolerance: float,
+                label: Label) -> str:
     """`the 302 validation rows cannot settle depth 4: its interval (±0.027) is wider than the 0.01 tolerance, and one
-    as narrow as the tolerance needs about 2,200 validation rows (...)`."""
-    return (f"the {rows:,} validation rows cannot settle {label(arm)}: its interval (±{score.vs_best.half_width:.3f}) "
-            f"is wider than the {tolerance:.3g} tolerance, and one as narrow as the tolerance needs about {needed:,} "
-            "validation rows (or several seeds, or a larger tolerance)")
+    as narrow as the tolerance needs about 2,200 validation rows (...)`; out of fold, about so many labelled rows."""
+    kind = "validation" if score.compared_on == "validation" else "out-of-fold"
+    more = "validation rows" if kind == "validation" else "labelled train and validation rows"
+    return (f"the {rows[kind]:,} {kind} rows cannot settle {label(arm)}: its interval "
+            f"(±{score.vs_best.half_width:.3f}) is wider than the {tolerance:.3g} tolerance, and one as narrow as the "
+            f"tolerance needs about {needed:,} {more} (or several seeds, or a larger tolerance)")
 
 
 def depth_verdicts(decision: Decision, scores: list[DepthScore]) -> str:

@@ -34,19 +34,22 @@ import statistics
 
 from evidence.bootstrap import RESAMPLES, Arm, compare_to_best
 from selection.candidate import Candidate, arm_label
+from selection.crossfit import OutOfFold
 from selection.decision import Decision, DepthScore, judge
 from selection.predictions import load_predictions
 from selection.reasons import quality, ratio_reason, tolerance_reason
 from selection.settings import SelectionRule
 
 
-def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
+def choose_depth(candidates: list[Candidate], rule: SelectionRule, out_of_fold: OutOfFold | None = None) -> Decision:
     """Choose a depth by `rule`.
 
     Args:
         candidates: the sweep's candidates; a depth trained with several seeds appears once per
             seed; only usable ones (trained, cached) are considered.
         rule: the rule and its settings.
+        out_of_fold: cross-fitting's predictions (selection.crossfit), for the depths it cross-fitted, the best
+            among them: those depths are compared with the best on them instead of the validation rows.
 
     Returns:
         The Decision, with a reason that names the numbers.
@@ -62,8 +65,11 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     arms = sorted(scores, key=_order)
     best = max(arms, key=lambda a: scores[a].mean)  # ties: the shallower depth
     scores, evidence, rows = _with_intervals(scores, eligible, best, rule)
+    if out_of_fold is not None and rows is not None:
+        scores, evidence = _out_of_fold(scores, evidence, best, rule, out_of_fold)
     scores = {arm: score.model_copy(update={"verdict": judge(score, scores[best], rule.tolerance)})
               for arm, score in scores.items()}
+    compared = any(score.compared_on == "out-of-fold" for score in scores.values())
     front = pareto_front(list(scores.values()))
     to_resolve = None
     if rule.rule == "ratio":
@@ -73,7 +79,7 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
         pool = {a: scores[a] for a in (front if rule.rule == "pareto" else arms)}
         tied = [a for a in pool if scores[a].may_ship]
         selected = min(tied, key=lambda a: (pool[a].cost, _order(a)))
-        reason, to_resolve = tolerance_reason(selected, best, scores, rule, label, rows)
+        reason, to_resolve = tolerance_reason(selected, best, scores, rule, label, _rows(rows, out_of_fold))
     clauses = [reason + _other_families(selected, best, scores, rule.metric)]
     if unfinished := _not_converged(selected, best, scores, label):
         clauses.append(unfinished)
@@ -88,6 +94,8 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule) -> Decision:
     return Decision(
         settings=rule, reason="; ".join(clauses), selected_depth=selected[1], selected_family=selected[0],
         best_depth=best[1], best_family=best[0], evidence=evidence, validation_rows=rows, rows_to_resolve=to_resolve,
+        out_of_fold_rows=out_of_fold.predictions.rows if compared else None,
+        folds=out_of_fold.folds if compared else None,
         pareto_front=[a[1] for a in front], pareto_families=[a[0] for a in front], scores=[scores[a] for a in arms],
     )
 
@@ -132,6 +140,26 @@ def _with_intervals(
     with_intervals = {arm: score.model_copy(update={"vs_best": intervals[arm]}) for arm, score in scores.items()}
     return with_intervals, evidence, predictions.rows
 
+def _out_of_fold(scores: dict[Arm, DepthScore], evidence: str, best: Arm, rule: SelectionRule,
+                 out_of_fold: OutOfFold) -> tuple[dict[Arm, DepthScore], str]:
+    """The scores with the depths cross-fitted compared with the best on their out-of-fold predictions (the best
+    among them), and the evidence saying so; unchanged when the best was not cross-fitted or nothing beside it."""
+    predicted = out_of_fold.predictions.predicted
+    seeds = {arm: sorted(seed for family, depth, seed in predicted if (family, depth) == arm) for arm in scores}
+    arms = {arm: found for arm, found in seeds.items() if found}
+    if best not in arms or len(arms) < 2:
+        return scores, evidence
+    intervals = compare_to_best(out_of_fold.predictions, arms, best, rule.metric, rule.confidence)
+    updated = {arm: score.model_copy(update={"vs_best": intervals[arm], "compared_on": "out-of-fold"})
+               if arm in arms and arm != best else score for arm, score in scores.items()}
+    return updated, (f"{evidence}; cross-fitted depths on {out_of_fold.predictions.rows:,} out-of-fold train and "
+                     f"validation rows ({out_of_fold.folds} folds, {RESAMPLES} resamples)")
+
+
+def _rows(validation: int | None, out_of_fold: OutOfFold | None) -> dict[str, int]:
+    """The rows each kind of evidence compared depths on, by DepthScore.compared_on."""
+    rows = {"validation": validation} if validation else {}
+    return rows | ({"out-of-fold": out_of_fold.predictions.rows} if out_of_fold is not None else {})
 
 
 def _not_converged(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], label) -> str:

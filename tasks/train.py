@@ -110,6 +110,20 @@ class Training:
     onnx_cost: bool = False  # measure each candidate's int8 ONNX latency (the rule's cost is onnx_latency_ms_p50)
     probes: bool = False  # the search strategy's screen: a probe on each layer (encoder.probes)
     concurrent: int = 1  # candidates training at once on one machine: each takes its share of the cores
+    fold: Fold | None = None  # a fold of cross-fitting (its dataset holds that fold's rows as its test split)
+
+    def label(self, depth: int) -> str:
+        """`depth 2`, `MiniLM depth 2`, or `depth 2 fold 3/5`: how its candidates' runs and logs name them."""
+        named = arm_label(self.family.name, depth)
+        return named if self.fold is None else f"{named} fold {self.fold.index}/{self.fold.folds}"
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Which fold of cross-fitting a training is: the `index`-th of `folds` (from 1)."""
+
+    index: int
+    folds: int
 
 
 def candidate_key(training: Training, depth: int, seed: int) -> str:
@@ -159,17 +173,19 @@ def train_depth(
     epochs = epochs or training.train.max_epochs
     key = candidate_key(training, depth, seed)
     # By kind and key, not name: a checkpoint named otherwise beside other checkpoints is the same candidate.
-    folder = f"{training.family.kind}-depth-{depth}-seed-{seed}-{key}"
+    fold = f"-fold-{training.fold.index}-of-{training.fold.folds}" if training.fold else ""
+    folder = f"{training.family.kind}-depth-{depth}-seed-{seed}{fold}-{key}"
     candidate_dir = Path(training.workdir).resolve() / "candidates" / folder  # absolute: results name their files
     if (found := read_result(candidate_dir, epochs)) is not None:  # named as this run names its family
         return found.model_copy(update={"status": "cached", "family": training.family.name})
     parent = training.parent_run
-    label = arm_label(training.family.name, depth)
+    label = training.label(depth)
     if previous is not None:
         run_id = previous.mlflow_run_id
     else:
         tags = {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed),
-                "depthfinder.family": training.family.name}
+                "depthfinder.family": training.family.name,
+                **({"depthfinder.fold": f"{training.fold.index}/{training.fold.folds}"} if training.fold else {})}
         run_id = start_child_run(parent, parent.child_name(label, seed), tags)
         log_params(parent.client, run_id, {"depth": depth, "seed": seed, "family": training.family.name,
                                            "class_weights": training.class_weights})
@@ -198,7 +214,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     from evidence.bootstrap import save_predictions
 
     train, dataset = training.train, training.dataset
-    name = f"{arm_label(training.family.name, depth)} seed {train.seed}"
+    name = f"{training.label(depth)} seed {train.seed}"
     tokenizer = load_tokenizer(training.tokenizer_path)
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
     out_dir = candidate_dir / "checkpoints"
@@ -227,6 +243,8 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
     predictions = save_predictions(candidate_dir / f"predictions-epochs-{epochs}.npz", trained.val_true,
                                    trained.val_predicted)
+    test_predictions = save_predictions(candidate_dir / f"test-predictions-epochs-{epochs}.npz", trained.test_true,
+                                        trained.test_predicted)
     size = sum(path.stat().st_size for path in bundle.iterdir()) / 2**20
     cost = Cost(**measure_cost(trained.network, trained.median_length, onnx=training.onnx_cost),
                 train_seconds=trained.train_seconds, bundle_mb=size)
@@ -234,7 +252,8 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         depth=depth, family=training.family.name, seed=train.seed, status="trained", metrics=trained.metrics,
         test_metrics=trained.test_metrics, cost=cost, epochs=trained.epochs, finished=trained.finished,
         mlflow_run_id=run_id, bundle=str(bundle), checkpoint=str(trained.checkpoint), predictions=str(predictions),
-        history=trained.history, resumed_from=done if resume is not None else None,
+        test_predictions=str(test_predictions), history=trained.history,
+        resumed_from=done if resume is not None else None,
         screen=_screened(training, trained, candidate_dir, epochs, run_id),
     )
 

@@ -8,6 +8,10 @@ import pytest
 from runtime.environment import set_environment_defaults
 
 set_environment_defaults()  # offline, and OpenMP's spin count before torch loads, as the CLI's process guard does
+# The suite's runs, and the CLI processes it starts, do not cross-fit unless a test asks (sweep.crossfit's default,
+# flows.config.CROSSFIT_DEFAULT): a cross-fit trains a tiny sweep's depths again on every fold, and the tests of
+# everything else judge on the validation rows they were written for. tests/flows/test_crossfit.py asks for it.
+os.environ.setdefault("DEPTHFINDER_CROSSFIT", "off")
 
 # The real datasets (docs/benchmarks.md): where DEPTHFINDER_DATA says, else the copies in the repository's data/.
 REAL_DATA = Path(os.environ.get("DEPTHFINDER_DATA", Path(__file__).resolve().parents[1] / "data"))
@@ -38,7 +42,8 @@ def shared_data() -> Path:
 LONGEST_FIRST = (
     "tests/flows/test_signal_matrix.py", "tests/flows/test_checkpoints.py", "tests/flows/test_interrupts.py",
     "tests/flows/test_skip.py", "tests/flows/test_encoder_types.py", "tests/flows/test_pretrained.py",
-    "tests/flows/test_changes.py", "tests/flows/test_halving.py", "tests/flows/test_task_runners.py",
+    "tests/flows/test_changes.py", "tests/flows/test_crossfit.py", "tests/flows/test_halving.py",
+    "tests/flows/test_task_runners.py",
     "tests/tracking/test_self_contained.py", "tests/selection/test_promotion.py", "tests/flows/test_retrain.py",
     "tests/flows/test_deployment.py", "tests/flows/test_deployable.py", "tests/encoder/test_training.py",
     "tests/runtime/test_faults.py", "tests/expectations/changes/test_changes.py",

@@ -1,0 +1,108 @@
+"""Cross-fitting, after the sweep's decision, when its validation rows could not settle a cheaper depth
+(selection.crossfit): the depths to settle and the best trained on folds of the train and validation rows, each fold
+a task like a candidate (kept, resumed, spread over the task runner), and the rule judging again on every row."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from prefect import get_run_logger
+
+from evidence.bootstrap import Predictions
+from flows.config import SweepConfig
+from flows.sweep import task_runner
+from runtime.interrupt import Interrupted
+from selection.candidate import Candidate, arm_label
+from selection.crossfit import CrossFit, OutOfFold, arms_to_settle, out_of_fold, plan_cross_fit
+from selection.decision import Decision
+from tasks.crossfit import fold_tables
+from tasks.train import Fold, Training, train_depth
+
+FoldKey = tuple[str, int, int, int]  # (family, depth, seed, fold)
+
+
+def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Candidate],
+              decision: Decision) -> tuple[OutOfFold | None, CrossFit | None]:
+    """Out-of-fold predictions of the best and the cheaper depths `decision` (the sweep's, on the validation rows)
+    could not settle, when `sweep.crossfit` and its budget allow, and what cross-fitting did; (None, None) when it is
+    not needed, (None, why) when it did not run or its folds did not finish."""
+    settle = arms_to_settle(decision, sweep.crossfit)
+    if not settle:
+        return None, None
+    best = (decision.best_family, decision.best_depth)
+    plan = plan_cross_fit(settle, best, candidates, sweep.crossfit_folds, sweep.crossfit_budget)
+    named = len({family for family, _ in [best, *settle]}) > 1 or best[0] != "scratch"
+    label = lambda arm: arm_label(*arm, named=named)  # noqa: E731
+    left_out = [label(arm) for arm in plan.left_out]
+    record = CrossFit(ran=False, reason="", folds=sweep.crossfit_folds, left_out=left_out,
+                      estimated_seconds=plan.estimated_seconds, budget_seconds=plan.budget_seconds)
+    if not plan.arms:
+        reason = (f"not run: settling {', '.join(label(arm) for arm in settle)} would take about "
+                  f"{_estimate(settle, best, candidates, sweep.crossfit_folds):.0f} s of training, over its budget of "
+                  f"{plan.budget_seconds:.0f} s ({sweep.crossfit_budget:g}x the sweep's; --crossfit-budget)")
+        get_run_logger().info("Cross-fitting %s", reason)
+        return None, record.model_copy(update={"reason": reason})
+    folds = fold_tables(trainings[0].dataset, sweep.crossfit_folds, trainings[0].workdir)
+    get_run_logger().info("Cross-fitting %s on %d folds of %d train and validation rows: the validation rows cannot "
+                          "settle %s", ", ".join(label(arm) for arm in plan.arms), sweep.crossfit_folds,
+                          len(folds.ids), label(settle[0]))
+    trained = _train_folds(sweep, trainings, candidates, plan.arms, folds.tables)
+    held_out = _held_out(trained, sweep.crossfit_folds)
+    if not any(key[:2] == best for key in held_out) or len({key[:2] for key in held_out}) < 2:
+        reason = "not used: the best's folds or every other depth's did not all finish (the log says why)"
+        return None, record.model_copy(update={"reason": reason})
+    evidence = OutOfFold(predictions=out_of_fold(folds.ids, held_out), folds=sweep.crossfit_folds)
+    arms = sorted({key[:2] for key in held_out}, key=lambda arm: (arm[1], arm[0]))
+    spent = sum(c.cost.train_seconds for c in trained.values() if c.cost and c.cost.train_seconds)
+    return evidence, record.model_copy(update={
+        "ran": True, "reason": f"the validation rows could not settle {label(settle[0])}", "rows": len(folds.ids),
+        "depths": [depth for _, depth in arms], "families": [family for family, _ in arms], "seconds": spent})
+
+
+def _estimate(settle: list, best: tuple[str, int], candidates: list[Candidate], folds: int) -> float:
+    """The training time cross-fitting the best and `settle` would take, s."""
+    arms = {best, *settle}
+    return (folds - 1) * sum(c.cost.train_seconds for c in candidates
+                             if c.usable and (c.family, c.depth) in arms and c.cost and c.cost.train_seconds)
+
+
+def _train_folds(sweep: SweepConfig, trainings: list[Training], candidates: list[Candidate], arms: list,
+                 tables: list) -> dict[FoldKey, Candidate]:
+    """Train every seed of every arm on every fold, each a task on the sweep's task runner (deepest first when
+    several train at once); the finished ones, failed folds logged and left out."""
+    by_family = {training.family.name: training for training in trainings}
+    seeds = {arm: sorted(c.seed for c in candidates if c.usable and (c.family, c.depth) == arm) for arm in arms}
+    keys = sorted(((family, depth, seed, fold) for (family, depth) in arms for seed in seeds[family, depth]
+                   for fold in range(len(tables))), key=lambda key: (-key[1], key[3]))
+    finished = {}
+    with task_runner(sweep) as runner:
+        futures = {key: runner.submit(train_depth, {
+            "training": replace(by_family[key[0]], dataset=tables[key[3]], fold=Fold(key[3] + 1, len(tables)),
+                                probes=False),
+            "depth": key[1], "seed": key[2]}) for key in keys}
+        for key, future in futures.items():
+            try:
+                finished[key] = future.result()
+            except Interrupted:
+                raise
+            except Exception as exc:  # a fold that fails leaves its depth to the validation rows
+                get_run_logger().error("cross-fitting %s seed %d fold %d failed: %s", arm_label(*key[:2]), key[2],
+                                       key[3] + 1, exc, exc_info=exc)
+    return finished
+
+
+def _held_out(trained: dict[FoldKey, Candidate], folds: int) -> dict[tuple[str, int, int], list[Predictions]]:
+    """Per (family, depth, seed) whose every fold finished, each fold's predictions of the rows it held out."""
+    held_out = {}
+    for family, depth, seed in {key[:3] for key in trained}:
+        runs = [trained.get((family, depth, seed, fold)) for fold in range(folds)]
+        if any(run is None or run.test_predictions is None for run in runs):
+            continue
+        held_out[family, depth, seed] = [_predictions(run.test_predictions, (family, depth, seed)) for run in runs]
+    return held_out
+
+
+def _predictions(path: str, key: tuple[str, int, int]) -> Predictions:
+    with np.load(path, allow_pickle=False) as saved:
+        return Predictions(saved["true"], {key: saved["predicted"]})
