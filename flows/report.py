@@ -193,10 +193,12 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
              *filter(None, [resumed_sentence(summary.candidates)]),
              *(f"Latency: {noise}." for noise in filter(None, [latency_noise(summary.candidates)]))]
     if summary.model is not None:
+        # The promotion's reason below the heading, not in it: a sentence of figures is no title.
+        notes.insert(0, f"**Promotion.** {(summary.promotion or '')[:1].upper()}{(summary.promotion or '')[1:]}.")
         notes.append(f"Served: {served_sentence(summary)}")
     if summary.deployment is not None:
         notes.append(f"Deployment, on the test split: {summary.deployment.sentence}.")
     return (
-        f"# {outcome(summary)[0].upper()}{outcome(summary)[1:]}\n\n" + "\n\n".join(notes)
+        f"# {short_outcome(summary)}\n\n" + "\n\n".join(notes)
         + "\n\n## Quality\n\n" + tables[0] + "\n\n## Cost\n\n" + COST_NOTE + "\n\n" + tables[1] + images
     )

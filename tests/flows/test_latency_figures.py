@@ -45,3 +45,18 @@ def test_the_decision_page_says_what_each_latency_of_the_chosen_network_measures
     assert "cost table" not in beside_cost_table(_judged(forms, "macro_f1", 0.01, ""), None).sentence
     alone = _judged({"torch": form("torch", 7.79)}, "macro_f1", 0.01, "ONNX variants not measured: ...")
     assert beside_cost_table(alone, 3.58).sentence == "ONNX variants not measured: ..."
+
+
+def test_the_decision_pages_heading_is_the_outcome_and_the_promotions_reason_is_below_it() -> None:
+    """Issue 42, retaking the screenshots: the heading was the whole promotion sentence, six lines of title."""
+    candidates = [Candidate(depth=1, status="trained", metrics={"macro_f1": 0.9}, test_metrics={"macro_f1": 0.9},
+                            cost=Cost(params=1e6, flops_per_example=1e7, latency_ms_p50=1.0))]
+    reason = "challenger +0.010 [-0.004, +0.024] vs champion on the champion's own 302 test rows"
+    summary = RunSummary(data_hash="d", candidates=candidates, rule=choose_depth(candidates, SelectionRule()),
+                         selected_depth=1, model=ModelVersionRef(name="m", version="2", uri="models:/m/2"),
+                         promoted=True, promotion=reason)
+
+    heading, first, *_ = decision_markdown(summary).split("\n\n")
+
+    assert heading == "# Depth 1 registered as m/2, promoted"
+    assert first == f"**Promotion.** C{reason[1:]}."
