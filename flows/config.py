@@ -110,7 +110,7 @@ class SweepConfig(SelectionRule):
         "all of them (never on test rows); the shipped model is the sweep's. auto = when a cheaper depth is "
         "unsettled; on = for every cheaper depth not shown worse; within crossfit_budget either way "
         f"(docs/selection.md). Default auto, or the environment's {CROSSFIT_DEFAULT}.",
-        json_schema_extra={"flag": "--crossfit"},
+        json_schema_extra={"flag": "--crossfit", "documented_default": "auto"},
     )
     crossfit_folds: int = Field(
         5, strict=True, ge=2, le=20,

@@ -4,7 +4,10 @@ a task like a candidate (kept, resumed, spread over the task runner), and the ru
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 from prefect import get_run_logger
@@ -14,7 +17,7 @@ from flows.config import SweepConfig
 from flows.sweep import task_runner
 from runtime.interrupt import Interrupted
 from selection.candidate import Candidate, arm_label
-from selection.crossfit import CrossFit, OutOfFold, arms_to_settle, out_of_fold, plan_cross_fit
+from selection.crossfit import CrossFit, OutOfFold, arms_to_settle, out_of_fold, plan_cross_fit, save_out_of_fold
 from selection.decision import Decision
 from tasks.crossfit import fold_tables
 from tasks.train import Fold, Training, train_depth
@@ -53,11 +56,19 @@ def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Ca
         reason = "not used: the best's folds or every other depth's did not all finish (the log says why)"
         return None, record.model_copy(update={"reason": reason})
     evidence = OutOfFold(predictions=out_of_fold(folds.ids, held_out), folds=sweep.crossfit_folds)
+    kept = save_out_of_fold(trainings[0].workdir / "crossfit" / f"{trainings[0].dataset.data_hash}-"
+                            f"{_digest(sorted(held_out))}.npz", evidence)
     arms = sorted({key[:2] for key in held_out}, key=lambda arm: (arm[1], arm[0]))
     spent = sum(c.cost.train_seconds for c in trained.values() if c.cost and c.cost.train_seconds)
     return evidence, record.model_copy(update={
         "ran": True, "reason": f"the validation rows could not settle {label(settle[0])}", "rows": len(folds.ids),
-        "depths": [depth for _, depth in arms], "families": [family for family, _ in arms], "seconds": spent})
+        "depths": [depth for _, depth in arms], "families": [family for family, _ in arms], "seconds": spent,
+        "predictions": str(Path(kept).resolve())})
+
+
+def _digest(keys: list) -> str:
+    """A short name for the (family, depth, seed)s cross-fitted."""
+    return hashlib.sha256(json.dumps(keys).encode()).hexdigest()[:12]
 
 
 def _estimate(settle: list, best: tuple[str, int], candidates: list[Candidate], folds: int) -> float:

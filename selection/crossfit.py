@@ -22,9 +22,11 @@ first, then those whose mean was beyond the tolerance.
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from pydantic import Field
@@ -63,6 +65,14 @@ class CrossFit(Record):
     estimated_seconds: float = Field(0.0, description="Training time it was estimated to take, s.")
     budget_seconds: float = Field(0.0, description="Training time it was allowed: crossfit_budget x the sweep's.")
     seconds: float = Field(0.0, description="Training time its folds took, s (reused folds: their first training).")
+    predictions: str | None = Field(
+        None, description="File (.npz) of the out-of-fold predictions the rule judged on: `choose_depth(summary."
+        "candidates, summary.rule.settings, summary.crossfit.evidence())` replays the decision."
+    )
+
+    def evidence(self) -> OutOfFold | None:
+        """The out-of-fold predictions it made, read back from `predictions` (None when it did not run)."""
+        return load_out_of_fold(self.predictions, self.folds) if self.ran and self.predictions else None
 
     def sentence(self) -> str:
         """`Cross-fitting: depths 1, 2 and 6 on 5 folds of 2,700 train and validation rows, 41 s of training
@@ -164,3 +174,24 @@ def out_of_fold(fold_ids: np.ndarray, held_out: dict[tuple[str, int, int], list[
             classes[rows] = saved.predicted[key]
         predicted[key] = classes
     return Predictions(true, predicted)
+
+
+def save_out_of_fold(path: Path, evidence: OutOfFold) -> Path:
+    """Write out-of-fold predictions to `path` (.npz, atomically): the true classes, each (family, depth, seed)'s
+    predicted ones, and the keys as JSON."""
+    keys = list(evidence.predictions.predicted)
+    partial = path.with_name(path.name + ".partial")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with partial.open("wb") as file:
+        np.savez(file, true=evidence.predictions.true, keys=np.array(json.dumps(keys)),
+                 **{f"predicted_{i}": evidence.predictions.predicted[key] for i, key in enumerate(keys)})
+    partial.replace(path)
+    return path
+
+
+def load_out_of_fold(path: str | Path, folds: int) -> OutOfFold:
+    """Out-of-fold predictions written by save_out_of_fold."""
+    with np.load(path, allow_pickle=False) as saved:
+        keys = [tuple(key) for key in json.loads(str(saved["keys"]))]
+        predicted = {key: saved[f"predicted_{i}"] for i, key in enumerate(keys)}
+        return OutOfFold(Predictions(saved["true"], predicted), folds)

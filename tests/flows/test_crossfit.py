@@ -14,6 +14,8 @@ import pytest
 from mlflow import MlflowClient
 
 from cli.main import main
+from flows.summary import RunSummary
+from selection.rule import choose_depth
 
 CONFIG = """
 data: {dataset: nested-ops-1, dataset_rows: 600}
@@ -116,3 +118,5 @@ def test_a_lost_fold_retrains_alone_and_the_decision_replays(crossfitted) -> Non
     one, two = _summary(folder, "first"), _summary(folder, "second")
     assert [s["vs_best"] for s in two["rule"]["scores"]] == [s["vs_best"] for s in one["rule"]["scores"]]
     assert two["selected_depth"] == one["selected_depth"]
+    summary = RunSummary.from_dict(two)
+    assert choose_depth(summary.candidates, summary.rule.settings, summary.crossfit.evidence()) == summary.rule
