@@ -42,7 +42,7 @@ def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Ca
                       estimated_seconds=plan.estimated_seconds, budget_seconds=plan.budget_seconds)
     if not plan.arms:
         reason = (f"not run: settling {', '.join(label(arm) for arm in settle)} would take about "
-                  f"{_estimate(settle, best, candidates, sweep.crossfit_folds):.0f} s of training, over its budget of "
+                  f"{plan.wanted_seconds:.0f} s of training, over its budget of "
                   f"{plan.budget_seconds:.0f} s ({sweep.crossfit_budget:g}x the sweep's; --crossfit-budget)")
         get_run_logger().info("Cross-fitting %s", reason)
         return None, record.model_copy(update={"reason": reason})
@@ -69,13 +69,6 @@ def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Ca
 def _digest(keys: list) -> str:
     """A short name for the (family, depth, seed)s cross-fitted."""
     return hashlib.sha256(json.dumps(keys).encode()).hexdigest()[:12]
-
-
-def _estimate(settle: list, best: tuple[str, int], candidates: list[Candidate], folds: int) -> float:
-    """The training time cross-fitting the best and `settle` would take, s."""
-    arms = {best, *settle}
-    return (folds - 1) * sum(c.cost.train_seconds for c in candidates
-                             if c.usable and (c.family, c.depth) in arms and c.cost and c.cost.train_seconds)
 
 
 def _train_folds(sweep: SweepConfig, trainings: list[Training], candidates: list[Candidate], arms: list,

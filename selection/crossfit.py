@@ -94,6 +94,7 @@ class CrossFitPlan:
     left_out: list[Arm]
     estimated_seconds: float
     budget_seconds: float
+    wanted_seconds: float  # what the best and every depth to settle would take
 
 
 def arms_to_settle(decision: Decision, mode: CrossFitMode) -> list[Arm]:
@@ -120,10 +121,11 @@ def plan_cross_fit(
     folds times); with the best alone over the budget, none."""
     sweep_seconds = sum(c.cost.train_seconds for c in candidates if c.cost and c.cost.train_seconds)
     allowed = budget * sweep_seconds
+    costs = {arm: (folds - 1) * sum(c.cost.train_seconds for c in candidates
+                                    if c.usable and (c.family, c.depth) == arm and c.cost and c.cost.train_seconds)
+             for arm in [best, *settle]}
     arms, left_out, estimate = [], [], 0.0
-    for arm in [best, *settle]:
-        cost = (folds - 1) * sum(c.cost.train_seconds for c in candidates
-                                 if c.usable and (c.family, c.depth) == arm and c.cost and c.cost.train_seconds)
+    for arm, cost in costs.items():
         if estimate + cost <= allowed and (arm == best or arms):
             arms.append(arm)
             estimate += cost
@@ -132,7 +134,7 @@ def plan_cross_fit(
     if arms == [best]:  # the best alone settles nothing
         arms, left_out = [], [best, *settle]
     return CrossFitPlan(arms=arms, left_out=[a for a in left_out if a != best], estimated_seconds=estimate,
-                        budget_seconds=allowed)
+                        budget_seconds=allowed, wanted_seconds=sum(costs.values()))
 
 
 def assign_folds(labels: Sequence[str], folds: int) -> np.ndarray:

@@ -133,6 +133,7 @@ def test_the_budget_takes_the_best_then_the_cheapest_unsettled_depths_it_can_pay
     assert plan_cross_fit(settle, best, candidates, folds=5, budget=2.2).arms == [best, ("scratch", 1)]  # 286 s
     nothing = plan_cross_fit(settle, best, candidates, folds=5, budget=2.0)  # the best alone: settles nothing
     assert nothing.arms == [] and nothing.left_out == settle
+    assert nothing.wanted_seconds == pytest.approx(520.0)  # what the sentence says it would have cost
 
 
 def test_auto_cross_fits_only_when_a_cheaper_depth_is_unsettled_and_never_one_shown_worse(tmp_path: Path) -> None:
