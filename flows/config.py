@@ -114,7 +114,8 @@ class SweepConfig(SelectionRule):
     )
     crossfit_folds: int = Field(
         5, strict=True, ge=2, le=20,
-        description="Folds of cross-fitting: each depth cross-fitted trains this many times, on all but one fold.",
+        description="Folds of cross-fitting: each depth cross-fitted trains this many times, on all but one fold; "
+        "fewer, down to 3, where crossfit_budget cannot pay for the best and the first depth to settle.",
     )
     crossfit_budget: float = Field(
         3.0, ge=0,

@@ -38,7 +38,7 @@ def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Ca
     named = len({family for family, _ in [best, *settle]}) > 1 or best[0] != "scratch"
     label = lambda arm: arm_label(*arm, named=named)  # noqa: E731
     left_out = [label(arm) for arm in plan.left_out]
-    record = CrossFit(ran=False, reason="", folds=sweep.crossfit_folds, left_out=left_out,
+    record = CrossFit(ran=False, reason="", folds=plan.folds, left_out=left_out,
                       estimated_seconds=plan.estimated_seconds, budget_seconds=plan.budget_seconds)
     if not plan.arms:
         reason = (f"not run: settling {', '.join(label(arm) for arm in settle)} would take about "
@@ -46,16 +46,16 @@ def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Ca
                   f"{plan.budget_seconds:.0f} s ({sweep.crossfit_budget:g}x the sweep's; --crossfit-budget)")
         get_run_logger().info("Cross-fitting %s", reason)
         return None, record.model_copy(update={"reason": reason})
-    folds = fold_tables(trainings[0].dataset, sweep.crossfit_folds, trainings[0].workdir)
+    folds = fold_tables(trainings[0].dataset, plan.folds, trainings[0].workdir)
     get_run_logger().info("Cross-fitting %s on %d folds of %d train and validation rows: the validation rows cannot "
-                          "settle %s", ", ".join(label(arm) for arm in plan.arms), sweep.crossfit_folds,
+                          "settle %s", ", ".join(label(arm) for arm in plan.arms), plan.folds,
                           len(folds.ids), label(settle[0]))
     trained = _train_folds(sweep, trainings, candidates, plan.arms, folds.tables)
-    held_out = _held_out(trained, sweep.crossfit_folds)
+    held_out = _held_out(trained, plan.folds)
     if not any(key[:2] == best for key in held_out) or len({key[:2] for key in held_out}) < 2:
         reason = "not used: the best's folds or every other depth's did not all finish (the log says why)"
         return None, record.model_copy(update={"reason": reason})
-    evidence = OutOfFold(predictions=out_of_fold(folds.ids, held_out), folds=sweep.crossfit_folds)
+    evidence = OutOfFold(predictions=out_of_fold(folds.ids, held_out), folds=plan.folds)
     kept = save_out_of_fold(trainings[0].workdir / "crossfit" / f"{trainings[0].dataset.data_hash}-"
                             f"{_digest(sorted(held_out))}.npz", evidence)
     arms = sorted({key[:2] for key in held_out}, key=lambda arm: (arm[1], arm[0]))

@@ -90,6 +90,7 @@ class CrossFit(Record):
 class CrossFitPlan:
     """The depths to cross-fit (the best first), those the budget leaves out, and the estimate against it."""
 
+    folds: int
     arms: list[Arm]
     left_out: list[Arm]
     estimated_seconds: float
@@ -116,9 +117,20 @@ def arms_to_settle(decision: Decision, mode: CrossFitMode) -> list[Arm]:
 def plan_cross_fit(
     settle: list[Arm], best: Arm, candidates: list[Candidate], folds: int, budget: float
 ) -> CrossFitPlan:
-    """The best and as many of the depths to `settle` (in their order) as `budget` times the sweep's training time
-    allows, each estimated at (folds - 1) times its own training (a fold trains on (folds - 1)/folds of the rows,
-    folds times); with the best alone over the budget, none."""
+    """The folds, the best and as many of the depths to `settle` (in their order) as `budget` times the sweep's
+    training time allows, each estimated at (folds - 1) times its own training (a fold trains on (folds - 1)/folds
+    of the rows, folds times). Fewer folds, down to MIN_FOLDS, where `folds` cannot pay for the best and the first
+    depth to settle (a sweep of two depths: cross-fitting both on 5 folds costs 4x the sweep, on 4 folds 3x); with
+    even those over the budget, none."""
+    plans = [_plan(settle, best, candidates, k, budget) for k in range(folds, min(MIN_FOLDS, folds) - 1, -1)]
+    return next((plan for plan in plans if plan.arms), plans[0])
+
+
+# The fewest folds cross-fitting takes: each model then trains on two thirds of the rows.
+MIN_FOLDS = 3
+
+
+def _plan(settle: list[Arm], best: Arm, candidates: list[Candidate], folds: int, budget: float) -> CrossFitPlan:
     sweep_seconds = sum(c.cost.train_seconds for c in candidates if c.cost and c.cost.train_seconds)
     allowed = budget * sweep_seconds
     costs = {arm: (folds - 1) * sum(c.cost.train_seconds for c in candidates
@@ -133,8 +145,8 @@ def plan_cross_fit(
             left_out.append(arm)
     if arms == [best]:  # the best alone settles nothing
         arms, left_out = [], [best, *settle]
-    return CrossFitPlan(arms=arms, left_out=[a for a in left_out if a != best], estimated_seconds=estimate,
-                        budget_seconds=allowed, wanted_seconds=sum(costs.values()))
+    return CrossFitPlan(folds=folds, arms=arms, left_out=[a for a in left_out if a != best],
+                        estimated_seconds=estimate, budget_seconds=allowed, wanted_seconds=sum(costs.values()))
 
 
 def assign_folds(labels: Sequence[str], folds: int) -> np.ndarray:

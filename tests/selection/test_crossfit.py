@@ -131,9 +131,22 @@ def test_the_budget_takes_the_best_then_the_cheapest_unsettled_depths_it_can_pay
     assert plan.arms == [best, ("scratch", 1), ("scratch", 2)] and plan.left_out == [("scratch", 4)]
     assert plan.estimated_seconds == pytest.approx(360.0) and plan.budget_seconds == pytest.approx(390.0)
     assert plan_cross_fit(settle, best, candidates, folds=5, budget=2.2).arms == [best, ("scratch", 1)]  # 286 s
-    nothing = plan_cross_fit(settle, best, candidates, folds=5, budget=2.0)  # the best alone: settles nothing
-    assert nothing.arms == [] and nothing.left_out == settle
-    assert nothing.wanted_seconds == pytest.approx(520.0)  # what the sentence says it would have cost
+    fewer = plan_cross_fit(settle, best, candidates, folds=5, budget=2.0)  # 260 s: 5 folds pay for the best alone
+    assert fewer.folds == 4 and fewer.arms == [best, ("scratch", 1)]  # 4 folds: 180 + 30 s
+    nothing = plan_cross_fit(settle, best, candidates, folds=5, budget=1.0)  # 130 s: 3 folds' best is 120 s
+    assert nothing.arms == [] and nothing.left_out == settle and nothing.folds == 5
+    assert nothing.wanted_seconds == pytest.approx(520.0)  # what the sentence says it would have cost, on 5 folds
+
+
+def test_a_sweep_of_two_depths_is_cross_fitted_within_the_default_budget() -> None:
+    """Both depths on 5 folds cost 4x the sweep, over the default 3x: on 4 folds, 3x."""
+    candidates = [Candidate(depth=depth, status="trained", metrics={"accuracy": 0.9},
+                            cost=Cost(flops_per_example=depth, train_seconds=10.0 * depth)) for depth in (1, 2)]
+
+    plan = plan_cross_fit([("scratch", 1)], ("scratch", 2), candidates, folds=5, budget=3.0)
+
+    assert plan.folds == 4 and plan.arms == [("scratch", 2), ("scratch", 1)]
+    assert plan.estimated_seconds == pytest.approx(90.0) and plan.budget_seconds == pytest.approx(90.0)
 
 
 def test_auto_cross_fits_only_when_a_cheaper_depth_is_unsettled_and_never_one_shown_worse(tmp_path: Path) -> None:
