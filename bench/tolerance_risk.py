@@ -49,6 +49,23 @@ make a looser policy the default (their mix is this script's choice, not a sampl
 `RESULT default=<policy> worst_risk=<policy:risk,...> constructed_worst_risk=<policy:risk,...>
 thrift=<policy:share,...> decisions=<n> constructed_decisions=<n>` (thrift and decisions: the trained datasets').
 
+Out-of-fold evidence (issue 44; bench/out_of_fold.py): in the constructed cells, each sweep is also decided with
+out-of-fold rows, 9 x the validation size (the train and validation rows cross-fitting predicts when validation is
+10 % of the data and train 80 %), drawn from a pool of 200,000 built like the validation rows: `out_of_fold`, the
+rule's decision made on those rows; `crossfit_auto` and `crossfit_on`, what the product ships with `crossfit: auto`
+(its default) or `on` and no budget (the validation rows' best and verdicts, the unsettled cheaper depths judged
+again out of fold). Per cell: risk and thrift of each beside the validation-only decision (`non_inferior`), and the
+compute in fits (1 per depth for the sweep; K = 5 per depth cross-fitted). The first `--oof-checks` decisions of
+each cell and path that cross-fit are also made by choose_depth (after arms_to_settle, with an OutOfFold).
+`--crossfit-trained` (bench/crossfit_runs.py) runs the product itself, `depthfinder run --crossfit on`, on
+`nested-ops-1` and `sms_spam.csv` with a small scratch encoder, and reports per run the depth shipped on the
+validation rows alone (choose_depth replayed) and with the out-of-fold rows, each depth's test macro-F1, the interval
+half-widths before and after, and cross-fitting's training seconds against the sweep's. The RESULT line then adds,
+over the constructed cells, `<path>_worst_risk`, `<path>_thrift_300` (pooled over the cells of 300 validation rows)
+and `<path>_fits` (cross-fitting's mean fits per decision) for val (non_inferior), oof, auto and on, and with
+`--crossfit-trained`, `crossfit_trained=<run>:<validation depth>-><shipped depth>` and
+`crossfit_seconds=<run>:<cross-fitting>/<sweep>`.
+
 `--quick` develops the script on a tiny problem in a few minutes (one built-in dataset, a tiny model, depths 1-3,
 two seeds, 20 draws); its table measures nothing.
 """
@@ -60,13 +77,16 @@ import json
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crossfit_runs import CrossFitRun, crossfit_trained, report_runs  # noqa: E402
 from depth_curves import SYNTHETIC_CONFIG, _print_table  # noqa: E402
+from out_of_fold import PATHS, ROWS_PER_VALIDATION_ROW, OutOfFoldCell, candidates_of, report_out_of_fold  # noqa: E402
 from pretrained_depth import DATA, DATASETS, add_cache_argument, minilm  # noqa: E402
 from sweep_cost import run_depthfinder  # noqa: E402
 
@@ -101,6 +121,8 @@ class Trained:
     test: dict[tuple[int, int], np.ndarray]
     flops: dict[int, float]
     test_metric: dict[tuple[int, int], float]  # the run's own test macro-F1 of each (depth, seed)
+    oof_true: np.ndarray | None = None  # constructed cells: a pool of out-of-fold rows (bench/out_of_fold.py)
+    oof: dict[int, np.ndarray] | None = None  # depth -> its classes on them
 
     @property
     def depths(self) -> list[int]:
@@ -183,11 +205,12 @@ def ground_truth(args: argparse.Namespace) -> list[Trained]:
     return found
 
 
-def constructed(gaps: list[float], tolerance: float, val_rows: int = 20_000, test_rows: int = 20_000) -> Trained:
+def constructed(gaps: list[float], tolerance: float, val_rows: int = 20_000, test_rows: int = 20_000,
+                oof_rows: int = 200_000) -> Trained:
     """Cheaper depths 1..k whose test macro-F1 is exactly `gaps[i]` x `tolerance` below the best one's (k + 1),
-    the errors symmetric between two balanced classes; the validation rows drawn alike (module docstring). Each
-    cheaper depth fixes and breaks rows of its own, so its comparison with the best is nearly independent of the
-    others'."""
+    the errors symmetric between two balanced classes; the validation rows and a pool of out-of-fold rows drawn
+    alike, the pool last (the validation and test rows are those of a bench without it). Each cheaper depth fixes
+    and breaks rows of its own, so its comparison with the best is nearly independent of the others'."""
     from evidence.bootstrap import metric_of
 
     rng = np.random.default_rng([round(gap * 1000) for gap in gaps])
@@ -208,12 +231,13 @@ def constructed(gaps: list[float], tolerance: float, val_rows: int = 20_000, tes
                 cheaper[rng.permutation(best_right)[:breaks]] = 1 - label
         return true, predicted
 
-    (val_true, val), (test_true, test) = split(val_rows), split(test_rows)
+    (val_true, val), (test_true, test), (oof_true, oof) = split(val_rows), split(test_rows), split(oof_rows)
     depths = range(1, len(gaps) + 2)
     return Trained(f"constructed, {'/'.join(f'{gap:g}' for gap in gaps)}x", val_true, test_true,
                    {(d, 1): v for d, v in zip(depths, val, strict=True)},
                    {(d, 1): t for d, t in zip(depths, test, strict=True)}, {d: float(d) for d in depths},
-                   {(d, 1): metric_of(test_true, t, METRIC) for d, t in zip(depths, test, strict=True)})
+                   {(d, 1): metric_of(test_true, t, METRIC) for d, t in zip(depths, test, strict=True)},
+                   oof_true, dict(zip(depths, oof, strict=True)))
 
 
 def merged(parts: list[Trained]) -> Trained:
@@ -263,9 +287,9 @@ def admitted(observed: float, resampled: np.ndarray, policy: str, tolerance: flo
     return within(observed, tolerance, lower)
 
 
-def decide(trained: Trained, rows: np.ndarray, seeds: dict[int, int], tolerance: float,
-           confidence: float) -> dict[str, int]:
-    """The depth each policy ships for one sweep (a seed per depth) on the validation `rows`."""
+def compared(trained: Trained, rows: np.ndarray, seeds: dict[int, int]) -> tuple[int, dict]:
+    """For one sweep (a seed per depth) on the validation `rows`: the best depth and each depth's difference from
+    it with its bootstrap (the rule's, evidence.bootstrap), depth -> (observed, resampled)."""
     from evidence.bootstrap import Predictions, metric_of, resampled_differences
 
     true = trained.val_true[rows]
@@ -274,27 +298,30 @@ def decide(trained: Trained, rows: np.ndarray, seeds: dict[int, int], tolerance:
     best = max(trained.depths, key=lambda d: (means[d], -trained.flops[d]))
     differences = resampled_differences(Predictions(true, predicted), {("x", d): [seeds[d]] for d in trained.depths},
                                         ("x", best), METRIC)
+    return best, {d: differences["x", d] for d in trained.depths}
+
+
+def decide(trained: Trained, best: int, differences: dict, tolerance: float, confidence: float) -> dict[str, int]:
+    """The depth each policy ships for one sweep, from its `differences` from its `best` (`compared`)."""
     by_cost = sorted(trained.depths, key=lambda d: (trained.flops[d], d))
-    shipped = {policy: next(d for d in by_cost if admitted(*differences["x", d], policy, tolerance, confidence))
+    shipped = {policy: next(d for d in by_cost if admitted(*differences[d], policy, tolerance, confidence))
                for policy in POLICIES if policy != "best_mean"}
     return {**shipped, "best_mean": best}
+
+
+def rule_candidates(trained: Trained, rows: np.ndarray, seeds: dict[int, int], folder: Path) -> list:
+    """The sweep as selection.rule.choose_depth takes it: a Candidate per depth, its files written to `folder`."""
+    return candidates_of(trained.val_true[rows], {d: trained.val[d, seeds[d]][rows] for d in trained.depths},
+                         trained.flops, folder)
 
 
 def the_rules_choice(trained: Trained, rows: np.ndarray, seeds: dict[int, int], tolerance: float,
                      confidence: float, folder: Path) -> int:
     """What selection.rule.choose_depth itself ships for the same sweep (its files written to `folder`)."""
-    from evidence.bootstrap import metric_of, save_predictions
-    from selection.candidate import Candidate, Cost
     from selection.rule import choose_depth
     from selection.settings import SelectionRule
 
-    true = trained.val_true[rows]
-    candidates = []
-    for d in trained.depths:
-        predicted = trained.val[d, seeds[d]][rows]
-        path = save_predictions(folder / f"depth-{d}.npz", true, predicted)
-        candidates.append(Candidate(depth=d, status="trained", metrics={METRIC: metric_of(true, predicted, METRIC)},
-                                    cost=Cost(flops_per_example=trained.flops[d]), predictions=str(path)))
+    candidates = rule_candidates(trained, rows, seeds, folder)
     return choose_depth(candidates, SelectionRule(tolerance=tolerance, confidence=confidence)).selected_depth
 
 
@@ -319,9 +346,23 @@ class Outcomes:
         return len(self.risky)
 
 
+@dataclass(frozen=True)
+class OutOfFoldOutcomes(Outcomes):
+    """The same for a path with out-of-fold rows (bench/out_of_fold.py's PATHS): the rows each decision drew, the
+    sweep's fits and the fits each decision's cross-fitting trained (0: it did not run), and the decisions checked
+    against choose_depth (and of those, where the grouped bootstrap shipped what the rule's row bootstrap did)."""
+
+    rows: int = 0
+    sweep_fits: int = 0
+    fits: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    checked: int = 0
+    agreed: int = 0
+
+
 def measure(trained: Trained, sizes: list[str], draws: int, tolerance: float, confidence: float,
-            checks: int) -> dict[str, dict[str, Outcomes]]:
-    """Per validation size, per policy: its Outcomes."""
+            checks: int, oof_checks: int = 0) -> dict[str, dict[str, Outcomes]]:
+    """Per validation size, per policy: its Outcomes; with a pool of out-of-fold rows, each of out_of_fold.PATHS
+    too (the same sweeps with cross-fitting's evidence, `oof_checks` of them checked against choose_depth)."""
     from evidence.margin import within
 
     rng = np.random.default_rng(20261201)
@@ -334,20 +375,33 @@ def measure(trained: Trained, sizes: list[str], draws: int, tolerance: float, co
     for size in sizes:
         m = n if size == "all" or int(size) >= n else int(size)
         shipped = {policy: [] for policy in POLICIES}
+        oof = (None if trained.oof_true is None else
+               OutOfFoldCell(trained.oof_true, trained.oof, ROWS_PER_VALIDATION_ROW * m, oof_checks,
+                             np.random.default_rng([20261204, m])))
         with tempfile.TemporaryDirectory() as folder:
             for draw in range(draws):
                 rows = np.arange(n) if m == n else np.sort(rng.choice(n, m, replace=False))
                 seeds = {d: int(rng.choice(trained.seeds(d))) for d in trained.depths}
-                choice = decide(trained, rows, seeds, tolerance, confidence)
+                best, differences = compared(trained, rows, seeds)
+                choice = decide(trained, best, differences, tolerance, confidence)
                 if draw < checks and (rule := the_rules_choice(trained, rows, seeds, tolerance, confidence,
                                                                Path(folder))) != choice["non_inferior"]:
                     raise SystemExit(f"{trained.name}: the rule shipped depth {rule}, the bench's non_inferior "
                                      f"{choice['non_inferior']}: the bench does not measure the rule")
                 for policy, depth in choice.items():
                     shipped[policy].append(depth)
-        results[f"{m}" if m < n else f"all ({n})"] = {
-            policy: Outcomes(np.array([d not in good for d in depths]), np.array([d == thrifty for d in depths]))
-            for policy, depths in shipped.items()}
+                if oof is not None:
+                    oof.decide(trained.flops, best, differences, tolerance, confidence,
+                               partial(rule_candidates, trained, rows, seeds, Path(folder)), Path(folder))
+        cell = {policy: Outcomes(np.array([d not in good for d in depths]), np.array([d == thrifty for d in depths]))
+                for policy, depths in shipped.items()}
+        for path in PATHS if oof is not None else ():
+            depths = oof.shipped[path]
+            cell[path] = OutOfFoldOutcomes(
+                np.array([d not in good for d in depths]), np.array([d == thrifty for d in depths]),
+                rows=min(oof.rows, len(oof.true)), sweep_fits=len(trained.depths), fits=np.array(oof.fits[path]),
+                checked=oof.checked[path], agreed=oof.agreed[path])
+        results[f"{m}" if m < n else f"all ({n})"] = cell
     return results
 
 
@@ -393,9 +447,10 @@ def default_policy(table: dict[str, dict[str, dict[str, Outcomes]]], stress: dic
                     f"{', '.join(keeping)}" + (f"; over it: {broke}" if broke else ""))
 
 
-def report(found: list[Trained], table: dict, stress: dict, tolerance: float, confidence: float) -> None:
-    """The truth per dataset, the table (the trained datasets', then the constructed cells), the default and the
-    RESULT line."""
+def report(found: list[Trained], table: dict, stress: dict, tolerance: float, confidence: float,
+           runs: list[CrossFitRun]) -> None:
+    """The truth per dataset, the table (the trained datasets', then the constructed cells), the default, the
+    out-of-fold table (bench/out_of_fold.py) and the RESULT line."""
     from evidence.bootstrap import metric_of
 
     for trained in found:
@@ -421,10 +476,11 @@ def report(found: list[Trained], table: dict, stress: dict, tolerance: float, co
     thrift = {p: float(pooled_thrifty(cells, p).mean()) if cells else float("nan") for p in POLICIES}
     decisions = sum(c[POLICIES[0]].decisions for c in cells)
     constructed = sum(c[POLICIES[0]].decisions for c in stress_cells)
+    out_of_fold = report_out_of_fold(stress, goal) + report_runs(runs, tolerance)
     print(f"RESULT default={chosen} worst_risk={','.join(f'{p}:{worst[p]:.3f}' for p in POLICIES)} "
           f"constructed_worst_risk={','.join(f'{p}:{worst_constructed[p]:.3f}' for p in POLICIES)} "
           f"thrift={','.join(f'{p}:{thrift[p]:.3f}' for p in POLICIES)} decisions={decisions} "
-          f"constructed_decisions={constructed}")
+          f"constructed_decisions={constructed}{out_of_fold}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -449,22 +505,29 @@ def main(argv: list[str] | None = None) -> int:
                         help="constructed cells: a cheaper depth this many tolerances below the best in truth; "
                         "a/b/c: three cheaper depths, that many below (empty: none)")
     parser.add_argument("--constructed-sizes", default="100,300,1000,3000",
-                        help="validation rows per decision in the constructed cells (of 20,000)")
+                        help="validation rows per decision in the constructed cells (of 20,000; out of fold: 9x, "
+                        "of 200,000)")
+    parser.add_argument("--oof-checks", type=int, default=3,
+                        help="decisions per constructed cell that cross-fit also made by choose_depth out of fold")
+    parser.add_argument("--crossfit-trained", action="store_true",
+                        help="also run `depthfinder run --crossfit on` on nested-ops-1 and sms_spam.csv with a small "
+                        "scratch encoder (bench/crossfit_runs.py), in <work>/crossfit")
     parser.add_argument("--quick", action="store_true", help="a tiny problem, to develop the script")
     args = parser.parse_args(argv)
     if args.quick:
-        args.seeds, args.sizes, args.draws, args.checks = "1,2", "50,all", 20, 5
+        args.seeds, args.sizes, args.draws, args.checks, args.oof_checks = "1,2", "50,all", 20, 5, 2
         args.gaps, args.constructed_sizes = "1.5,1.1/1.1/1.1", "100,1000"
         args.work = args.work / "quick"
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    runs = crossfit_trained(args.work / "crossfit", args.quick, DATA) if args.crossfit_trained else []
     found = ground_truth(args)
     sizes = args.sizes.split(",")
     table = {t.name: measure(t, sizes, args.draws, args.tolerance, args.confidence, args.checks) for t in found}
     built = [constructed([float(gap) for gap in cell.split("/")], args.tolerance) for cell in args.gaps.split(",")
              if cell]
     stress = {t.name: measure(t, args.constructed_sizes.split(","), args.draws, args.tolerance, args.confidence,
-                              args.checks) for t in built}
-    report([*found, *built], table, stress, args.tolerance, args.confidence)
+                              args.checks, args.oof_checks) for t in built}
+    report([*found, *built], table, stress, args.tolerance, args.confidence, runs)
     return 0
 
 
