@@ -109,7 +109,7 @@ def test_a_depth_the_validation_rows_cannot_settle_ships_when_the_out_of_fold_ro
     assert "2,700 out-of-fold train and validation rows (5 folds" in decision.evidence
 
 
-@pytest.mark.parametrize("rows", [300, 2700, 20_000])
+@pytest.mark.parametrize("rows", [300, 2700])
 def test_a_depth_truly_beyond_the_tolerance_never_ships_on_out_of_fold_rows(tmp_path: Path, rows: int) -> None:
     """Out-of-fold rows where the cheaper depth is exactly 0.015 below the best, in 20 draws of rows: the mean is
     beyond the tolerance, and no interval, however it falls, lets it ship; nor when validation says it is level."""
