@@ -11,8 +11,9 @@ predicate (evidence.margin.within) judge on all of them: the interval narrows as
 in a fold. The shipped model is the sweep's, trained as before at the chosen depth: the folds' models only measure.
 
 What it answers is "does a depth trained this way on this much data stay within the tolerance of the best?", the
-question the rule asks; each out-of-fold prediction comes from a model trained on (K-1)/K of the rows, which, if
-anything, understates both depths alike. The rows' resampling holds the row noise and, a row being predicted by one
+question the rule asks; each out-of-fold prediction comes from a model trained on (K-1)/K of the rows, and a depth
+still converging on fewer rows is understated more than one that has converged (docs/selection.md: it can err
+either way). The rows' resampling holds the row noise and, a row being predicted by one
 fold's model, part of the folds'; seeds are resampled as in the sweep.
 
 Its cost is K trainings per depth; `crossfit_budget` bounds it (a multiple of the sweep's own training time,
