@@ -15,7 +15,7 @@ resample is the mean over the drawn seeds, so the interval holds both sources of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,13 +155,16 @@ def _resampled_metrics(
 ) -> np.ndarray:
     """Each prediction set's metric on the same `resamples` Poisson-weighted resamples of the rows,
     (sets, resamples)."""
-    rows = len(true)
-    chunk = max(1, _CHUNK_CELLS // max(rows, 1))
-    values = []
-    for start in range(0, resamples, chunk):
-        weights = rng.poisson(1.0, size=(min(chunk, resamples - start), rows)).astype(np.float32)
-        values.append([_weighted_metric(true, classes, weights, metric) for classes in predicted])
+    values = [[_weighted_metric(true, classes, weights, metric) for classes in predicted]
+              for weights in poisson_weights(len(true), resamples, rng)]
     return np.concatenate([np.stack(chunk_values) for chunk_values in values], axis=1)
+
+
+def poisson_weights(rows: int, resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """The Poisson(1) weights of `resamples` resamples of `rows` rows, in chunks of (resamples, rows) float32."""
+    chunk = max(1, _CHUNK_CELLS // max(rows, 1))
+    for start in range(0, resamples, chunk):
+        yield rng.poisson(1.0, size=(min(chunk, resamples - start), rows)).astype(np.float32)
 
 
 def metric_of(true: np.ndarray, predicted: np.ndarray, metric: str) -> float:

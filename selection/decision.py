@@ -21,6 +21,7 @@ from pydantic import (
 
 from encoder.config import FAMILY_DESCRIPTION, FamilyName
 from evidence.bootstrap import Interval
+from evidence.disagreement import PoolBound
 from evidence.margin import shown_worse, within
 from runtime.records import Record
 from selection.candidate import CostName, arm_label
@@ -31,9 +32,9 @@ from selection.settings import Metric, RuleName, SelectionRule
 # interval wholly below -tolerance (shown worse); or neither shown within nor beyond: the rows cannot tell.
 # selection.reasons.VERDICT_WORDS says each in words.
 Verdict = Literal["best", "within", "unsettled", "beyond", "worse"]
-# The labelled rows a depth was compared with the best on: the validation split's, or every train and validation row
-# predicted out of fold by cross-fitting (selection.crossfit).
-Evidence = Literal["validation", "out-of-fold"]
+# What a depth was compared with the best on: the validation split's rows, every train and validation row predicted
+# out of fold by cross-fitting (selection.crossfit), or a pool of unlabelled texts (selection.pool).
+Evidence = Literal["validation", "out-of-fold", "unlabeled"]
 
 
 class DepthScore(Record):
@@ -53,7 +54,13 @@ class DepthScore(Record):
     compared_on: Evidence = Field(
         "validation", description="The rows its interval against the best was measured on: validation, or "
         "out-of-fold (cross-fitting's predictions of the train and validation rows, selection.crossfit); its "
-        "verdict's mean criterion is then the out-of-fold difference too."
+        "verdict's mean criterion is then the out-of-fold difference too; or unlabeled (a pool of unlabelled "
+        "texts bounds how much worse it can be: `vs_best` holds the labelled rows' difference and the pool's bounds, "
+        "selection.pool)."
+    )
+    pool: PoolBound | None = Field(
+        None, description="How it stands against the best on the unlabelled texts (sweep.unlabeled), for a depth the "
+        "labelled rows could not settle: its disagreement with the best and the bound that puts on the difference."
     )
     verdict: Verdict | None = Field(
         None, description="The rule's criterion on it against the best, judged once where the decision is made: best, "
@@ -94,6 +101,17 @@ class Decision(Record):
         "cross-fitted were compared (their scores' compared_on); none when it did not run."
     )
     folds: int | None = Field(None, description="Folds of that cross-fitting.")
+    unlabeled_rows: int | None = Field(
+        None, description="Unlabelled texts (sweep.unlabeled) the depths the labelled rows could not settle were "
+        "bounded on; none without a pool, or when no depth needed it."
+    )
+    labelled_texts: int | None = Field(
+        None, description="Of those, the texts whose labels were given (sweep.labels): evidence, never training."
+    )
+    rows_to_label: int | None = Field(
+        None, description="Texts of the pool whose labels could settle a cheaper depth the pool could not bound "
+        "within the tolerance (written to rows_to_label.csv in the run's folder); none when nothing is left."
+    )
     rows_to_resolve: int | None = Field(
         None, description="About how many labelled rows (validation, or out-of-fold where cross-fitting compared it) "
         "would make the interval of the cheaper depth the rows could "
@@ -220,8 +238,9 @@ def ties(score: DepthScore, best: DepthScore, tolerance: float) -> bool:
 
 
 def difference_from_best(score: DepthScore, best: DepthScore) -> float:
-    """Its mean minus the best's on the rows it was compared on: the validation means, or the out-of-fold ones."""
-    if score.compared_on == "out-of-fold" and score.vs_best is not None:
+    """Its mean minus the best's on the labelled rows it was compared on: the validation means, or the out-of-fold
+    ones (a depth bounded on unlabelled texts keeps its labelled rows' difference in vs_best)."""
+    if score.compared_on != "validation" and score.vs_best is not None:
         return score.vs_best.difference
     return score.mean - best.mean
 

@@ -150,14 +150,14 @@ def cost_points(decision: Decision) -> list[dict]:
     """What the cost plot shows, per depth: its cost, its validation mean and the ends of its interval (the best's
     mean plus the paired interval of its difference from the best, else ± its standard error). A depth compared with
     the best out of fold (selection.crossfit) stands at the best's mean plus its out-of-fold difference, which its
-    interval is around."""
+    interval is around; one bounded on unlabelled texts (selection.pool), between the pool's bounds."""
     best = _best(decision)
     points = []
     for s in sorted(decision.scores, key=lambda s: s.cost):
         mean = s.mean
         if s.vs_best is not None and s is not best:
             low, high = best.mean + s.vs_best.low, best.mean + s.vs_best.high
-            mean = best.mean + s.vs_best.difference if s.compared_on == "out-of-fold" else mean
+            mean = best.mean + s.vs_best.difference if s.compared_on != "validation" else mean
         else:
             low, high = s.mean - s.std_error, s.mean + s.std_error
         points.append({"family": s.family, "depth": s.depth, "cost": s.cost, "mean": mean, "low": low,

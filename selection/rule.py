@@ -36,12 +36,14 @@ from evidence.bootstrap import RESAMPLES, Arm, compare_to_best
 from selection.candidate import Candidate, arm_label
 from selection.crossfit import OutOfFold
 from selection.decision import Decision, DepthScore, judge
+from selection.pool import Pool, label_clause, on_pool, rows_to_label
 from selection.predictions import load_predictions
 from selection.reasons import quality, ratio_reason, tolerance_reason
 from selection.settings import SelectionRule
 
 
-def choose_depth(candidates: list[Candidate], rule: SelectionRule, out_of_fold: OutOfFold | None = None) -> Decision:
+def choose_depth(candidates: list[Candidate], rule: SelectionRule, out_of_fold: OutOfFold | None = None,
+                 pool: Pool | None = None) -> Decision:
     """Choose a depth by `rule`.
 
     Args:
@@ -50,6 +52,8 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule, out_of_fold: 
         rule: the rule and its settings.
         out_of_fold: cross-fitting's predictions (selection.crossfit), for the depths it cross-fitted, the best
             among them: those depths are compared with the best on them instead of the validation rows.
+        pool: unlabelled texts predicted by the best and the depths to settle (selection.pool): a depth the labelled
+            rows leave unsettled is bounded on them, and ships when the bound shows it within the tolerance.
 
     Returns:
         The Decision, with a reason that names the numbers.
@@ -67,20 +71,26 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule, out_of_fold: 
     scores, evidence, rows = _with_intervals(scores, eligible, best, rule)
     if out_of_fold is not None and rows is not None:
         scores, evidence = _out_of_fold(scores, evidence, best, rule, out_of_fold)
-    scores = {arm: score.model_copy(update={"verdict": judge(score, scores[best], rule.tolerance)})
-              for arm, score in scores.items()}
+    scores = _judged(scores, best, rule)
     compared = any(score.compared_on == "out-of-fold" for score in scores.values())
+    if pool is not None and rows is not None:
+        scores = _judged(on_pool(scores, best, rule, pool), best, rule)
+        evidence = _pool_evidence(evidence, scores)
     front = pareto_front(list(scores.values()))
     to_resolve = None
     if rule.rule == "ratio":
         selected = max(arms, key=lambda a: _ratio(scores[a], rule.alpha))
         reason = ratio_reason(selected, best, scores, rule, label)
     else:
-        pool = {a: scores[a] for a in (front if rule.rule == "pareto" else arms)}
-        tied = [a for a in pool if scores[a].may_ship]
-        selected = min(tied, key=lambda a: (pool[a].cost, _order(a)))
-        reason, to_resolve = tolerance_reason(selected, best, scores, rule, label, _rows(rows, out_of_fold))
+        among = {a: scores[a] for a in (front if rule.rule == "pareto" else arms)}
+        tied = [a for a in among if scores[a].may_ship]
+        selected = min(tied, key=lambda a: (among[a].cost, _order(a)))
+        reason, to_resolve = tolerance_reason(selected, best, scores, rule, label, _rows(rows, out_of_fold, pool))
     clauses = [reason + _other_families(selected, best, scores, rule.metric)]
+    to_label = rows_to_label(list(scores.values()), best, selected, pool, rule.metric) if pool is not None else []
+    if unbounded := _unbounded(scores, selected, best):
+        clauses.append(label_clause(unbounded, scores[unbounded].pool, rule.tolerance, rule.metric, len(to_label),
+                                    label))
     if unfinished := _not_converged(selected, best, scores, label):
         clauses.append(unfinished)
     if rule.cost == "params" and (embeddings := _embedding_share(selected, eligible, label)):
@@ -91,11 +101,14 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule, out_of_fold: 
         clauses.append(f"excluded by hard limits: {_excluded_text(excluded, label)}")
     if unusable:
         clauses.append(f"not considered: {_statuses(unusable, label)}")
+    bounded = any(score.pool is not None for score in scores.values())
     return Decision(
         settings=rule, reason="; ".join(clauses), selected_depth=selected[1], selected_family=selected[0],
         best_depth=best[1], best_family=best[0], evidence=evidence, validation_rows=rows, rows_to_resolve=to_resolve,
         out_of_fold_rows=out_of_fold.predictions.rows if compared else None,
         folds=out_of_fold.folds if compared else None,
+        unlabeled_rows=pool.rows if bounded else None, labelled_texts=pool.labelled if bounded else None,
+        rows_to_label=len(to_label) or None,
         pareto_front=[a[1] for a in front], pareto_families=[a[0] for a in front], scores=[scores[a] for a in arms],
     )
 
@@ -156,10 +169,37 @@ def _out_of_fold(scores: dict[Arm, DepthScore], evidence: str, best: Arm, rule: 
                      f"validation rows ({out_of_fold.folds} folds, {RESAMPLES} resamples)")
 
 
-def _rows(validation: int | None, out_of_fold: OutOfFold | None) -> dict[str, int]:
+def _rows(validation: int | None, out_of_fold: OutOfFold | None, pool: Pool | None) -> dict[str, int]:
     """The rows each kind of evidence compared depths on, by DepthScore.compared_on."""
     rows = {"validation": validation} if validation else {}
-    return rows | ({"out-of-fold": out_of_fold.predictions.rows} if out_of_fold is not None else {})
+    rows |= {"out-of-fold": out_of_fold.predictions.rows} if out_of_fold is not None else {}
+    return rows | ({"unlabeled": pool.rows} if pool is not None else {})
+
+
+def _judged(scores: dict[Arm, DepthScore], best: Arm, rule: SelectionRule) -> dict[Arm, DepthScore]:
+    """The scores with each depth's verdict against the best (selection.decision.judge)."""
+    return {arm: score.model_copy(update={"verdict": judge(score, scores[best], rule.tolerance)})
+            for arm, score in scores.items()}
+
+
+def _pool_evidence(evidence: str, scores: dict[Arm, DepthScore]) -> str:
+    """The evidence, saying which depths were bounded on the unlabelled texts."""
+    bounded = [score for score in scores.values() if score.pool is not None]
+    if not bounded:
+        return evidence
+    pool = bounded[0].pool
+    labelled = f", {pool.labelled:,} of their disagreements labelled" if any(s.pool.labelled for s in bounded) else ""
+    return (f"{evidence}; depths the labelled rows could not settle bounded by their disagreement with the best on "
+            f"{pool.rows:,} unlabelled texts{labelled}")
+
+
+def _unbounded(scores: dict[Arm, DepthScore], selected: Arm, best: Arm) -> Arm | None:
+    """The cheaper depth than the chosen one closest to being bounded within the tolerance on the pool, among those
+    it could not bound; None when there is none."""
+    cost = scores[selected].cost
+    left = [arm for arm, score in scores.items() if score.pool is not None and score.compared_on != "unlabeled"
+            and score.cost < cost and arm != best]
+    return min(left, key=lambda arm: (scores[arm].pool.worse_by_at_most, scores[arm].cost), default=None)
 
 
 def _not_converged(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], label) -> str:
