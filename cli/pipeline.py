@@ -25,11 +25,14 @@ if TYPE_CHECKING:
 
 
 def load_config(args: argparse.Namespace) -> RunConfig:
-    """Validate the config and the input table before any run starts (bad input: exit 2)."""
+    """Validate the config, the input table and the unlabelled texts before any run starts (bad input: exit 2)."""
     from expectations.table.load import load_table
+    from expectations.table.pool import check_pool
 
     config = without_credentials(load_run_config(args.config, settings_given(args)))
-    load_table(config.data)
+    table = load_table(config.data)
+    if config.sweep.unlabeled is not None:
+        check_pool(config.sweep.unlabeled, config.sweep.labels, config.data, set(table["label"]))
     return config
 
 

@@ -64,6 +64,12 @@ class PoolBound(Record):
         bounds the pool puts on it."""
         return Interval(difference=difference, low=-self.worse_by_at_most, high=self.better_by_at_most)
 
+    def bound_text(self) -> str:
+        """`at most 0.006 below`, or, where labels show it better, `at least 0.010 above`."""
+        if self.worse_by_at_most > 0:
+            return f"at most {self.worse_by_at_most:.3f} below"
+        return f"at least {-self.worse_by_at_most:.3f} above"
+
     def text(self) -> str:
         """`disagreement 0.4 % [0.3, 0.6] of 8,000 unlabelled texts`."""
         return (f"disagreement {self.disagreement:.1%} [{self.disagreement_low:.1%}, {self.disagreement_high:.1%}] "
@@ -107,8 +113,9 @@ def pool_bound(
         rows=rows, disagreement=float(differ.mean()), disagreement_low=float(low), disagreement_high=float(high),
         labelled=int((disagreeing & (true != UNLABELLED)).sum()),
         unlabelled_disagreements=int((disagreeing & (true == UNLABELLED)).sum()),
-        worse_by_at_most=float(np.percentile(means[0], 100 - tail)),
-        better_by_at_most=float(np.percentile(means[1], 100 - tail)),
+        # A metric in [0, 1] differs by 1 at most, however loose the bound.
+        worse_by_at_most=min(1.0, float(np.percentile(means[0], 100 - tail))),
+        better_by_at_most=min(1.0, float(np.percentile(means[1], 100 - tail))),
     )
 
 

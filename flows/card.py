@@ -12,6 +12,7 @@ from expectations.audit.report import cell, markdown_table
 from expectations.changes.report import FORCED
 from flows.summary import RunSummary
 from selection.decision import Decision
+from selection.pool import pool_sentence
 from selection.promotion import APART
 from selection.reasons import depth_verdicts
 
@@ -36,6 +37,8 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
         *([verdicts] if (verdicts := _verdicts(rule)) else []),
         *([f"**Cross-fitting.** {summary.crossfit.sentence().removeprefix('Cross-fitting: ')}"]
           if summary.crossfit is not None else []),
+        *([f"**Unlabelled texts.** {pool.removeprefix('Unlabelled texts: ')}"]
+          if (pool := pool_sentence(rule, summary.rows_to_label)) else []),
         f"**Audit.** {audit.headline}.",
         f"**Promotion.** {'promoted to champion' if summary.promoted else 'not promoted'}: {summary.promotion}.",
         *filter(None, [promotion_rows(summary)]),

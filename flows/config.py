@@ -123,6 +123,24 @@ class SweepConfig(SelectionRule):
         "candidate's train time): the cheapest unsettled depths first; 0 = none.",
         json_schema_extra={"flag": "--crossfit-budget"},
     )
+    unlabeled: Path | None = Field(
+        None, description="Texts from the same source as the labelled rows, without labels (any format --data takes, "
+        "texts in --text-col): a cheaper depth the labelled rows cannot settle is shown within the tolerance when the "
+        "share of these texts on which it disagrees with the best bounds its difference within it; where it does "
+        "not, the texts whose labels would settle it are written to rows_to_label.csv in the run's folder "
+        "(docs/selection.md). Never trained on; texts also in the labelled table are left out.",
+        json_schema_extra={"flag": "--unlabeled"},
+    )
+    labels: Path | None = Field(
+        None, description="Labels for some of the unlabelled texts (rows_to_label.csv once filled in, or any file with "
+        "--text-col and --label-col): they tighten the bound, as evidence only; nothing is trained on them or "
+        "retrained for them. Needs --unlabeled.",
+        json_schema_extra={"flag": "--labels"},
+    )
+    unlabeled_rows: int = Field(
+        20_000, strict=True, ge=100, le=1_000_000,
+        description="Most unlabelled texts each depth to settle predicts (a fixed sample of a larger file).",
+    )
     task_runner: Literal["threads", "processes", "dask"] = Field(
         "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster.",
         json_schema_extra={"flag": "--task-runner"},
@@ -145,6 +163,12 @@ class SweepConfig(SelectionRule):
         if any(not 1 <= d <= MAX_DEPTH for d in depths) or len(set(depths)) != len(depths):
             raise ValueError(f"depths must be distinct integers from 1 to {MAX_DEPTH}, got {depths}")
         return sorted(depths)
+
+    @model_validator(mode="after")
+    def _labels_need_texts(self) -> SweepConfig:
+        if self.labels is not None and self.unlabeled is None:
+            raise ValueError("--labels needs --unlabeled: the labels are for texts of the unlabelled pool")
+        return self
 
     @field_validator("families")
     @classmethod

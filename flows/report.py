@@ -13,6 +13,7 @@ from flows.summary import RunSummary
 from selection.candidate import Candidate, arm_label
 from selection.decision import Decision
 from selection.halving import Halving
+from selection.pool import pool_sentence
 from selection.reasons import depth_verdicts
 
 # (title, value, format) of each column of the candidates table.
@@ -64,6 +65,7 @@ def format_summary(summary: RunSummary) -> str:
         lines += ["", f"Decision: {summary.rule.reason}.", evidence_sentence(summary.rule)]
         if summary.crossfit is not None:
             lines.append(summary.crossfit.sentence())
+        lines += filter(None, [pool_sentence(summary.rule, summary.rows_to_label)])
         lines += [f"{check.sentence[0].upper()}{check.sentence[1:]}." for check in summary.lr_check]
         if resumed := resumed_sentence(summary.candidates):
             lines.append(resumed)
@@ -186,6 +188,7 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
     )
     notes = [summary.rule.reason, evidence_sentence(summary.rule),
              *([summary.crossfit.sentence()] if summary.crossfit is not None else []),
+             *filter(None, [pool_sentence(summary.rule, summary.rows_to_label)]),
              *([f"Data: {summary.rows.text()}."] if summary.rows is not None else []),
              *([halving_sentence(summary.halving)] if summary.halving else []),
              *(f"Search: {search.sentence()}." for search in summary.search),

@@ -39,6 +39,7 @@ from flows.audit import audit_data, audit_informs, audit_report, publish_rows
 from flows.card import model_card, stopped_note
 from flows.config import RegistryConfig, RunConfig, SweepConfig, settings_used, without_credentials
 from flows.crossfit import cross_fit
+from flows.pool import pool_evidence
 from flows.preflight import check_run
 from flows.report import decision_markdown, outcome, short_outcome
 from flows.review import (
@@ -58,9 +59,11 @@ from selection.budget import Budget
 from selection.candidate import Candidate
 from selection.crossfit import CrossFit
 from selection.decision import Decision
+from selection.pool import ROWS_TO_LABEL, rows_to_label
 from selection.rule import choose_depth
 from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
+from tasks.pool import PoolTexts, prepare_pool, write_rows_to_label
 from tasks.registry import find_unchanged_model, prepare_deployment, register_model, settle_registrations
 from tasks.tracking import (
     close_abandoned_runs,
@@ -107,6 +110,8 @@ def retrain(
             check_run(config)
         registry, workdir = config.registry, Path(config.registry.workdir)
         dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
+        pool = prepare_pool(sweep.unlabeled, sweep.labels, sweep.unlabeled_rows, data, dataset,
+                            workdir) if sweep.unlabeled else None
         label_flow_run(name=run_title(registry.model_name, data, dataset.data_hash))
         with one_retrain_at_a_time(registry.model_name, workdir):
             tracking_uri = tidied_store(registry)
@@ -131,7 +136,7 @@ def retrain(
                     trainings = trainings_of(config, dataset, families, summary.audit.informs.class_weights, run)
                     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
                     candidates, halving, searches, budget = sweep_depths(config.sweep, trainings)
-                    decision, crossfit = decided(candidates, config.sweep, budget, trainings)
+                    decision, crossfit, to_label = decided(candidates, config.sweep, budget, trainings, pool)
                     chosen = shipped(candidates, decision)
                     deployment = prepare_deployment(chosen, dataset, config.sweep, str(folder / "deployment"))
                     tags = night_tags(changed) | fingerprint | version_tags(candidates, decision, report, families)
@@ -141,6 +146,8 @@ def retrain(
                         "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision,
                         "halving": halving, "lr_check": lr_check, "deployment": deployment, "search": searches,
                         "budget": budget, "crossfit": crossfit,
+                        "rows_to_label": str(write_rows_to_label(pool, to_label, folder / ROWS_TO_LABEL).resolve())
+                        if to_label else None,
                         **dict(registration)})  # the summary has each field of the registration
                     record_decision(config, run, summary)
                     describe_model(run, registration.model.name, registration.model.version,
@@ -209,19 +216,25 @@ def trainings_of(config: RunConfig, dataset: PreparedData, families: list[Family
             for family in families]
 
 
-def decided(candidates: list[Candidate], sweep: SweepConfig, budget: Budget | None,
-            trainings: list[Training]) -> tuple[Decision, CrossFit | None]:
+def decided(candidates: list[Candidate], sweep: SweepConfig, budget: Budget | None, trainings: list[Training],
+            pool: PoolTexts | None) -> tuple[Decision, CrossFit | None, list[int]]:
     """The rule's choice among the candidates, judged again on out-of-fold rows when the validation rows cannot
-    settle a cheaper depth (flows.crossfit), its reason saying what the budget left untried; and what cross-fitting
-    did (None when not needed)."""
+    settle a cheaper depth (flows.crossfit), and on the unlabelled pool when they still cannot (flows.pool), its
+    reason saying what the budget left untried; what cross-fitting did (None when not needed); and the pool's rows
+    whose labels could settle what is left (selection.pool.rows_to_label)."""
     decision = choose_depth(candidates, sweep)
     out_of_fold, crossfit = cross_fit(sweep, trainings, candidates, decision)
     if out_of_fold is not None:
         decision = choose_depth(candidates, sweep, out_of_fold)
-    if budget is None:
-        return decision, crossfit
-    # The sweep's, not the rule's: a replay of the rule gives the same choice without it.
-    return decision.model_copy(update={"reason": f"{decision.reason}; {budget.sentence}"}), crossfit
+    to_label = []
+    dataset, workdir = trainings[0].dataset, trainings[0].workdir
+    if (bounds := pool_evidence(sweep, pool, candidates, decision, dataset, workdir)) is not None:
+        decision = choose_depth(candidates, sweep, out_of_fold, bounds)
+        to_label = rows_to_label(decision.scores, (decision.best_family, decision.best_depth),
+                                 (decision.selected_family, decision.selected_depth), bounds, sweep.metric)
+    if budget is not None:  # the sweep's, not the rule's: a replay of the rule gives the same choice without it
+        decision = decision.model_copy(update={"reason": f"{decision.reason}; {budget.sentence}"})
+    return decision, crossfit, to_label
 
 
 def stop(config: RunConfig, run: SweepRun, summary: RunSummary, reason: str) -> NoReturn:
@@ -387,7 +400,8 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
              plot_metric_vs_cost(summary.rule, folder / "metric_vs_cost.png")]
     tags = {"depthfinder.selected_depth": summary.selected_depth, "depthfinder.family": summary.rule.selected_family,
             "depthfinder.promoted": "promoted" if summary.promoted else "not promoted"}
-    log_summary(run, summary.to_dict(), tags, [str(path) for path in plots], decision_metrics(summary))
+    log_summary(run, summary.to_dict(), tags, [str(path) for path in plots], decision_metrics(summary),
+                [summary.rows_to_label] if summary.rows_to_label else [])
     create_markdown_artifact(key="depth-decision", markdown=decision_markdown(summary, plots),
                              description=short_outcome(summary))
     get_run_logger().info("%s", summary.rule.reason)
@@ -395,7 +409,7 @@ def record_decision(config: RunConfig, run: SweepRun, summary: RunSummary) -> No
 
 def decision_metrics(summary: RunSummary) -> dict[str, float]:
     """The parent run's metrics: the chosen candidate's validation and test scores, its depth, what cross-fitting
-    spent on how many rows, and the champion
+    spent on how many rows, the unlabelled texts the rule bounded depths on (and those to label), and the champion
     comparison on the test rows promotion judged on (the challenger's scores, and the champion's when there was one),
     and both models' scores on the rows it reported apart."""
     chosen = next(c for c in summary.candidates if c.usable and c.depth == summary.selected_depth
@@ -408,6 +422,10 @@ def decision_metrics(summary: RunSummary) -> dict[str, float]:
         fit = summary.crossfit
         figures |= {"crossfit.rows": fit.rows, "crossfit.folds": fit.folds, "crossfit.seconds": fit.seconds,
                     "crossfit.budget_seconds": fit.budget_seconds}
+    rule = summary.rule
+    if rule.unlabeled_rows:
+        figures |= {"pool.rows": rule.unlabeled_rows, "pool.labelled": rule.labelled_texts or 0,
+                    "pool.to_label": rule.rows_to_label or 0}
     for rows in summary.rows_apart:  # the test rows promotion reported apart, by standing
         figures |= {f"apart.{rows.standing}.rows": rows.rows, f"apart.{rows.standing}.challenger": rows.challenger,
                     f"apart.{rows.standing}.champion": rows.champion}

@@ -86,6 +86,11 @@ class RunSummary(Record):
         "the rule judged them on, the training time spent against its budget; or why it did not run. None when the "
         "validation rows settled every cheaper depth (or crossfit off)."
     )
+    rows_to_label: str | None = Field(
+        None, description="CSV of the unlabelled texts whose labels could settle a cheaper depth the pool could not "
+        "bound within the tolerance (text, and an empty label to fill in; give it back with --labels); none when "
+        "nothing was left to settle or there was no pool."
+    )
     lr_check: list[RateCheck] = Field([], description="The learning-rate check per family (sweep.check_lr).")
     deployment: Deployment | None = Field(
         None, description="The chosen model's forms (torch, ONNX, int8 ONNX): each one's test metric, latency at "

@@ -71,6 +71,12 @@ def evidence_note(decision: Decision) -> str | None:
             f"tolerance; about {decision.rows_to_resolve:,} would")
 
 
+def _error_bars(points: list[dict], centre: str) -> list[list[float]]:
+    """Matplotlib's (below, above) error bars of each point around its `centre` key: the labelled rows' difference
+    of a depth bounded on unlabelled texts may lie outside the pool's bounds, drawn then as a bar on one side."""
+    return [[max(0.0, p[centre] - p["low"]) for p in points], [max(0.0, p["high"] - p[centre]) for p in points]]
+
+
 def _offsets(families: list[str]) -> dict[str, float]:
     """A small sideways shift per family, so that two families' points at one depth do not hide each other."""
     step = 0.12 if len(families) > 1 else 0.0
@@ -98,7 +104,7 @@ def plot_metric_vs_depth(decision: Decision, path: Path, pruned: list[Candidate]
                 continue
             name = words + (f" ({family})" if len(families) > 1 else "")
             ax.errorbar([p["depth"] + shift[family] for p in kept], [p["difference"] for p in kept],
-                        yerr=[[p["difference"] - p["low"] for p in kept], [p["high"] - p["difference"] for p in kept]],
+                        yerr=_error_bars(kept, "difference"),
                         marker=MARKERS[key], capsize=4, linestyle="none", color=colors[family], label=name)
     _mark_pruned(ax, points, shift)
     chosen = next(p for p in points if (p["family"], p["depth"]) == (decision.selected_family,
@@ -179,7 +185,7 @@ def plot_metric_vs_cost(decision: Decision, path: Path) -> Path:
     for family in families:
         mine = [p for p in points if p["family"] == family]
         ax.errorbar([p["cost"] for p in mine], [p["mean"] for p in mine],
-                    yerr=[[p["mean"] - p["low"] for p in mine], [p["high"] - p["mean"] for p in mine]],
+                    yerr=_error_bars(mine, "mean"),
                     marker="o", capsize=4, linestyle="none", color=colors[family], zorder=2,
                     label=family if len(families) > 1 else "depth")
     named = len(families) > 1

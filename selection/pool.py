@@ -22,7 +22,8 @@ import numpy as np
 from evidence.bootstrap import Arm
 from evidence.disagreement import UNLABELLED, PoolBound, pool_bound, worst_per_row
 from evidence.margin import within
-from selection.decision import DepthScore, difference_from_best
+from selection.candidate import arm_label
+from selection.decision import Decision, DepthScore, difference_from_best
 from selection.settings import SelectionRule
 
 # The file the texts to label are written to, in the run's folder (the sentence names it).
@@ -50,6 +51,17 @@ class Pool:
         """`arm`'s predictions, one per seed (none when it did not predict the pool)."""
         return [classes for (family, depth, _), classes in sorted(self.predicted.items(), key=lambda item: item[0])
                 if (family, depth) == arm]
+
+
+def arms_to_bound(decision: Decision) -> list[Arm]:
+    """The depths to predict the pool: the cheaper ones than the chosen depth that the labelled rows left unsettled,
+    and the best; none when no cheaper depth is unsettled (or the rule compares no intervals)."""
+    if decision.settings.rule == "ratio" or decision.settings.confidence is None or decision.validation_rows is None:
+        return []
+    chosen = next(s for s in decision.scores
+                  if (s.family, s.depth) == (decision.selected_family, decision.selected_depth))
+    settle = [(s.family, s.depth) for s in decision.scores if s.cost < chosen.cost and s.verdict == "unsettled"]
+    return [(decision.best_family, decision.best_depth), *settle] if settle else []
 
 
 def on_pool(scores: dict[Arm, DepthScore], best: Arm, rule: SelectionRule, pool: Pool) -> dict[Arm, DepthScore]:
@@ -96,8 +108,24 @@ def label_clause(arm: Arm, bound: PoolBound, tolerance: float, metric: str, to_l
     only to 0.031 below (tolerance 0.01): label the 168 texts of rows_to_label.csv ...`."""
     head = (f"on {bound.rows:,} unlabelled texts {label(arm)} disagrees with the best on {bound.disagreement:.1%} "
             f"[{bound.disagreement_low:.1%}, {bound.disagreement_high:.1%}], which bounds its {metric} only to "
-            f"{bound.worse_by_at_most:.3f} below (tolerance {tolerance:.3g})")
+            f"{bound.worse_by_at_most:.3f} below (tolerance {tolerance:.3g})")  # not within: the bound is positive
     if not to_label:
         return head
     return (f"{head}: label the {to_label:,} texts of {ROWS_TO_LABEL} (where the cheaper depths disagree with the "
             f"best, the fewest first) and run again with --labels {ROWS_TO_LABEL}")
+
+
+def pool_sentence(decision: Decision, to_label: str | None) -> str | None:
+    """`Unlabelled texts: 2,600, 1,968 labelled; depth 1 disagreement 75.7% [74.3%, 77.0%] with the best, at most
+    0.770 below (shown within); texts to label: PATH (41)`; None when no depth was bounded on them."""
+    bounded = [s for s in decision.scores if s.pool is not None]
+    if not bounded:
+        return None
+    named = len({s.family for s in decision.scores}) > 1
+    depths = "; ".join(
+        f"{arm_label(s.family, s.depth, named)} {s.pool.text().split(' of ')[0]} with the best, {decision.metric} "
+        f"{s.pool.bound_text()} ({'shown within' if s.compared_on == 'unlabeled' else 'not within'} the tolerance)"
+        for s in bounded)
+    labelled = f", {decision.labelled_texts:,} labelled" if decision.labelled_texts else ""
+    asked = f"; texts to label: {to_label} ({decision.rows_to_label:,})" if to_label and decision.rows_to_label else ""
+    return f"Unlabelled texts: {decision.unlabeled_rows:,}{labelled}; {depths}{asked}."

@@ -139,9 +139,10 @@ def interval_words(score: DepthScore, arm: Arm, best: Arm, rule: SelectionRule, 
     """`90% interval of depth 1 − depth 2: −0.072 to +0.037`; for a depth bounded on unlabelled texts, `disagreement
     0.4% [0.3%, 0.6%] with depth 2: its macro_f1 at most 0.006 below, 95% bound`."""
     if score.compared_on == "unlabeled" and score.pool is not None:
-        one_sided = 1 - (1 - rule.confidence) / 2
-        return (f"{score.pool.text().removesuffix(f' of {score.pool.rows:,} unlabelled texts')} with {label(best)}: "
-                f"its {rule.metric} at most {score.pool.worse_by_at_most:.3f} below, {one_sided:.0%} bound")
+        pool, one_sided = score.pool, 1 - (1 - rule.confidence) / 2
+        labelled = f", {pool.labelled:,} of them labelled" if pool.labelled else ""
+        return (f"{pool.text().removesuffix(f' of {pool.rows:,} unlabelled texts')} with {label(best)}{labelled}: "
+                f"its {rule.metric} {pool.bound_text()}, {one_sided:.0%} bound")
     low, high = (f"{value:+.3f}".replace("-", "\u2212") for value in (score.vs_best.low, score.vs_best.high))
     return f"{rule.confidence:.0%} interval of {label(arm)} \u2212 {label(best)}: {low} to {high}"
 

@@ -70,9 +70,9 @@ def log_changes(parent_run: SweepRun, report: ChangeReport, first_line: int | No
 
 @task(**RETRIES)
 def log_summary(parent_run: SweepRun, summary: dict[str, Any], tags: dict[str, Any], plots: list[str],
-                metrics: dict[str, float] | None = None) -> None:
-    """The run summary (summary.json), the decision's tags, metrics and plots, on the parent run."""
-    reports.log_run_summary(parent_run, summary, tags, plots, metrics)
+                metrics: dict[str, float] | None = None, files: list[str] = ()) -> None:
+    """The run summary (summary.json), the decision's tags, metrics and plots, and other files, on the parent run."""
+    reports.log_run_summary(parent_run, summary, tags, plots, metrics, files)
 
 
 @task(**RETRIES)

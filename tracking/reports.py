@@ -60,12 +60,15 @@ def log_change_report(sweep: SweepRun, report: ChangeReport, first_line: int | N
 
 
 def log_run_summary(sweep: SweepRun, summary: dict[str, Any], tags: dict[str, Any], plots: list[str],
-                    metrics: dict[str, float] | None = None) -> None:
-    """The run summary (summary.json), the decision's tags, metrics and plots, on the parent run."""
+                    metrics: dict[str, float] | None = None, files: list[str] = ()) -> None:
+    """The run summary (summary.json), the decision's tags, metrics and plots, and other `files` beside the summary,
+    on the parent run."""
     client = sweep.client
     client.log_dict(sweep.run_id, summary, SUMMARY)
     for path in plots:
         client.log_artifact(sweep.run_id, path, "plots")
+    for path in files:
+        client.log_artifact(sweep.run_id, path)
     set_tags(client, sweep.run_id, tags)
     log_metrics(client, sweep.run_id, metrics or {})
 

@@ -241,7 +241,7 @@ def canonical_table(raw: pd.DataFrame, config: DataConfig, source: str) -> Loade
             + (" or pass --split-col split" if clashes[0] == "split" else "")
         )
     table = pd.DataFrame(index=pd.RangeIndex(len(raw)))
-    table["text"] = _texts(raw[config.text_col], source, config.text_col)
+    table["text"] = as_texts(raw[config.text_col], source, config.text_col)
     table["label"], normalized = _labels(raw[config.label_col], source, config.label_col)
     if config.split_col is not None:
         table["split"] = _splits(raw[config.split_col], source, config.split_col)
@@ -251,7 +251,7 @@ def canonical_table(raw: pd.DataFrame, config: DataConfig, source: str) -> Loade
     return LoadedTable(table, normalized)
 
 
-def _strings(values: pd.Series, source: str, column: str) -> pd.Series:
+def as_strings(values: pd.Series, source: str, column: str) -> pd.Series:
     """Values as str, missing stays missing; ValueError on nested or undecodable values."""
     if pd.api.types.is_string_dtype(values.dtype) and not pd.api.types.is_object_dtype(values.dtype):
         return values.astype("str")
@@ -281,9 +281,9 @@ def _to_string(value: object, source: str, column: str, row: int) -> str | None:
     )
 
 
-def _texts(values: pd.Series, source: str, column: str) -> pd.Series:
+def as_texts(values: pd.Series, source: str, column: str) -> pd.Series:
     """Texts as str (a missing one becomes ""); ValueError when the column holds numbers only (ids, not text)."""
-    texts = _strings(values, source, column).fillna("")
+    texts = as_strings(values, source, column).fillna("")
     given = texts[texts.str.strip() != ""]
     if len(given) and pd.to_numeric(given, errors="coerce").notna().all():
         raise ValueError(
@@ -297,7 +297,7 @@ def _labels(values: pd.Series, source: str, column: str) -> tuple[pd.Series, Lab
     """Labels as their classes (normalize_label) and what that changed; ValueError when any is missing (or
     invisible), two differ only in case or number format ("Positive" and "positive", "1" and "1.0"), or there
     is only one class."""
-    written = _strings(values, source, column)
+    written = as_strings(values, source, column)
     labels = normalize_labels(written)
     missing = labels.isna() | (labels == "")
     if missing.any():
@@ -336,7 +336,7 @@ def _refuse_colliding_labels(classes: np.ndarray, source: str, column: str) -> N
 
 def _splits(values: pd.Series, source: str, column: str) -> pd.Series:
     """Split names; ValueError naming the first rows whose value is not train/val/test."""
-    splits = _strings(values, source, column).str.strip()
+    splits = as_strings(values, source, column).str.strip()
     bad = ~splits.isin(SPLITS)
     if bad.any():
         rows = np.flatnonzero(bad.to_numpy())

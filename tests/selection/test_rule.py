@@ -171,8 +171,8 @@ def test_a_decision_holds_the_rule_it_chose_by_and_writes_its_settings_as_summar
         "reason": decision.reason, "selected_depth": 2, "selected_family": "scratch", "best_depth": 6,
         "best_family": "scratch", "confidence": 0.9,
         "evidence": "means only: depth 1 seed 1 has no saved validation predictions", "validation_rows": None,
-        "rows_to_resolve": None, "out_of_fold_rows": None, "folds": None, "unlabeled_rows": None, "labelled_texts": None,
-        "rows_to_label": None, "alpha": 0.1,
+        "rows_to_resolve": None, "out_of_fold_rows": None, "folds": None, "unlabeled_rows": None,
+        "labelled_texts": None, "rows_to_label": None, "alpha": 0.1,
         "max_latency_ms": None, "max_params": None, "pareto_front": [1, 2, 4, 6], "pareto_families": ["scratch"] * 4,
         "scores": [score.to_dict() for score in decision.scores],
     }

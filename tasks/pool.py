@@ -1,0 +1,133 @@
+"""Tasks of the unlabelled pool (selection.pool): its texts prepared once, before training (bad input stops the run
+before a candidate trains), and each depth to settle predicting them after the sweep, kept on disk by what decides
+them (the model's bundle, the texts), so a stopped run predicts again only what it had not."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from prefect import get_run_logger, task
+from prefect.cache_policies import NONE
+
+from evidence.disagreement import UNLABELLED
+from expectations.table.config import DataConfig
+from expectations.table.pool import load_text_labels, load_texts, refuse_unknown_labels
+from selection.candidate import Candidate
+from tasks.data import PreparedData
+
+# The seed of the sample drawn from a pool larger than sweep.unlabeled_rows: the same texts on every run.
+SAMPLE_SEED = 20261204
+
+
+@dataclass(frozen=True)
+class PoolTexts:
+    """The pool's texts as the run uses them, on disk (`text`, and `label` where one was given, else empty)."""
+
+    path: str
+    digest: str  # of the texts, in order: what their predictions are kept by
+    rows: int
+    labelled: int
+
+
+@task(cache_policy=NONE)
+def prepare_pool(unlabeled: Path, labels: Path | None, most: int, data: DataConfig, dataset: PreparedData,
+                 workdir: Path) -> PoolTexts:
+    """The pool's texts (those the labelled table does not hold; a fixed sample of `most` of a larger file) and the
+    labels given for some of them, written once per content; ValueError (one line) on a bad file or a label that
+    is not one of the dataset's classes."""
+    texts = load_texts(unlabeled, data.text_col)
+    labelled = set(pd.read_parquet(dataset.path, columns=["text"])["text"])
+    fresh = [text for text in texts if text not in labelled]
+    if not fresh:
+        raise ValueError(f"{unlabeled}: every text is also in the labelled table; give texts the models never saw")
+    sample = fresh
+    if len(fresh) > most:
+        keep = np.sort(np.random.default_rng(SAMPLE_SEED).choice(len(fresh), most, replace=False))
+        sample = [fresh[i] for i in keep]
+    given = load_text_labels(labels, data.text_col, data.label_col) if labels is not None else {}
+    refuse_unknown_labels(labels, given, set(dataset.labels))
+    frame = pd.DataFrame({"text": sample, "label": [given.get(text, "") for text in sample]})
+    digest = hashlib.sha256(json.dumps(sample).encode()).hexdigest()[:16]
+    path = Path(workdir) / "pool" / f"{digest}-{_labels_digest(frame)}.parquet"
+    _write_once(frame, path)
+    _say(unlabeled, len(texts), len(texts) - len(fresh), len(sample), len(set(given) - set(sample)))
+    return PoolTexts(path=str(path), digest=digest, rows=len(sample), labelled=int((frame["label"] != "").sum()))
+
+
+@task(cache_policy=NONE)
+def predict_pool(candidate: Candidate, pool: PoolTexts, classes: list[str], workdir: Path) -> str:
+    """`candidate`'s predicted class ids (by `classes`' order) of the pool's texts, as a .npy file kept by its bundle
+    and the texts; predicted once."""
+    from encoder.serving import load_bundle
+
+    key = hashlib.sha256(f"{Path(candidate.bundle).resolve()}|{pool.digest}".encode()).hexdigest()[:16]
+    path = Path(workdir) / "pool" / f"predicted-{key}.npy"
+    if path.is_file():
+        return str(path)
+    get_run_logger().info("%s predicts %d unlabelled texts", candidate.name, pool.rows)
+    texts = pd.read_parquet(pool.path, columns=["text"])["text"].tolist()
+    predicted = load_bundle(Path(candidate.bundle)).predict(texts)
+    ids = np.array([classes.index(label) for label in predicted], dtype=np.int64)
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("wb") as file:
+        np.save(file, ids)
+    partial.replace(path)
+    return str(path)
+
+
+def pool_labels(pool: PoolTexts, classes: list[str]) -> np.ndarray:
+    """The pool's given labels as class ids by `classes`' order, UNLABELLED where none."""
+    labels = pd.read_parquet(pool.path, columns=["label"])["label"].tolist()
+    return np.array([classes.index(label) if label else UNLABELLED for label in labels], dtype=np.int64)
+
+
+def class_shares(dataset: PreparedData, confidence: float) -> np.ndarray:
+    """Each class's share among the train and validation rows, by `dataset.labels`' order, at the lower end of its
+    one-sided interval at `confidence`'s tail (a normal approximation; at least half a row): a smaller share only
+    loosens the disagreement bound."""
+    from scipy.stats import norm
+
+    frame = pd.read_parquet(dataset.path, columns=["label", "split"])
+    labels = frame.loc[frame["split"].isin(["train", "val"]), "label"].astype(str)
+    rows = len(labels)
+    shares = labels.value_counts().reindex(dataset.labels, fill_value=0).to_numpy() / rows
+    z = norm.ppf(1 - (1 - confidence) / 2)
+    return np.maximum(shares - z * np.sqrt(shares * (1 - shares) / rows), 0.5 / rows)
+
+
+def write_rows_to_label(pool: PoolTexts, rows: list[int], path: Path) -> Path:
+    """The pool's `rows`, in that order, as a CSV of `text` and an empty `label` to fill in, written atomically."""
+    texts = pd.read_parquet(pool.path, columns=["text"])["text"]
+    partial = path.with_name(path.name + ".partial")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"text": texts.iloc[rows].tolist(), "label": ""}).to_csv(partial, index=False)
+    partial.replace(path)
+    return path
+
+
+def _say(path: Path, texts: int, seen: int, used: int, unmatched: int) -> None:
+    """What the run makes of the pool, in the log: what it left out and why."""
+    logger = get_run_logger()
+    logger.info("Unlabelled texts: %d of the %d in %s", used, texts, path)
+    if seen:
+        logger.warning("%d unlabelled texts are also in the labelled table: left out (the models saw them)", seen)
+    if unmatched:
+        logger.warning("%d labelled texts are not among the unlabelled texts used: ignored", unmatched)
+
+
+def _labels_digest(frame: pd.DataFrame) -> str:
+    return hashlib.sha256(json.dumps(frame["label"].tolist()).encode()).hexdigest()[:8]
+
+
+def _write_once(frame: pd.DataFrame, path: Path) -> None:
+    if path.is_file():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    frame.to_parquet(partial, index=False)
+    partial.replace(path)
