@@ -10,18 +10,24 @@ class k can make the other worse by at most
 - accuracy: 1 (the best right, the other wrong);
 - balanced accuracy: 1 / (C pi_b) (the row is of class b: the other loses a hit of b's recall), where pi_b is the
   share of class b among the labelled rows and C the number of classes;
-- macro-F1: 2 / (C (pi_b + m_b)) + 2 / (C (pi_k + m_k)): F1_c = 2 tp_c / (p_c + pi_c) moves by at most
-  2 / (p_c + pi_c) per unit share of rows it touches (the row changes class b's and class k's counts only), with p_c
-  the share predicted as c, at least m_c, the smaller of the two models' shares on the pool.
+- macro-F1: 2 / (C (pi_b + m_b)) + 1 / (C (pi_k + m_k)). The row changes class b's and class k's counts only, and
+  F1_c = 2 tp_c / (p_c + n_c) (shares: tp_c of hits, p_c predicted as c, n_c truly c, at least pi_c): a hit of b
+  lost (tp and p one row less) lowers F1_b by 2 (p + n - tp) / ((p + n)(p + n - 1)) <= 2 / (p + n); a prediction of
+  k gained where k is wrong lowers F1_k by 2 tp / ((p + n)(p + n + 1)) <= 1 / (p + n), as tp <= (p + n) / 2. F1_c
+  depends on class c's counts alone, so its steps from one model's predictions to the other's may be taken in any
+  order: those that add predictions of c first, so p_c never falls below m_c, the smaller of the two models' shares
+  on the pool. A labelled row where the other model is right gains it a hit of k: at least
+  2 n / (p + n)^2 >= min(2 pi_k / (M_k + pi_k)^2, 2 / (M_k + 1)^2), M_k the larger predicted share plus the
+  disagreement (the most p_k can reach on the way).
 The bound of the metric's difference is the mean of these over the pool's rows (zero where they agree), and its upper
 confidence bound is a Poisson bootstrap of that mean over the rows, the rule's own (evidence.bootstrap). It is a
 bound, not an estimate: it never understates how much worse the other can be, and it is loose by how many of the
 disagreements the other model gets right.
 
 A label on a disagreement row tightens it: the row then counts for what it does (for accuracy and balanced accuracy
-its exact part of the difference, negative where the other model is the one right; for macro-F1 its worst part, 0
-where the other model is right). Unlabelled disagreements keep their worst case, so the
-bound stays sound whichever rows are labelled and however they were chosen.
+its exact part of the difference, negative where the other model is the one right; for macro-F1 its worst part,
+negative by the least a hit can add where the other model is the one right). Unlabelled disagreements keep their
+worst case, so the bound stays sound whichever rows are labelled and however they were chosen.
 
 Where it is not sound: a pool from another source than the labelled rows (other users, another season, another
 language) bounds the difference on that source, not on the rows the model will serve; texts the models trained on
@@ -100,11 +106,13 @@ def pool_bound(
     true = np.full(rows, UNLABELLED, dtype=np.int64) if true is None else np.asarray(true)
     classes = len(class_shares)
     shares = [np.bincount(p, minlength=classes) / rows for p in [*best, *other]]
-    floor = np.minimum.reduce(shares)  # m_c: no model's predicted share of c is below it
     pairs = [(b, o) for b in best for o in other]
-    worse = np.mean([worst_per_row(b, o, true, metric, class_shares, floor) for b, o in pairs], axis=0)
-    better = np.mean([worst_per_row(o, b, true, metric, class_shares, floor) for b, o in pairs], axis=0)
     differ = np.mean([(b != o) for b, o in pairs], axis=0).astype(np.float64)
+    # m_c and M_c: no model's predicted share of c is below the first, and on the way from one model's predictions to
+    # another's (the steps that add predictions of c first) none is above the second.
+    predicted = (np.minimum.reduce(shares), np.maximum.reduce(shares) + max((b != o).mean() for b, o in pairs))
+    worse = np.mean([worst_per_row(b, o, true, metric, class_shares, predicted) for b, o in pairs], axis=0)
+    better = np.mean([worst_per_row(o, b, true, metric, class_shares, predicted) for b, o in pairs], axis=0)
     means = _resampled_means(np.stack([worse, better, differ]), resamples)
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(means[2], [tail, 100 - tail])
@@ -120,11 +128,13 @@ def pool_bound(
 
 
 def worst_per_row(best: np.ndarray, other: np.ndarray, true: np.ndarray, metric: str, class_shares: np.ndarray,
-                  floor: np.ndarray) -> np.ndarray:
+                  predicted: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """How much each row can make `other`'s metric lower than `best`'s at most (0 where they agree, negative where a
-    label shows it helps `other` by at least so much): its part of the bound (the module's docstring derives it);
-    `floor` is each class's least predicted share on the pool (m_c)."""
+    label shows it helps `other` by at least so much): its part of the bound (the module's docstring derives it).
+    `predicted` is each class's least and most predicted share along the way from one model's predictions to the
+    other's (m_c, and M_c for the help a labelled row gives; none: 0 and 1)."""
     classes = len(class_shares)
+    floor, ceiling = predicted if predicted is not None else (np.zeros(classes), np.ones(classes))
     differ = best != other
     known = true != UNLABELLED
     best_right = np.where(known, true == best, True)  # unlabelled: the worst case, the best right, the other wrong
@@ -135,9 +145,12 @@ def worst_per_row(best: np.ndarray, other: np.ndarray, true: np.ndarray, metric:
     if metric == "balanced_accuracy":  # a row moves the recall of its own class only
         recall = 1 / (classes * class_shares)
         return np.where(differ, recall[best] * best_right - recall[other] * other_right, 0.0)
-    if metric == "macro_f1":  # a row that helps `other` by an amount this bound cannot know counts 0
-        weight = 2 / (classes * (class_shares + floor))
-        return np.where(differ, weight[best] * best_right + weight[other] * other_wrong, 0.0)
+    if metric == "macro_f1":
+        lost_hit = 2 / (classes * (class_shares + floor))  # F1 = 2 tp / (p + n): a hit lost, tp and p one less
+        wrong_gained = 1 / (classes * (class_shares + floor))  # p one more: 2 tp / (p + n)^2, tp <= (p + n) / 2
+        hit_gained = np.minimum(2 * class_shares / (ceiling + class_shares) ** 2, 2 / (ceiling + 1) ** 2) / classes
+        return np.where(differ, lost_hit[best] * best_right + wrong_gained[other] * other_wrong
+                        - hit_gained[other] * other_right, 0.0)
     raise ValueError(f"unknown metric {metric!r}; expected accuracy, balanced_accuracy or macro_f1")
 
 

@@ -92,7 +92,7 @@ def rows_to_label(scores: list[DepthScore], best: Arm, chosen: Arm, pool: Pool, 
         arm = (score.family, score.depth)
         if score.pool is None or score.compared_on == "unlabeled" or score.cost >= cost:
             continue
-        weight = np.mean([worst_per_row(b, o, pool.true, metric, pool.class_shares, np.zeros_like(pool.class_shares))
+        weight = np.mean([worst_per_row(b, o, pool.true, metric, pool.class_shares)
                           for b in pool.seeds(best) for o in pool.seeds(arm)], axis=0)
         rows = np.flatnonzero((weight > 0) & (pool.true == UNLABELLED))
         groups.append(rows[np.argsort(-weight[rows], kind="stable")].tolist())
