@@ -151,15 +151,16 @@ def trained(work: Path, data: Path) -> list[dict]:
         table[["text", "label"]].iloc[:3000].to_csv(folder / "labelled.csv", index=False)
         table[["text"]].iloc[3000:].to_csv(folder / "pool.csv", index=False)
         truth = table.drop_duplicates("text").set_index("text")["label"].astype(str)
+        (folder / "run").mkdir(exist_ok=True)  # both runs in one folder: the second reuses the first's candidates
         source = ["--data", str(folder / "labelled.csv")]
         options = ["--config", str(config), "--seeds", "1", "--halving", "off", "--crossfit", "off"]
-        first = run_depthfinder(source, "1,2", folder / "first", *options, "--unlabeled", str(folder / "pool.csv"))
+        first = run_depthfinder(source, "1,2", folder / "run", *options, "--unlabeled", str(folder / "pool.csv"))
         result = {"name": name, "first": first}
         asked = first["summary"]["rows_to_label"]
         if asked:
             labelled = pd.read_csv(asked, keep_default_na=False)
             labelled.assign(label=labelled["text"].map(truth)).to_csv(folder / "labels.csv", index=False)
-            result["second"] = run_depthfinder(source, "1,2", folder / "first", *options, "--unlabeled",
+            result["second"] = run_depthfinder(source, "1,2", folder / "run", *options, "--unlabeled",
                                                str(folder / "pool.csv"), "--labels", str(folder / "labels.csv"))
             result["asked"] = len(labelled)
         results.append(result)
