@@ -102,13 +102,14 @@ class SweepConfig(SelectionRule):
         "what it left untried. null = no budget.",
         json_schema_extra={"flag": "--budget-flops"},
     )
-    crossfit: Literal["auto", "on", "off"] = Field(
+    crossfit: Literal["auto", "on", "all", "off"] = Field(
         default_factory=lambda: os.environ.get(CROSSFIT_DEFAULT, "auto"), validate_default=True,
         description="Cross-fitting, when the validation rows cannot settle whether a cheaper depth is within the "
         "tolerance: each such depth and the best trained again on crossfit_folds folds of the train and validation "
         "rows, so that every one of those rows is predicted by a model that never saw it, and the rule judges on "
         "all of them (never on test rows); the shipped model is the sweep's. auto = when a cheaper depth is "
-        "unsettled; on = for every cheaper depth not shown worse; within crossfit_budget either way "
+        "unsettled; on = for every cheaper depth not shown worse; all = every depth, and the best too is the one "
+        "best on the out-of-fold rows (docs/benchmarks.md: what it buys); within crossfit_budget in each case "
         f"(docs/selection.md). Default auto, or the environment's {CROSSFIT_DEFAULT}.",
         json_schema_extra={"flag": "--crossfit", "documented_default": "auto"},
     )

@@ -55,13 +55,16 @@ def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Ca
     if not any(key[:2] == best for key in held_out) or len({key[:2] for key in held_out}) < 2:
         reason = "not used: the best's folds or every other depth's did not all finish (the log says why)"
         return None, record.model_copy(update={"reason": reason})
-    evidence = OutOfFold(predictions=out_of_fold(folds.ids, held_out), folds=plan.folds)
+    evidence = OutOfFold(predictions=out_of_fold(folds.ids, held_out), folds=plan.folds,
+                         chooses_best=sweep.crossfit == "all")
     kept = save_out_of_fold(trainings[0].workdir / "crossfit" / f"{trainings[0].dataset.data_hash}-"
                             f"{_digest(sorted(held_out))}.npz", evidence)
     arms = sorted({key[:2] for key in held_out}, key=lambda arm: (arm[1], arm[0]))
     spent = sum(c.cost.train_seconds for c in trained.values() if c.cost and c.cost.train_seconds)
     return evidence, record.model_copy(update={
-        "ran": True, "reason": f"the validation rows could not settle {label(settle[0])}", "rows": len(folds.ids),
+        "ran": True, "rows": len(folds.ids), "chooses_best": evidence.chooses_best,
+        "reason": "every depth, the best chosen on the out-of-fold rows (crossfit: all)" if evidence.chooses_best
+        else f"the validation rows could not settle {label(settle[0])}",
         "depths": [depth for _, depth in arms], "families": [family for family, _ in arms], "seconds": spent,
         "predictions": str(Path(kept).resolve())})
 

@@ -38,7 +38,7 @@ from runtime.records import Record
 from selection.candidate import Candidate, arm_label
 from selection.decision import Decision
 
-CrossFitMode = str  # auto, on or off (flows.config.SweepConfig.crossfit)
+CrossFitMode = str  # auto, on, all or off (flows.config.SweepConfig.crossfit)
 # The seed of the folds: the same rows in the same fold on every run, so a stopped cross-fit resumes its folds.
 FOLD_SEED = 20261203
 
@@ -46,10 +46,11 @@ FOLD_SEED = 20261203
 @dataclass(frozen=True)
 class OutOfFold:
     """The out-of-fold predictions of the depths cross-fitted (the best among them), over the train and validation
-    rows, keyed (family, depth, seed), and how many folds made them."""
+    rows, keyed (family, depth, seed), how many folds made them, and whether the best is chosen on them."""
 
     predictions: Predictions
     folds: int
+    chooses_best: bool = False  # every depth cross-fitted (crossfit: all): the best is chosen on these rows too
 
 
 class CrossFit(Record):
@@ -66,6 +67,10 @@ class CrossFit(Record):
     estimated_seconds: float = Field(0.0, description="Training time it was estimated to take, s.")
     budget_seconds: float = Field(0.0, description="Training time it was allowed: crossfit_budget x the sweep's.")
     seconds: float = Field(0.0, description="Training time its folds took, s (reused folds: their first training).")
+    chooses_best: bool = Field(
+        False, description="Every depth was cross-fitted (crossfit: all) and the best was chosen on the out-of-fold "
+        "rows, not the validation rows."
+    )
     predictions: str | None = Field(
         None, description="File (.npz) of the out-of-fold predictions the rule judged on: `choose_depth(summary."
         "candidates, summary.rule.settings, summary.crossfit.evidence())` replays the decision."
@@ -73,7 +78,9 @@ class CrossFit(Record):
 
     def evidence(self) -> OutOfFold | None:
         """The out-of-fold predictions it made, read back from `predictions` (None when it did not run)."""
-        return load_out_of_fold(self.predictions, self.folds) if self.ran and self.predictions else None
+        if not self.ran or not self.predictions:
+            return None
+        return load_out_of_fold(self.predictions, self.folds, self.chooses_best)
 
     def sentence(self) -> str:
         """`Cross-fitting: depths 1, 2 and 6 on 5 folds of 2,700 train and validation rows, 41 s of training
@@ -103,9 +110,14 @@ def arms_to_settle(decision: Decision, mode: CrossFitMode) -> list[Arm]:
     """The cheaper depths than the chosen one that out-of-fold rows could let ship, in the order they are worth
     cross-fitting (those the validation rows could not settle, then those whose mean was beyond the tolerance;
     cheapest first); none with `mode` off, or, with auto, when no cheaper depth is unsettled. A depth the validation
-    rows show worse than the tolerance is never among them."""
+    rows show worse than the tolerance is never among them, but with `all`: every depth but the best, cheapest
+    first, so that the best too is chosen on the out-of-fold rows."""
     if mode == "off" or decision.settings.rule == "ratio" or decision.settings.confidence is None:
         return []
+    best = (decision.best_family, decision.best_depth)
+    if mode == "all":  # every depth, the best chosen again on the out-of-fold rows: cheapest first
+        others = sorted((s for s in decision.scores if (s.family, s.depth) != best), key=lambda s: (s.cost, s.depth))
+        return [(s.family, s.depth) for s in others]
     chosen = next(s for s in decision.scores
                   if (s.family, s.depth) == (decision.selected_family, decision.selected_depth))
     cheaper = [s for s in decision.scores if s.cost < chosen.cost and s.verdict in ("unsettled", "beyond")]
@@ -204,9 +216,9 @@ def save_out_of_fold(path: Path, evidence: OutOfFold) -> Path:
     return path
 
 
-def load_out_of_fold(path: str | Path, folds: int) -> OutOfFold:
+def load_out_of_fold(path: str | Path, folds: int, chooses_best: bool = False) -> OutOfFold:
     """Out-of-fold predictions written by save_out_of_fold."""
     with np.load(path, allow_pickle=False) as saved:
         keys = [tuple(key) for key in json.loads(str(saved["keys"]))]
         predicted = {key: saved[f"predicted_{i}"] for i, key in enumerate(keys)}
-        return OutOfFold(Predictions(saved["true"], predicted), folds)
+        return OutOfFold(Predictions(saved["true"], predicted), folds, chooses_best)

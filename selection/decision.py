@@ -88,7 +88,10 @@ class Decision(Record):
     selected_family: FamilyName = Field(
         "scratch", description="The chosen depth's family: scratch, or the chosen checkpoint's name."
     )
-    best_depth: int = Field(description="The depth with the best mean validation metric.")
+    best_depth: int = Field(
+        description="The depth with the best mean validation metric; with every depth cross-fitted (crossfit: all), "
+        "the best mean out-of-fold metric."
+    )
     best_family: FamilyName = Field("scratch", description="Its family.")
     evidence: str = Field(
         "", description="How depths were compared: the paired bootstrap and its size, or why means only."

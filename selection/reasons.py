@@ -56,8 +56,8 @@ def tolerance_reason(
             sentence = (f"{label(selected)} ships: its {metric} {quality(chosen)} is within the {tolerance:.3g} "
                         f"tolerance of the best, {quality(top)} at {label(best)}, {cost}")
         else:
-            sentence = (f"{label(best)} scores {top.mean - chosen.mean:.3f} higher ({metric} {quality(top)} vs "
-                        f"{quality(chosen)}), and {_rows_words(chosen, rows)} show {label(selected)} within the "
+            sentence = (f"{label(best)} scores {_lead(chosen, top, metric, rows)}, and {_rows_words(chosen, rows)} "
+                        f"show {label(selected)} within the "
                         f"{tolerance:.3g} tolerance ({interval_words(chosen, selected, best, rule, label)}), so the "
                         f"cheaper {label(selected)} ships, {cost}")
     elif len(scores) == 1:
@@ -72,11 +72,31 @@ def tolerance_reason(
     return sentence, needed
 
 
+def _lead(chosen: DepthScore, top: DepthScore, metric: str, rows: dict[str, int]) -> str:
+    """`0.004 higher (macro_f1 0.950 vs 0.946)`, on the rows the chosen depth was compared on: the validation means,
+    or its out-of-fold difference (the validation means beside it)."""
+    means = f"{metric} {quality(top)} vs {quality(chosen)}"
+    if chosen.compared_on != "out-of-fold":
+        return f"{top.mean - chosen.mean:.3f} higher ({means})"
+    gap = -difference_from_best(chosen, top)
+    return (f"{abs(gap):.3f} {'higher' if gap >= 0 else 'lower'} on the {rows['out-of-fold']:,} out-of-fold rows "
+            f"(validation {means})")
+
+
+def _best_out_of_fold(scores: dict[Arm, DepthScore], best: Arm) -> bool:
+    """Whether the best was chosen on the out-of-fold rows against the validation means (crossfit: all)."""
+    return any(score.compared_on == "out-of-fold" for score in scores.values()) and scores[best].mean < max(
+        score.mean for score in scores.values())
+
+
 def _best_ships(best: Arm, closest: Arm, scores: dict[Arm, DepthScore], rule: SelectionRule, label: Label,
                 rows: dict[str, int]) -> str:
     """Why the best depth ships although cheaper ones exist, named by the closest of them."""
     top, near, metric, tolerance = scores[best], scores[closest], rule.metric, rule.tolerance
     head = f"{label(best)} ships: it has the best {metric} {quality(top)}"
+    if _best_out_of_fold(scores, best):
+        head = (f"{label(best)} ships: it has the best {metric} on the {rows['out-of-fold']:,} out-of-fold rows "
+                f"(validation {quality(top)})")
     if near.vs_best is None:
         return (f"{head}, and no cheaper depth is within the {tolerance:.3g} tolerance (closest: {label(closest)} at "
                 f"{near.mean:.3f})")

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from evidence.bootstrap import RESAMPLES, Arm, compare_to_best
+from evidence.bootstrap import RESAMPLES, Arm, compare_to_best, metric_of
 from selection.candidate import Candidate, arm_label
 from selection.crossfit import OutOfFold
 from selection.decision import Decision, DepthScore, judge
@@ -68,6 +68,8 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule, out_of_fold: 
     scores = aggregate(eligible, rule.metric, rule.cost)
     arms = sorted(scores, key=_order)
     best = max(arms, key=lambda a: scores[a].mean)  # ties: the shallower depth
+    if out_of_fold is not None and out_of_fold.chooses_best and rule.confidence is not None:
+        best = _best_out_of_fold(arms, out_of_fold, rule.metric) or best  # crossfit: all
     scores, evidence, rows = _with_intervals(scores, eligible, best, rule)
     if out_of_fold is not None and rows is not None:
         scores, evidence = _out_of_fold(scores, evidence, best, rule, out_of_fold)
@@ -167,6 +169,17 @@ def _out_of_fold(scores: dict[Arm, DepthScore], evidence: str, best: Arm, rule: 
                if arm in arms and arm != best else score for arm, score in scores.items()}
     return updated, (f"{evidence}; cross-fitted depths on {out_of_fold.predictions.rows:,} out-of-fold train and "
                      f"validation rows ({out_of_fold.folds} folds, {RESAMPLES} resamples)")
+
+
+def _best_out_of_fold(arms: list[Arm], out_of_fold: OutOfFold, metric: str) -> Arm | None:
+    """The depth with the best mean out-of-fold metric over its seeds (ties: the shallower) when cross-fitting
+    predicted every one; None otherwise (the budget left one out), and the validation rows' best stands."""
+    predicted = out_of_fold.predictions.predicted
+    seeds = {arm: [key for key in predicted if key[:2] == arm] for arm in arms}
+    if not all(seeds.values()):
+        return None
+    true = out_of_fold.predictions.true
+    return max(arms, key=lambda arm: statistics.fmean(metric_of(true, predicted[key], metric) for key in seeds[arm]))
 
 
 def _rows(validation: int | None, out_of_fold: OutOfFold | None, pool: Pool | None) -> dict[str, int]:

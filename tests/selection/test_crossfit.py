@@ -50,8 +50,9 @@ def sweep(folder: Path, true: np.ndarray, best: np.ndarray, cheaper: np.ndarray)
     return candidates
 
 
-def evidence(true: np.ndarray, best: np.ndarray, cheaper: np.ndarray, folds: int = 5) -> OutOfFold:
-    return OutOfFold(Predictions(true, {("scratch", 1, 1): cheaper, ("scratch", 2, 1): best}), folds)
+def evidence(true: np.ndarray, best: np.ndarray, cheaper: np.ndarray, folds: int = 5,
+             chooses_best: bool = False) -> OutOfFold:
+    return OutOfFold(Predictions(true, {("scratch", 1, 1): cheaper, ("scratch", 2, 1): best}), folds, chooses_best)
 
 
 def test_folds_are_stratified_by_label_and_the_same_on_every_run() -> None:
@@ -160,3 +161,23 @@ def test_auto_cross_fits_only_when_a_cheaper_depth_is_unsettled_and_never_one_sh
     means_only = choose_depth(sweep(tmp_path, *pair(300, disagree=0.06, gap=0.005, seed=1)),
                               RULE.model_copy(update={"confidence": None}))
     assert arms_to_settle(means_only, "on") == []
+
+
+def test_with_every_depth_cross_fitted_the_best_is_chosen_on_the_out_of_fold_rows(tmp_path: Path) -> None:
+    """crossfit: all. A cheaper depth that wins the validation rows by chance ships on them alone; out of fold,
+    where it is truly 0.03 below (three tolerances), the deeper one is the best, and the cheaper one is shown worse."""
+    true, better, worse = pair(300, disagree=0.05, gap=0.01, seed=1)
+    candidates = sweep(tmp_path, true, best=worse, cheaper=better)  # depth 1 the better on validation
+    folds_true, deep, shallow = pair(3000, disagree=0.05, gap=0.03, seed=2)
+
+    alone = choose_depth(candidates, RULE)
+    assert alone.selected_depth == 1 == alone.best_depth
+    assert arms_to_settle(alone, "all") == [("scratch", 2)] and arms_to_settle(alone, "auto") == []
+
+    assert choose_depth(candidates, RULE, evidence(folds_true, deep, shallow)).best_depth == 1  # auto, on: kept
+    decision = choose_depth(candidates, RULE, evidence(folds_true, deep, shallow, chooses_best=True))
+
+    assert decision.best_depth == decision.selected_depth == 2
+    cheap = decision.scores[0]
+    assert (cheap.compared_on, cheap.verdict) == ("out-of-fold", "worse")
+    assert "depth 2 ships: it has the best accuracy on the 3,000 out-of-fold rows (validation 0.8" in decision.reason
