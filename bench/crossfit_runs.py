@@ -57,9 +57,9 @@ class CrossFitRun:
     wall_seconds: float
 
 
-def crossfit_trained(work: Path, quick: bool, data: Path) -> list[CrossFitRun]:
-    """`depthfinder run --crossfit on` on nested-ops-1 and sms_spam.csv (with --quick: nested-ops-1 alone, tiny, one
-    seed), each in its own folder under `work`."""
+def crossfit_trained(work: Path, quick: bool, data: Path, mode: str = "on") -> list[CrossFitRun]:
+    """`depthfinder run --crossfit MODE` (on, or all) on nested-ops-1 and sms_spam.csv (with --quick: nested-ops-1
+    alone, tiny, one seed), each in its own folder under `work`."""
     work.mkdir(parents=True, exist_ok=True)
     config = work / "crossfit.yaml"
     config.write_text(QUICK_CONFIG if quick else CONFIG)
@@ -75,7 +75,7 @@ def crossfit_trained(work: Path, quick: bool, data: Path) -> list[CrossFitRun]:
         if not saved.is_file():
             folder.mkdir(parents=True, exist_ok=True)
             run = run_depthfinder(source, DEPTHS, folder, "--config", str(config), "--seeds", "1" if quick else SEEDS,
-                                  "--halving", "off", "--crossfit", "on", "--crossfit-budget", BUDGET)
+                                  "--halving", "off", "--crossfit", mode, "--crossfit-budget", BUDGET)
             saved.write_text(json.dumps({"seconds": run["seconds"], "summary": run["summary"]}))
         run = json.loads(saved.read_text())
         runs.append(replayed(name, run["summary"], run["seconds"]))
@@ -120,9 +120,10 @@ def report_runs(runs: list[CrossFitRun], tolerance: float) -> str:
                      ", ".join(f"{d}: {v:.3f}" for d, v in run.test_f1.items()),
                      " -> ".join(_shipped(run, d, tolerance) for d in (run.validation_depth, run.shipped_depth)),
                      widths, f"{run.sweep_seconds:.0f} + {run.crossfit_seconds:.0f}", f"{run.wall_seconds:.0f}"])
-    print("\ntrained runs (depthfinder run --crossfit on): ships on the validation rows alone -> with out-of-fold rows "
-          "(test macro-F1; beyond: more than the tolerance below the best depth's on test); each cheaper depth's "
-          "interval half-width against the best, validation -> out of fold; training seconds, sweep + cross-fitting")
+    print("\ntrained runs (depthfinder run --crossfit on, or all): ships on the validation rows alone -> with "
+          "out-of-fold rows (test macro-F1; beyond: more than the tolerance below the best depth's on test); each "
+          "cheaper depth's interval half-width against the best, validation -> out of fold; training seconds, sweep "
+          "+ cross-fitting")
     _print_table(["run", "validation rows", "out-of-fold rows", "test macro-F1 by depth", "ships", "half-width",
                   "training s", "wall s"], rows)
     for run in runs:
@@ -137,3 +138,22 @@ def _shipped(run: CrossFitRun, depth: int, tolerance: float) -> str:
 
     beyond = not within(run.test_f1[depth] - max(run.test_f1.values()), tolerance)
     return f"{depth} ({run.test_f1[depth]:.3f}{', beyond' if beyond else ''})"
+
+
+def main() -> None:
+    """`python bench/crossfit_runs.py --mode all --work DIR`: the trained runs alone (tolerance_risk.py's
+    `--crossfit-trained` runs them with `on`, beside its tables)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--mode", choices=["on", "all"], default="on")
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1] / "data")
+    parser.add_argument("--tolerance", type=float, default=0.01)
+    args = parser.parse_args()
+    print("RESULT" + report_runs(crossfit_trained(args.work, args.quick, args.data, args.mode), args.tolerance))
+
+
+if __name__ == "__main__":
+    main()

@@ -29,8 +29,9 @@ sweep: {depths: [1, 2], tolerance: 0.05, metric: accuracy}
 
 @pytest.fixture(scope="module")
 def pooled(prefect_server, tmp_path_factory):
-    """A run with a pool of 2,600 texts, then the same run given the labels of the texts it asked for: (folder,
-    exit codes, the pool's truth)."""
+    """A run with a pool of 2,600 texts, then the same run given the labels of the texts it asked for (a half-written
+    prediction left between them): (folder, exit codes, the pool's truth, the pool's predictions by file and
+    modification time after the first run, and after the second)."""
     folder = tmp_path_factory.mktemp("pool")
     (folder / "tiny.yaml").write_text(CONFIG)
     truth = get_dataset("nested-ops-1").generate(2600, 7)  # other draws of the same source
@@ -38,12 +39,15 @@ def pooled(prefect_server, tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
         codes = [main(["run", "--config", "tiny.yaml", "--unlabeled", "pool.csv", "--summary-json", "first.json"])]
+        predicted = {path.name: path.stat().st_mtime_ns for path in (folder / ".depthfinder" / "pool").glob("*.npy")}
+        (folder / ".depthfinder" / "pool" / "predicted-0.npy.partial").write_bytes(b"a run killed mid-write")
         asked = pd.read_csv(_summary(folder, "first")["rows_to_label"], keep_default_na=False)
         labels = truth.drop_duplicates("text").set_index("text")["label"]
         asked.assign(label=asked["text"].map(labels)).to_csv(folder / "labelled.csv", index=False)
         codes.append(main(["run", "--config", "tiny.yaml", "--unlabeled", "pool.csv", "--labels", "labelled.csv",
                            "--summary-json", "second.json"]))
-    yield folder, codes, truth
+    again = {path.name: path.stat().st_mtime_ns for path in (folder / ".depthfinder" / "pool").glob("*.npy")}
+    yield folder, codes, truth, predicted, again
 
 
 def _summary(folder: Path, name: str) -> dict:
@@ -55,7 +59,7 @@ def _depth_1(summary: dict) -> dict:
 
 
 def test_an_unsettled_depth_is_bounded_on_the_pool_and_the_texts_to_label_are_written(pooled) -> None:
-    folder, codes, truth = pooled
+    folder, codes, truth, _, _ = pooled
     summary = _summary(folder, "first")
     rule, cheap = summary["rule"], _depth_1(summary)
     labelled_table = set(pd.read_parquet(next((folder / ".depthfinder" / "data").glob("*.parquet")))["text"])
@@ -78,8 +82,10 @@ def test_an_unsettled_depth_is_bounded_on_the_pool_and_the_texts_to_label_are_wr
 
 
 def test_labels_given_back_tighten_the_bound_and_nothing_is_retrained(pooled) -> None:
-    folder, _, _ = pooled
+    folder, _, _, predicted, again = pooled
     first, second = _summary(folder, "first"), _summary(folder, "second")
+
+    assert len(predicted) == 2 and again == predicted  # each depth predicted the pool once: the rerun read them back
 
     assert {c["status"] for c in second["candidates"]} == {"cached"}
     assert second["data_hash"] == first["data_hash"]  # the labelled texts never joined the training table
