@@ -56,6 +56,8 @@ def test_summary_reports_every_depth_and_the_decision(sweep) -> None:
             candidate["cost"]
         )
     assert summary["candidates"][1]["cost"]["flops_per_example"] > summary["candidates"][0]["cost"]["flops_per_example"]
+    for cost in (candidate["cost"] for candidate in summary["candidates"]):  # pruned to the train split (issue 46)
+        assert set(cost["sizes_mb"]) == {"torch", "torch-pruned"} and cost["size_mb"] == min(cost["sizes_mb"].values())
     assert summary["selected_depth"] in (1, 2)
     assert summary["rule"]["name"] == "tolerance" and summary["rule"]["metric"] == "macro_f1"
     assert f"depth {summary['selected_depth']}" in summary["rule"]["reason"]
