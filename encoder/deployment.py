@@ -344,6 +344,23 @@ def _form_label(variant: Variant, pruning: Pruning | None) -> str:
     return f"{label} of the pruned model" if variant.pruned else label
 
 
+def within_size(deployment: Deployment, limit: float | None) -> Deployment:
+    """The deployment whose sentence says, under a size limit (`max_size_mb`), which shipped form is the smallest and
+    whether it is within the limit: the rule held each depth to its smallest form's size before the gate judged the
+    forms, and the gate may have refused that form."""
+    shipped = [variant for variant in deployment.variants if variant.shipped]
+    if limit is None or not shipped:
+        return deployment
+    small = min(shipped, key=lambda variant: variant.size_mb)
+    name = "torch" if small.name == "torch" else _form_label(small, None)
+    if small.size_mb <= limit:
+        clause = f"the smallest form shipped, {name}, weighs {small.size_mb:.2f} MiB: within max_size_mb {limit:g}"
+    else:
+        clause = (f"no form the gate shipped is within max_size_mb {limit:g}: the smallest, {name}, weighs "
+                  f"{small.size_mb:.2f} MiB")
+    return deployment.model_copy(update={"sentence": f"{deployment.sentence}; {clause}"})
+
+
 def speed_text(variant: Variant, reference: Variant, noisy: str | None) -> str:
     """`2.1x as fast as torch at batch 1 (0.21 ms vs 0.44 ms, p50 over 7 interleaved rounds)`, or, on a noisy
     machine, the figures without a ratio."""

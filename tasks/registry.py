@@ -28,7 +28,7 @@ def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: Select
     candidate's cost table figure) and shipped only within the rule's deployment margin (encoder.deployment); the
     ONNX variants and the folder are made from the pruned model when it ships."""
     from encoder.bundle import save_hf_folder
-    from encoder.deployment import measure_deployment
+    from encoder.deployment import measure_deployment, within_size
     from encoder.serving import load_bundle
 
     model = load_bundle(Path(candidate.bundle))
@@ -39,6 +39,7 @@ def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: Select
                                     candidate.cost.latency_ms_p50 if candidate.cost else None,
                                     train_texts=frame.loc[frame["split"] == "train", "text"].tolist(),
                                     min_count=rule.vocabulary_min_count)
+    deployment = within_size(deployment, rule.max_size_mb)
     if deployment.bundle is not None:  # the pruned model ships: every form carries its vocabulary
         model = load_bundle(Path(deployment.bundle))
     hf = save_hf_folder(Path(folder) / "hf", model.network, model.tokenizer, model.labels)

@@ -256,3 +256,23 @@ def test_a_tokenizer_that_cannot_be_pruned_ships_unpruned_and_says_why(varied, t
     assert deployment.variant("torch-pruned") is None and deployment.pruning is None and deployment.bundle is None
     assert "vocabulary not pruned: its tokenizer is BPE, and vocabulary pruning supports WordPiece" in \
         deployment.sentence
+
+
+def test_under_a_size_limit_the_sentence_names_the_smallest_shipped_form_and_whether_it_fits() -> None:
+    from encoder.deployment import Deployment, Variant, within_size
+
+    def variant(name: str, size: float, shipped: bool, pruned: bool = False) -> Variant:
+        return Variant(name=name, metrics={"macro_f1": 0.9}, latency_ms={"b1_p50": 1.0}, size_mb=size,
+                       shipped=shipped, pruned=pruned)
+
+    deployment = Deployment(metric="macro_f1", margin=0.01, sentence="gated", variants=[
+        variant("torch", 59.0, True), variant("torch-pruned", 25.2, True, True),
+        variant("onnx-int8", 6.4, True, True), variant("onnx", 25.3, True, True)])
+
+    assert within_size(deployment, None) == deployment
+    assert within_size(deployment, 8.0).sentence == ("gated; the smallest form shipped, int8 ONNX of the pruned model, "
+                                                     "weighs 6.40 MiB: within max_size_mb 8")
+    refused = deployment.model_copy(update={"variants": [v.model_copy(update={"shipped": v.name == "torch"})
+                                                         for v in deployment.variants]})
+    assert within_size(refused, 8.0).sentence.endswith("no form the gate shipped is within max_size_mb 8: the "
+                                                        "smallest, torch, weighs 59.00 MiB")

@@ -110,3 +110,27 @@ def test_the_rule_can_choose_by_the_latency_of_what_will_run(prefect_server, tmp
     latencies = [c["cost"]["onnx_latency_ms_p50"] for c in summary["candidates"]]
     assert all(latency > 0 for latency in latencies)
     assert [score["cost"] for score in summary["rule"]["scores"]] == pytest.approx(latencies)
+
+
+def test_the_rule_can_choose_and_limit_by_the_size_of_the_smallest_form(prefect_server, tmp_path: Path,
+                                                                         monkeypatch) -> None:
+    """--cost size_mb with --max-size-mb: every form of every depth weighed, int8 ONNX ones too; the rule chooses
+    by the smallest, the limit leaves out the depth above it, and the deployment says which shipped form fits."""
+    (tmp_path / "run.yaml").write_text(
+        "data: {dataset: topics, dataset_rows: 400}\n"
+        "model: {d_model: 64, n_heads: 2, d_ff: 128, vocab_size: 300, max_len: 32}\n"
+        "train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}\n"
+        "sweep: {depths: [1, 2], cost: size_mb, tolerance: 1.0}\n")
+    monkeypatch.chdir(tmp_path)
+
+    # 64 wide: a block is about 33,000 weights; at int8 depth 1 weighs about 0.07 MiB, depth 2 about 0.12
+    assert main(["run", "--config", "run.yaml", "--max-size-mb", "0.095", "--summary-json", "s.json"]) == 0
+
+    summary = json.loads((tmp_path / "s.json").read_text())
+    costs = {c["depth"]: c["cost"] for c in summary["candidates"]}
+    for cost in costs.values():
+        assert set(cost["sizes_mb"]) == {"torch", "torch-pruned", "onnx-int8", "onnx-int8-pruned"}
+        assert cost["size_mb"] == min(cost["sizes_mb"].values()) < cost["sizes_mb"]["torch"]
+    assert costs[1]["size_mb"] <= 0.095 < costs[2]["size_mb"], costs  # else the limit below tests nothing
+    assert summary["selected_depth"] == 1 and "depth 2 (size_mb" in summary["rule"]["reason"]
+    assert "within max_size_mb 0.095" in summary["deployment"]["sentence"]
