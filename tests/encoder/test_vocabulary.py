@@ -126,3 +126,31 @@ def test_a_tokenizer_that_is_not_wordpiece_is_refused() -> None:
     with pytest.raises(ValueError, match="the vocabulary cannot be pruned: its tokenizer is BPE"):
         prune(tiny_network(tiny_tokenizer()), tokenizer, ["ab"])
     assert save_vocab_file(Path("/nonexistent"), tokenizer) is None
+
+
+def test_the_standard_folders_of_a_pruned_model_carry_its_vocabulary(tmp_path: Path, pretrained) -> None:
+    """The Hugging Face folder (type's own head) or the sentence-transformers folder (pooled), read by transformers
+    alone: the pruned vocabulary in tokenizer.json and vocab.txt, and the pruned model's probabilities, unseen words
+    included."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from encoder.bundle import save_hf_folder, save_sentence_transformers_folder
+    from tests.encoder.test_sentence_transformers_form import read_as_sentence_transformers_does
+
+    network, tokenizer = pretrained
+    pruned, pruned_tokenizer = prune(network, tokenizer, TRAIN)
+    texts = [*TRAIN[:10], *UNSEEN]
+    expected = TextClassifier(pruned, pruned_tokenizer, LABELS).predict_proba(texts)
+    if pruned.cfg.pooling == "head":
+        folder = save_hf_folder(tmp_path / "hf", pruned, pruned_tokenizer, LABELS)
+        model = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+        features = AutoTokenizer.from_pretrained(folder)(texts, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            logits = model(input_ids=features["input_ids"], attention_mask=features["attention_mask"]).logits
+    else:
+        folder = save_sentence_transformers_folder(tmp_path / "st", pruned, pruned_tokenizer, LABELS)
+        logits = torch.from_numpy(read_as_sentence_transformers_does(folder, texts))
+    assert np.allclose(torch.softmax(logits, dim=-1).numpy(), expected, atol=1e-5)
+    vocab = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    assert vocab == [token for token, _ in sorted(pruned_tokenizer.get_vocab().items(), key=lambda item: item[1])]
+    assert len(vocab) == pruned.cfg.vocab_size < tokenizer.get_vocab_size()
