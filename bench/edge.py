@@ -2,9 +2,10 @@
 
 For each real file (`sms_spam.csv`, `uci_sentiment_sentences.csv`), one `depthfinder run` fine-tunes the bottom 1, 2
 and 3 layers of all-MiniLM-L6-v2 (bench/pretrained_depth.py says where the checkpoint comes from) with its
-defaults and `--max-size-mb` (default 8). Then, for every depth, the deployment gate (encoder/deployment.py) is
-run twice on the same test split: without the train texts (torch, ONNX and int8 ONNX of the full vocabulary) and
-with them (the vocabulary pruned to the train split; when the gate ships it, the ONNX forms are made from it).
+defaults, `--max-size-mb` (default 8) and no cross-fitting (the forms are this bench's subject, not the choice).
+Then, for every depth, the deployment gate (encoder/deployment.py) is run twice on the same test split: without the
+train texts (torch, ONNX and int8 ONNX of the full vocabulary) and with them (the vocabulary pruned to the train
+split; when the gate ships it, the ONNX forms are made from it).
 Printed per file and depth: each form's size (MiB of its weights or file), test macro-F1 with its 90 % bootstrap
 interval, its difference from the full torch model with the paired interval, batch-1 p50 latency and whether the
 gate ships it; then, at depth 2, the tokens kept and the test macro-F1 of the pruned torch model by count threshold
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = root / name
             folder.mkdir(parents=True, exist_ok=True)
             run = run_depthfinder(["--data", str(DATA / name)], args.depths, folder, "--pretrained", str(checkpoint),
-                                  "--max-size-mb", f"{args.max_size_mb:g}")
+                                  "--max-size-mb", f"{args.max_size_mb:g}", "--crossfit", "off")
             summary = run["summary"]
             print(f"\n{name}: chose depth {run['depth']} in {run['seconds']:.0f} s; {summary['rule']['reason']}")
             print(f"deployment: {summary['deployment']['sentence']}", flush=True)
