@@ -29,6 +29,7 @@ from encoder.serving import (
     base_model_kwargs,
     family_name,
 )
+from encoder.vocabulary import save_vocab_file
 
 
 def save_bundle(directory: Path, network: Network, tokenizer: Tokenizer, labels: list[str]) -> Path:
@@ -133,12 +134,14 @@ def save_sentence_transformers_folder(directory: Path, network: Network, tokeniz
 
 def _save_hf_tokenizer(directory: Path, tokenizer: Tokenizer, cfg: PretrainedConfig) -> None:
     """The tokenizer as `transformers` loads it, truncating at max_len and giving the network only the inputs
-    depthfinder gives it (no token_type_ids: the model's own default, as in training)."""
+    depthfinder gives it (no token_type_ids: the model's own default, as in training); a WordPiece tokenizer's
+    vocab.txt beside it, for the tools that read that (a pruned vocabulary's, in its new id order)."""
     from transformers import PreTrainedTokenizerFast
 
     PreTrainedTokenizerFast(tokenizer_object=tokenizer, model_max_length=cfg.max_len,
                             pad_token=tokenizer.id_to_token(cfg.pad_id),
                             model_input_names=["input_ids", "attention_mask"]).save_pretrained(directory)
+    save_vocab_file(directory, tokenizer)
 
 
 def _versions() -> dict[str, str]:

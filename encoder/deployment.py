@@ -13,6 +13,12 @@ rule's tolerance does not loosen this gate) of the torch model by the rule's own
 rule's confidence, the lower end of the paired bootstrap interval of (variant − torch) on the same test rows too.
 Quantisation can lose accuracy silently, and a model that is fast but wrong defeats the purpose. ONNX Runtime is
 the extra `depthfinder[onnx]`; without it the chosen model ships as torch alone, and the decision says why.
+
+Given the train split's texts, the model with its vocabulary pruned to them (encoder.vocabulary) is a form too,
+`torch-pruned`, judged against the torch model by the same gate. When it ships, it is what the version registers
+(its bundle, `Deployment.bundle`) and every other form is made from it: the ONNX files, with the pruned
+tokenizer.json beside them, and the Hugging Face folder. Every form is judged against the unpruned torch model, so
+pruning and quantisation together never lose more than the one margin.
 """
 
 from __future__ import annotations
@@ -25,13 +31,17 @@ from pydantic import Field, model_validator
 from tokenizers import Tokenizer
 
 from encoder.latency import NOISY, ROUNDS, Measured, measure
-from encoder.serving import Network, TextClassifier, encode_texts, pad_batch
+from encoder.serving import TOKENIZER_FILE, Network, TextClassifier, encode_texts, pad_batch
+from encoder.vocabulary import kept_ids, prunable, prune_network, prune_tokenizer, token_counts
 from evidence.bootstrap import Interval, metric_interval, paired_interval
 from evidence.margin import within
 from evidence.metrics import classification_metrics
 from runtime.records import Record
 
 ONNX_FILE, INT8_FILE = "model.onnx", "model-int8.onnx"
+PRUNED, PRUNED_BUNDLE = "torch-pruned", "pruned-bundle"
+# How the sentence names each form judged against the torch model, in the order it gives them.
+FORM_LABELS = {PRUNED: "pruned vocabulary", "onnx-int8": "int8 ONNX", "onnx": "ONNX"}
 BATCHES = (1, 32)
 # Timed forwards per variant per round of the latency harness, by batch size, over the test split's texts in turn.
 REPEATS = {1: 7, 32: 2}
@@ -58,8 +68,30 @@ class Variant(Record):
     metric_high: float | None = Field(None, description="Its upper end.")
     vs_torch: Interval | None = Field(
         None, description="Its test metric minus the torch model's, with the paired bootstrap interval at the rule's "
-        "confidence (ONNX variants; none by means only)."
+        "confidence (every variant but torch; none by means only)."
     )
+    pruned: bool = Field(
+        False, description="It carries the vocabulary pruned to the train split (torch-pruned, and the ONNX variants "
+        "when torch-pruned ships: they are made from it)."
+    )
+
+
+class Pruning(Record):
+    """What pruning the vocabulary to the train split kept and saved (the torch-pruned variant says how it scored)."""
+
+    kept: int = Field(description="Tokens the pruned vocabulary keeps: those the train split uses min_count times or "
+                      "more, the special tokens and every single character and continuation.")
+    vocabulary: int = Field(description="Tokens of the model's own vocabulary.")
+    min_count: int = Field(description="How often a token had to occur in the train split to be kept.")
+    saved_mb: float = Field(description="MiB of torch weights it saves (the embedding rows it drops).")
+    saved_share: float = Field(description="Their share of the torch model's weights.")
+    bundle: str | None = Field(None, description="The pruned model's bundle, written when the gate ships it: what "
+                               "the version registers.")
+
+    def text(self) -> str:
+        """`kept 8,773 of 30,522 tokens, saving 33.8 MiB (57%)`."""
+        return (f"kept {self.kept:,} of {self.vocabulary:,} tokens, saving {self.saved_mb:.3g} MiB "
+                f"({self.saved_share:.0%})")
 
 
 class Deployment(Record):
@@ -77,6 +109,13 @@ class Deployment(Record):
         "equal FLOPs or the cost table even when measured again); none when they can. No speed-up is stated then."
     )
     hf_folder: str | None = Field(None, description="Its standard Hugging Face folder, when it is one.")
+    pruning: Pruning | None = Field(
+        None, description="What pruning the vocabulary kept and saved; none when it was not tried (no train texts "
+        "given, a tokenizer that is not WordPiece, or nothing to prune: the sentence says which)."
+    )
+    tokenizer_file: str | None = Field(
+        None, description="The tokenizer.json the ONNX files take (pruned with them when torch-pruned ships)."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -92,6 +131,12 @@ class Deployment(Record):
 
     def variant(self, name: str) -> Variant | None:
         return next((variant for variant in self.variants if variant.name == name), None)
+
+    @property
+    def bundle(self) -> str | None:
+        """The bundle the version registers instead of the candidate's: the pruned model's, when it ships."""
+        pruned = self.variant(PRUNED)
+        return self.pruning.bundle if self.pruning is not None and pruned is not None and pruned.shipped else None
 
 
 class OnnxNetwork:
@@ -146,39 +191,102 @@ def quantize(fp32: Path, int8: Path) -> Path:
 def measure_deployment(
     network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str], metric: str,
     margin: float, folder: Path, confidence: float | None = 0.9, expected_ms: float | None = None,
+    train_texts: list[str] | None = None, min_count: int = 1,
 ) -> Deployment:
-    """Export and quantise the network into `folder`, measure every variant on the labelled test texts (their
+    """Prune, export and quantise the network into `folder`, measure every variant on the labelled test texts (their
     latencies in the same rounds, checked against `expected_ms`, the cost table's batch-1 p50 of the torch model),
     and say which ship (within `margin`, the deployment margin, of the torch model's `metric`, by the paired
-    bootstrap at `confidence`; None: by the metric alone)."""
+    bootstrap at `confidence`; None: by the metric alone). With `train_texts`, the vocabulary is pruned to the
+    tokens they use `min_count` times or more; when that form ships, its bundle is written to `folder` and the ONNX
+    variants are made from it."""
     classifiers = {"torch": TextClassifier(network, tokenizer, labels)}
-    files: dict[str, Path] = {}
-    try:
-        import onnxruntime  # noqa: F401 (the extra that makes ONNX variants)
-    except ImportError:
-        note = "ONNX variants not measured: onnxruntime is not installed (pip install 'depthfinder[onnx]')"
-    else:
-        note = ""
-        folder.mkdir(parents=True, exist_ok=True)
-        files["onnx"] = export_onnx(network, folder / ONNX_FILE)
-        files["onnx-int8"] = quantize(files["onnx"], folder / INT8_FILE)
-        for name, path in files.items():
-            classifiers[name] = TextClassifier(OnnxNetwork(path, network.cfg), tokenizer, labels)
-    predicted = {name: classifier.predict(texts) for name, classifier in classifiers.items()}
+    predicted = {"torch": classifiers["torch"].predict(texts)}
+    intervals: dict[str, Interval | None] = {}
+    notes, pruning, base = [], None, classifiers["torch"]
+    if train_texts is not None:
+        pruning, pruned, why = _pruned(network, tokenizer, labels, train_texts, min_count)
+        notes += [why] if why else []
+        if pruned is not None:
+            classifiers[PRUNED], predicted[PRUNED] = pruned, pruned.predict(texts)
+            intervals[PRUNED] = _vs_torch(truths, predicted, PRUNED, metric, confidence)
+            if _ships(predicted, intervals[PRUNED], truths, PRUNED, metric, margin):
+                from encoder.bundle import save_bundle
+
+                bundle = save_bundle(folder / PRUNED_BUNDLE, pruned.network, pruned.tokenizer, labels)
+                pruning, base = pruning.model_copy(update={"bundle": str(bundle.resolve())}), pruned
+    files, tokenizer_file = _onnx_forms(base, labels, folder, classifiers)
+    if not files:
+        notes.append("ONNX variants not measured: onnxruntime is not installed (pip install 'depthfinder[onnx]')")
+    for name, classifier in classifiers.items():
+        predicted.setdefault(name, classifier.predict(texts))
+        if name != "torch" and name not in intervals:
+            intervals[name] = _vs_torch(truths, predicted, name, metric, confidence)
     timed = {batch: _timed(classifiers, texts, batch, expected_ms if batch == 1 else None) for batch in BATCHES}
     measured = {}
     for name, classifier in classifiers.items():
         latency = {f"b{batch}_{key}": getattr(timed[batch].latencies[name], key) for batch in BATCHES
                    for key in ("p50", "p95", "low", "high")}
-        interval = (paired_interval(truths, predicted[name], predicted["torch"], metric, confidence)
-                    if name != "torch" and confidence is not None else None)
         _, low, high = (metric_interval(truths, predicted[name], metric, confidence) if confidence is not None
                         else (None, None, None))
         measured[name] = Variant(name=name, metrics=classification_metrics(truths, predicted[name]),
                                  latency_ms=latency, size_mb=_size_mb(classifier, files.get(name)), shipped=False,
-                                 file=str(files[name]) if name in files else None, vs_torch=interval,
-                                 metric_low=low, metric_high=high)
-    return beside_cost_table(_judged(measured, metric, margin, note, timed[1].noisy), expected_ms)
+                                 file=str(files[name]) if name in files else None, vs_torch=intervals.get(name),
+                                 metric_low=low, metric_high=high,
+                                 pruned=name == PRUNED or (name in files and base is not classifiers["torch"]))
+    judged = _judged(measured, metric, margin, "; ".join(notes), timed[1].noisy, pruning)
+    judged = judged.model_copy(update={"pruning": pruning, "tokenizer_file": tokenizer_file})
+    return beside_cost_table(judged, expected_ms)
+
+
+def _pruned(network: Network, tokenizer: Tokenizer, labels: list[str], train_texts: list[str], min_count: int
+            ) -> tuple[Pruning | None, TextClassifier | None, str]:
+    """The model with its vocabulary pruned to the train texts and what that keeps and saves; or why it is not
+    tried (a tokenizer that is not WordPiece, or a train split that uses every token)."""
+    from encoder.size import weights_mb
+
+    if (why := prunable(tokenizer)) is not None:
+        return None, None, f"vocabulary not pruned: {why}"
+    kept = kept_ids(tokenizer, token_counts(tokenizer, train_texts), min_count)
+    vocabulary = tokenizer.get_vocab_size()
+    if len(kept) >= vocabulary:
+        return None, None, "vocabulary not pruned: the train split uses every token of it"
+    pruned = prune_network(network, kept)
+    full, small = weights_mb(network), weights_mb(pruned)
+    pruning = Pruning(kept=len(kept), vocabulary=vocabulary, min_count=min_count, saved_mb=full - small,
+                      saved_share=(full - small) / full)
+    return pruning, TextClassifier(pruned, prune_tokenizer(tokenizer, kept), labels), ""
+
+
+def _vs_torch(truths: list[str], predicted: dict[str, list[str]], name: str, metric: str,
+              confidence: float | None) -> Interval | None:
+    """The variant's metric minus the torch model's, with its paired interval (None by means only)."""
+    if confidence is None:
+        return None
+    return paired_interval(truths, predicted[name], predicted["torch"], metric, confidence)
+
+
+def _ships(predicted: dict[str, list[str]], interval: Interval | None, truths: list[str], name: str, metric: str,
+           margin: float) -> bool:
+    """The gate: the variant's metric within the margin of the torch model's, by its interval where there is one."""
+    scores = {key: classification_metrics(truths, predicted[key])[metric] for key in (name, "torch")}
+    return within(scores[name] - scores["torch"], margin, None if interval is None else interval.low)
+
+
+def _onnx_forms(base: TextClassifier, labels: list[str], folder: Path, classifiers: dict[str, TextClassifier]
+                ) -> tuple[dict[str, Path], str | None]:
+    """The ONNX and int8 ONNX files of `base` (the model that ships: pruned or not), with its tokenizer.json beside
+    them, added to `classifiers`; nothing without ONNX Runtime."""
+    try:
+        import onnxruntime  # noqa: F401 (the extra that makes ONNX variants)
+    except ImportError:
+        return {}, None
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"onnx": export_onnx(base.network, folder / ONNX_FILE)}
+    files["onnx-int8"] = quantize(files["onnx"], folder / INT8_FILE)
+    for name, path in files.items():
+        classifiers[name] = TextClassifier(OnnxNetwork(path, base.network.cfg), base.tokenizer, labels)
+    base.tokenizer.save(str(folder / TOKENIZER_FILE))
+    return files, str(folder / TOKENIZER_FILE)
 
 
 def _size_mb(classifier: TextClassifier, path: Path | None) -> float:
@@ -192,42 +300,65 @@ def _timed(classifiers: dict[str, TextClassifier], texts: list[str], batch: int,
            rounds: int = ROUNDS) -> Measured:
     """Every variant's latency for one forward of `batch` test texts (taken in turn, padded as served), in the same
     `rounds` (encoder.latency)."""
-    torch_model = classifiers["torch"]
-    ids = encode_texts(torch_model.tokenizer, texts, torch_model.network.cfg.max_len)
-    pad_id = torch_model.network.cfg.pad_id
+    def forward(classifier: TextClassifier):
+        cfg = classifier.network.cfg  # a pruned vocabulary numbers the same texts' tokens otherwise
+        ids = encode_texts(classifier.tokenizer, texts, cfg.max_len)
 
-    def forward(network: Network):
         def call(number: int) -> object:
             rows = [ids[(number * batch + i) % len(ids)] for i in range(batch)]
-            return network(*pad_batch(rows, pad_id))
+            return classifier.network(*pad_batch(rows, cfg.pad_id))
         return call
 
     with torch.inference_mode():
-        return measure({name: forward(c.network) for name, c in classifiers.items()}, "torch", expected_ms,
+        return measure({name: forward(c) for name, c in classifiers.items()}, "torch", expected_ms,
                        rounds=rounds, repeats=REPEATS[batch])
 
 
-def _judged(measured: dict[str, Variant], metric: str, margin: float, note: str, noisy: str | None = None
-            ) -> Deployment:
+def _judged(measured: dict[str, Variant], metric: str, margin: float, note: str, noisy: str | None = None,
+            pruning: Pruning | None = None) -> Deployment:
     """The variants with `shipped` decided, and the sentence (no speed-up stated when the latencies are noisy)."""
     reference = measured["torch"]
     base = reference.metrics[metric]
     variants, clauses = [reference.model_copy(update={"shipped": True})], []
-    for name in ("onnx-int8", "onnx"):
+    for name in FORM_LABELS:
         if (variant := measured.get(name)) is None:
             continue
         value, interval = variant.metrics[metric], variant.vs_torch
         ships = within(value - base, margin, None if interval is None else interval.low)
         variants.append(variant.model_copy(update={"shipped": ships}))
-        label = "int8 ONNX" if name == "onnx-int8" else "ONNX"
         verdict = "shipped" if ships else _refusal(value - base, interval, margin)
         paired = f" ({interval.text()})" if interval is not None and interval.low != interval.high else ""
-        clauses.append(f"{label}: {metric} {value:.3f} vs {base:.3f}{paired}, {speed_text(variant, reference, noisy)}, "
-                       f"{variant.size_mb:.2f} MiB: {verdict}")
+        clauses.append(f"{_form_label(variant, pruning)}: {metric} {value:.3f} vs {base:.3f}{paired}, "
+                       f"{speed_text(variant, reference, noisy)}, {variant.size_mb:.2f} MiB: {verdict}")
     if noisy and clauses:
         clauses.append(f"latencies not compared ({noisy})")
-    return Deployment(metric=metric, margin=margin, variants=variants, sentence="; ".join(clauses) or note,
-                      latency_noisy=noisy)
+    return Deployment(metric=metric, margin=margin, variants=variants,
+                      sentence="; ".join([*clauses, *([note] if note else [])]), latency_noisy=noisy)
+
+
+def _form_label(variant: Variant, pruning: Pruning | None) -> str:
+    """`int8 ONNX`, `int8 ONNX of the pruned model`, or `pruned vocabulary (kept ... saving ...)`."""
+    label = FORM_LABELS[variant.name]
+    if variant.name == PRUNED and pruning is not None:
+        return f"{label} ({pruning.text()})"
+    return f"{label} of the pruned model" if variant.pruned else label
+
+
+def within_size(deployment: Deployment, limit: float | None) -> Deployment:
+    """The deployment whose sentence says, under a size limit (`max_size_mb`), which shipped form is the smallest and
+    whether it is within the limit: the rule held each depth to its smallest form's size before the gate judged the
+    forms, and the gate may have refused that form."""
+    shipped = [variant for variant in deployment.variants if variant.shipped]
+    if limit is None or not shipped:
+        return deployment
+    small = min(shipped, key=lambda variant: variant.size_mb)
+    name = "torch" if small.name == "torch" else _form_label(small, None)
+    if small.size_mb <= limit:
+        clause = f"the smallest form shipped, {name}, weighs {small.size_mb:.2f} MiB: within max_size_mb {limit:g}"
+    else:
+        clause = (f"no form the gate shipped is within max_size_mb {limit:g}: the smallest, {name}, weighs "
+                  f"{small.size_mb:.2f} MiB")
+    return deployment.model_copy(update={"sentence": f"{deployment.sentence}; {clause}"})
 
 
 def speed_text(variant: Variant, reference: Variant, noisy: str | None) -> str:

@@ -115,10 +115,11 @@ class Family(ABC):
         """An untrained (scratch) or pretrained-initialised candidate network of `depth`."""
 
     @abstractmethod
-    def fewest_params(self, depth: int, model: ModelConfig) -> int:
+    def fewest_params(self, depth: int, model: ModelConfig, embeddings: bool = True) -> int:
         """The fewest parameters a candidate of `depth` can have, whatever the data (two classes, and for a learnt
-        vocabulary its special tokens alone): known before training, so a hard limit or a memory no candidate fits
-        is refused before any work."""
+        vocabulary its special tokens alone; without the embeddings, which vocabulary pruning shrinks, when
+        `embeddings` is False): known before training, so a hard limit or a memory no candidate fits is refused
+        before any work."""
 
 
 
@@ -157,11 +158,11 @@ class Scratch(Family):
     def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> EncoderClassifier:
         return EncoderClassifier(_scratch_config(depth, n_classes, model, tokenizer.get_vocab_size()))
 
-    def fewest_params(self, depth: int, model: ModelConfig) -> int:
+    def fewest_params(self, depth: int, model: ModelConfig, embeddings: bool = True) -> int:
         from encoder.tokenizer import SPECIAL_TOKENS
 
         with torch.device("meta"):  # shapes only: a deep, wide network allocates nothing
-            return EncoderClassifier(_scratch_config(depth, 2, model, len(SPECIAL_TOKENS))).num_params()
+            return EncoderClassifier(_scratch_config(depth, 2, model, len(SPECIAL_TOKENS))).num_params(embeddings)
 
 
 def _scratch_config(depth: int, n_classes: int, model: ModelConfig, vocab_size: int) -> EncoderConfig:
@@ -251,7 +252,7 @@ class Pretrained(Family):
     def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> Network:
         return load_truncated(self.checkpoint, depth, n_classes, model.max_len, model.pretrained_pooling)
 
-    def fewest_params(self, depth: int, model: ModelConfig) -> int:
+    def fewest_params(self, depth: int, model: ModelConfig, embeddings: bool = True) -> int:
         """The checkpoint's config cut to `depth` layers, built on the meta device (no weights read)."""
         from transformers import AutoConfig
 
@@ -263,7 +264,7 @@ class Pretrained(Family):
         cfg = PretrainedConfig(encoder=config.to_dict(), n_classes=2, max_len=model.max_len,
                                pooling=model.pretrained_pooling, pad_id=0, layers=depth)
         with torch.device("meta"):
-            return PretrainedEncoderClassifier(cfg).num_params()
+            return PretrainedEncoderClassifier(cfg).num_params(embeddings)
 
 
 

@@ -71,28 +71,34 @@ def promotion_rows(summary: RunSummary) -> str | None:
 
 
 # The forms of a version, as the card and the decision name them.
-FORM_NAMES = {"torch": "torch", "onnx": "ONNX (fp32)", "onnx-int8": "int8 ONNX"}
+FORM_NAMES = {"torch": "torch", "torch-pruned": "torch with the pruned vocabulary", "onnx": "ONNX (fp32)",
+              "onnx-int8": "int8 ONNX"}
 
 
 def served_sentence(summary: RunSummary) -> str:
-    """Which form the version's MLflow model serves (torch, always: the pyfunc runs the torch network), under
-    which alias, with its test metric and interval; and which other forms ship beside it as files."""
+    """Which form the version's MLflow model serves (torch, always: the pyfunc runs the torch network; with the
+    pruned vocabulary when that shipped), under which alias, with its test metric and interval and its size; and
+    which other forms ship beside it as files."""
     model, deployment = summary.model, summary.deployment
     alias = "champion" if summary.promoted else "challenger"
     head = (f"`models:/{model.name}@{alias}` (version {model.version}; MLflow pyfunc, `depthfinder predict`) "
             "serves the **torch** form")
     if deployment is None:
         return head + "."
-    metric, torch_form = deployment.metric, deployment.variant("torch")
+    metric = deployment.metric
+    served = deployment.variant("torch-pruned") if deployment.bundle else deployment.variant("torch")
+    if deployment.bundle and deployment.pruning is not None:
+        head += f" with its vocabulary pruned ({deployment.pruning.text()})"
     confidence = summary.rule.confidence if summary.rule is not None else None
-    head += f": test {metric} {_with_interval(torch_form, metric)}"
-    others = [v for v in deployment.variants if v.name != "torch" and v.shipped]
+    head += f": test {metric} {_with_interval(served, metric)}, {served.size_mb:.2f} MiB"
+    others = [v for v in deployment.variants if v.name not in ("torch", "torch-pruned") and v.shipped]
     tail = f" ([low, high]: {confidence:.0%} bootstrap interval on the test rows)" if confidence else ""
     if not others:
         return f"{head}; no other form ships{tail}."
-    files = ", ".join(f"{FORM_NAMES[v.name]} (test {metric} {_with_interval(v, metric)})" for v in others)
+    files = ", ".join(f"{FORM_NAMES[v.name]} (test {metric} {_with_interval(v, metric)}, {v.size_mb:.2f} MiB"
+                      f"{', pruned vocabulary' if v.pruned else ''})" for v in others)
     return (f"{head}. Shipped beside it as files the pyfunc does not serve: {files}, written by `depthfinder export "
-            f"--format onnx`{tail}.")
+            f"--format onnx` with the tokenizer.json they take{tail}.")
 
 
 def _with_interval(variant, metric: str) -> str:

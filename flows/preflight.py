@@ -116,11 +116,37 @@ def check_hard_limits(config: RunConfig, families: list[Family]) -> None:
     limit = config.sweep.max_params
     if limit is not None and fewest[name] > limit:
         raise ValueError(f"setting sweep.max_params: no candidate can have as few as {limit:,} parameters: {smallest}")
+    check_size_limit(config, families, shallowest)
     memory = psutil.virtual_memory().total + psutil.swap_memory().total
     if fewest[name] * WEIGHT_BYTES > memory:
         raise ValueError(f"no candidate fits in this machine's {memory / 1e9:.1f} GB of memory: {smallest} parameters "
                          f"({fewest[name] * WEIGHT_BYTES / 1e9:.1f} GB of float32 weights alone); make the model "
                          "smaller (model.d_model, d_ff, max_len, vocab_size, or a smaller checkpoint)")
+
+
+def check_size_limit(config: RunConfig, families: list[Family], shallowest: dict[str, int]) -> None:
+    """A size limit no candidate can meet, refused before training: a form weighs at least one byte per parameter
+    outside the embeddings (which vocabulary pruning shrinks) as int8 ONNX, four as float32 torch without ONNX
+    Runtime, whatever the data."""
+    from selection.candidate import arm_label
+
+    limit = config.sweep.max_size_mb
+    if limit is None:
+        return
+    try:
+        import onnxruntime  # noqa: F401 (int8 forms are weighed only with it)
+    except ImportError:
+        per_weight, form = 4, "float32 torch: ONNX Runtime, for int8 forms, is not installed"
+    else:
+        per_weight, form = 1, "int8"
+    fewest = {family.name: family.fewest_params(shallowest[family.name], config.model, embeddings=False)
+              for family in families}
+    name = min(fewest, key=fewest.get)
+    least = fewest[name] * per_weight / 2**20
+    if least > limit:
+        raise ValueError(f"setting sweep.max_size_mb: no candidate can ship in {limit:g} MiB: the smallest, "
+                         f"{arm_label(name, shallowest[name], named=len(families) > 1 or None)}, weighs at least "
+                         f"{least:.3g} MiB ({fewest[name]:,} parameters outside its embeddings, {form})")
 
 
 def check_prefect_api() -> None:

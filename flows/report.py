@@ -30,6 +30,7 @@ COLUMNS = (
     ("MFLOPs/ex", lambda c: c.cost and c.cost.flops_per_example and c.cost.flops_per_example / 1e6, "{:.2f}"),
     ("p50 ms", lambda c: c.cost and c.cost.latency_ms_p50, "{:.2f}"),
     ("p95 ms", lambda c: c.cost and c.cost.latency_ms_p95, "{:.2f}"),
+    ("MiB", lambda c: c.cost and c.cost.size_mb, "{:.2f}"),  # its smallest form's (encoder.size)
     ("train s", lambda c: c.cost and c.cost.train_seconds, "{:.1f}"),
 )
 
@@ -136,13 +137,14 @@ def halving_sentence(halving: Halving) -> str:
 # The two tables of the decision artifact, each narrow enough for the Prefect UI's page: how each candidate
 # trained and scored, and what it costs.
 QUALITY = ("family", "depth", "seed", "status", "epochs", "converged", "val macro-F1", "test macro-F1")
-COSTS = ("family", "depth", "seed", "params", "MFLOPs/ex", "p50 ms", "p95 ms", "train s")
+COSTS = ("family", "depth", "seed", "params", "MFLOPs/ex", "p50 ms", "p95 ms", "MiB", "train s")
 
 
 # What the cost table's latencies measure, said where they are shown: the deployment's torch figure of the same
 # network is another measure (encoder.deployment.two_latencies).
 COST_NOTE = ("p50 / p95 ms: each network's forward alone at batch 1 on one input of the median train length, timed "
-             "as its depth finished training.")
+             "as its depth finished training. MiB: the weights of its smallest form (torch or, when the rule asks for "
+             "size, int8 ONNX; its vocabulary pruned to the train split or not), before the deployment gate.")
 
 
 def outcome(summary: RunSummary) -> str:

@@ -212,7 +212,8 @@ def trainings_of(config: RunConfig, dataset: PreparedData, families: list[Family
     workdir = Path(config.registry.workdir)
     return [Training(family, dataset, prepare_tokenizer(family, dataset, config.model, workdir), config.model,
                      family.recipe(config.train), class_weights, run, workdir,
-                     onnx_cost=config.sweep.cost == "onnx_latency_ms_p50", concurrent=config.sweep.workers_per_machine)
+                     onnx_cost=config.sweep.cost == "onnx_latency_ms_p50", concurrent=config.sweep.workers_per_machine,
+                     onnx_size=config.sweep.asks_size, vocabulary_min_count=config.sweep.vocabulary_min_count)
             for family in families]
 
 

@@ -18,12 +18,13 @@ from runtime.records import Record
 Status = Literal["trained", "cached", "pruned", "failed", "screened"]
 # Statuses of candidates the rule may choose among: they trained to the end of their budget.
 USABLE_STATUSES: tuple[Status, ...] = ("trained", "cached")
-CostName = Literal["flops_per_example", "latency_ms_p50", "onnx_latency_ms_p50", "params", "train_seconds"]
+CostName = Literal["flops_per_example", "latency_ms_p50", "onnx_latency_ms_p50", "params", "size_mb", "train_seconds"]
 COST_NAMES: dict[str, str] = {
     "flops_per_example": "FLOPs per example",
     "latency_ms_p50": "p50 latency",
     "onnx_latency_ms_p50": "p50 latency of the int8 ONNX model",
     "params": "parameters",
+    "size_mb": "size of the smallest form",
     "train_seconds": "train time",
 }
 
@@ -55,6 +56,15 @@ class Cost(Record):
     train_seconds: float | None = Field(None, description="Training time in all, resumed parts included, s.")
     bundle_mb: float | None = Field(
         None, description="Size of the saved model (weights of the layers it uses, tokenizer, config), MiB."
+    )
+    sizes_mb: dict[str, float] = Field(
+        {}, description="The weights of each form it could ship in, MiB (encoder.size): torch, torch-pruned (the "
+        "vocabulary pruned to the train split; WordPiece tokenizers), and, when the rule asks for size and ONNX "
+        "Runtime is installed, onnx-int8 and onnx-int8-pruned; before the deployment gate judges any of them."
+    )
+    size_mb: float | None = Field(
+        None, description="The smallest of sizes_mb, MiB: what it could ship at if the deployment gate passes that "
+        "form (the cost `size_mb` and the limit `max_size_mb`)."
     )
 
     def value(self, name: str) -> float | None:

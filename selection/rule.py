@@ -307,6 +307,8 @@ def _limits(rule: SelectionRule) -> dict[str, tuple[str, float]]:
         limits["latency_ms_p50"] = ("max_latency_ms", float(rule.max_latency_ms))
     if rule.max_params is not None:
         limits["params"] = ("max_params", float(rule.max_params))
+    if rule.max_size_mb is not None:
+        limits["size_mb"] = ("max_size_mb", float(rule.max_size_mb))
     return limits
 
 

@@ -54,7 +54,13 @@ class SelectionRule(BaseModel):
     )
     deployment_margin: float = Field(
         0.01, ge=0, description="Quality an ONNX or int8 ONNX variant may lose against the torch model and still ship "
-        "with the version: its test mean, and the lower end of its paired interval, at least -deployment_margin."
+        "with the version: its test mean, and the lower end of its paired interval, at least -deployment_margin. "
+        "The model with its vocabulary pruned is judged the same way."
+    )
+    vocabulary_min_count: int = Field(
+        1, ge=1, description="How often a token must occur in the train split for the pruned vocabulary to keep it "
+        "(special tokens and single characters always are): 1 keeps every token training saw.",
+        json_schema_extra={"flag": "--vocabulary-min-count"},
     )
     halving_margin: float = Field(
         0.01, ge=0,
@@ -80,4 +86,14 @@ class SelectionRule(BaseModel):
         None, strict=True, gt=0, description="Hard limit on parameter count.",
         json_schema_extra={"flag": "--max-params"},
     )
+    max_size_mb: float | None = Field(
+        None, gt=0, description="Hard limit on the size of the smallest form a depth could ship in (its cost size_mb, "
+        "MiB: torch or int8 ONNX, its vocabulary pruned or not).",
+        json_schema_extra={"flag": "--max-size-mb"},
+    )
 
+
+    @property
+    def asks_size(self) -> bool:
+        """Whether the rule chooses or limits by size: then every form's size is weighed, int8 ONNX ones too."""
+        return self.cost == "size_mb" or self.max_size_mb is not None

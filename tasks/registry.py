@@ -23,18 +23,25 @@ from tracking.runs import SweepRun, client_of
 
 @task(cache_policy=NONE)
 def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: SelectionRule, folder: str) -> Deployment:
-    """The chosen model's other forms in `folder`: its Hugging Face folder where it is one, and its ONNX variants,
-    each measured on the test split (their latencies checked against the candidate's cost table figure) and shipped
-    only within the rule's deployment margin (encoder.deployment)."""
+    """The chosen model's other forms in `folder`: its vocabulary pruned to the train split, its ONNX variants and
+    its Hugging Face folder where it is one, each measured on the test split (their latencies checked against the
+    candidate's cost table figure) and shipped only within the rule's deployment margin (encoder.deployment); the
+    ONNX variants and the folder are made from the pruned model when it ships."""
     from encoder.bundle import save_hf_folder
-    from encoder.deployment import measure_deployment
+    from encoder.deployment import measure_deployment, within_size
     from encoder.serving import load_bundle
 
     model = load_bundle(Path(candidate.bundle))
     texts, labels = _test_split(dataset)
+    frame = pd.read_parquet(dataset.path, columns=["text", "split"])
     deployment = measure_deployment(model.network, model.tokenizer, model.labels, texts, labels, rule.metric,
                                     rule.deployment_margin, Path(folder) / "onnx", rule.confidence,
-                                    candidate.cost.latency_ms_p50 if candidate.cost else None)
+                                    candidate.cost.latency_ms_p50 if candidate.cost else None,
+                                    train_texts=frame.loc[frame["split"] == "train", "text"].tolist(),
+                                    min_count=rule.vocabulary_min_count)
+    deployment = within_size(deployment, rule.max_size_mb)
+    if deployment.bundle is not None:  # the pruned model ships: every form carries its vocabulary
+        model = load_bundle(Path(deployment.bundle))
     hf = save_hf_folder(Path(folder) / "hf", model.network, model.tokenizer, model.labels)
     return deployment.model_copy(update={"hf_folder": None if hf is None else str(hf)})
 

@@ -108,6 +108,8 @@ class Training:
     parent_run: SweepRun  # the MLflow run every candidate's child run goes under
     workdir: Path
     onnx_cost: bool = False  # measure each candidate's int8 ONNX latency (the rule's cost is onnx_latency_ms_p50)
+    onnx_size: bool = False  # weigh each candidate's int8 ONNX forms (the rule asks for size: encoder.size)
+    vocabulary_min_count: int = 1  # the pruned forms keep tokens used this often in the train split
     probes: bool = False  # the search strategy's screen: a probe on each layer (encoder.probes)
     concurrent: int = 1  # candidates training at once on one machine: each takes its share of the cores
     fold: Fold | None = None  # a fold of cross-fitting (its dataset holds that fold's rows as its test split)
@@ -137,6 +139,8 @@ def candidate_key(training: Training, depth: int, seed: int) -> str:
         "train": training.train.model_dump(mode="json", exclude={"seed"}),
         "class_weights": training.class_weights, "depth": depth, "seed": seed, "code": code_version(),
         **({"onnx_cost": True} if training.onnx_cost else {}), **({"probes": True} if training.probes else {}),
+        **({"onnx_size": True} if training.onnx_size else {}),
+        **({"vocabulary_min_count": n} if (n := training.vocabulary_min_count) != 1 else {}),
     })
 
 
@@ -210,6 +214,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     from encoder.bundle import save_bundle
     from encoder.cost import measure_cost
     from encoder.serving import load_tokenizer
+    from encoder.size import form_sizes, smallest
     from encoder.training import checkpoint_epochs, last_checkpoint, train_candidate
     from evidence.bootstrap import save_predictions
 
@@ -246,8 +251,10 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     test_predictions = save_predictions(candidate_dir / f"test-predictions-epochs-{epochs}.npz", trained.test_true,
                                         trained.test_predicted)
     size = sum(path.stat().st_size for path in bundle.iterdir()) / 2**20
+    sizes = form_sizes(trained.network, tokenizer, frame.loc[frame["split"] == "train", "text"],
+                       onnx=training.onnx_size, min_count=training.vocabulary_min_count)
     cost = Cost(**measure_cost(trained.network, trained.median_length, onnx=training.onnx_cost),
-                train_seconds=trained.train_seconds, bundle_mb=size)
+                train_seconds=trained.train_seconds, bundle_mb=size, sizes_mb=sizes, size_mb=smallest(sizes))
     return Candidate(
         depth=depth, family=training.family.name, seed=train.seed, status="trained", metrics=trained.metrics,
         test_metrics=trained.test_metrics, cost=cost, epochs=trained.epochs, finished=trained.finished,

@@ -19,7 +19,10 @@ class ModelVersionRef(Record):
     uri: str = Field(description="models:/NAME/VERSION.")
     family: str | None = Field(None, description=FAMILY_DESCRIPTION)
     depth: int | None = Field(None, description="Its depth.")
-    size_mb: float | None = Field(None, description="Size of the saved model it serves (the layers it uses), MiB.")
+    size_mb: float | None = Field(
+        None, description="Size of the saved model it serves (the layers it uses; its vocabulary pruned when the "
+        "deployment gate shipped that), MiB."
+    )
 
 
 class KnownVersion(Record):

@@ -95,8 +95,22 @@ def _deployment_artifacts(deployment: Deployment | None, folder: Path) -> dict[s
     onnx.mkdir()
     for file in deployment.shipped_files():
         shutil.copyfile(file, onnx / Path(file).name)
+    if deployment.shipped_files() and deployment.tokenizer_file:  # what a device runs them with, tokenizers alone
+        shutil.copyfile(deployment.tokenizer_file, onnx / Path(deployment.tokenizer_file).name)
     (onnx / DEPLOYMENT_FILE).write_text(json.dumps(deployment.to_dict(), indent=2) + "\n", encoding="utf-8")
     return {ONNX_ARTIFACT: str(onnx)} | ({HF_ARTIFACT: deployment.hf_folder} if deployment.hf_folder else {})
+
+
+def _registered_bundle(candidate: Candidate, deployment: Deployment | None) -> str:
+    """The bundle the version serves: the pruned model's when the deployment gate shipped it, else the candidate's."""
+    return deployment.bundle if deployment is not None and deployment.bundle else candidate.bundle
+
+
+def _bundle_mb(candidate: Candidate, deployment: Deployment | None) -> float | None:
+    """The size of the bundle the version serves, MiB."""
+    if deployment is None or not deployment.bundle:
+        return candidate.cost.bundle_mb
+    return sum(path.stat().st_size for path in Path(deployment.bundle).iterdir()) / 2**20
 
 
 def _serving_code(folder: Path) -> list[str]:
@@ -292,7 +306,8 @@ def register_challenger(
     settle_unjudged(client, model_name)  # what an earlier attempt left (a task's retries)
     with mlflow.start_run(run_id=sweep.run_id):
         mlflow.log_artifact(table, TABLE_ARTIFACTS)  # what the next night compares its table with
-        model_uri = log_text_classifier(candidate.bundle, input_example=texts[:3], deployment=deployment)
+        model_uri = log_text_classifier(_registered_bundle(candidate, deployment), input_example=texts[:3],
+                                        deployment=deployment)
     champion = current_champion(client, model_name)
     cost_tag = {f"cost.{rule.cost}": candidate.cost.value(rule.cost)}
     challenger, challenger_labels, champion_labels = _register_and_score(
@@ -305,7 +320,7 @@ def register_challenger(
     return Registration(
         model=ModelVersionRef(name=model_name, version=str(challenger.version),
                               uri=f"models:/{model_name}/{challenger.version}", family=candidate.family,
-                              depth=candidate.depth, size_mb=candidate.cost.bundle_mb),
+                              depth=candidate.depth, size_mb=_bundle_mb(candidate, deployment)),
         promoted=judgement.promoted,
         promotion=judgement.reason,
         champion_version=str(challenger.version if judgement.promoted else champion.version),

@@ -123,6 +123,10 @@ CASES = {
         None, ["run", "--dataset", "topics", "--max-params", "1"],
         "sweep.max_params: no candidate can have as few as 1 parameters: the smallest, depth 1, has at least",
     ),
+    "a size limit that no candidate can meet": (
+        None, ["run", "--dataset", "topics", "--max-size-mb", "0.001"],
+        "sweep.max_size_mb: no candidate can ship in 0.001 MiB: the smallest, depth 1, weighs at least",
+    ),
     "a model whose smallest candidate no machine has the memory for": (
         "data: {dataset: topics}\nmodel: {d_model: 1000000, n_heads: 4, d_ff: 4000000}\n",
         ["run", "--config", "c.yaml"], "no candidate fits in this machine's",

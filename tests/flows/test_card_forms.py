@@ -42,8 +42,32 @@ def test_the_card_names_the_form_the_alias_serves_and_each_forms_test_interval()
 
     assert promoted.startswith("`models:/ui@champion` (version 2; MLflow pyfunc, `depthfinder predict`) serves the "
                                "**torch** form: test macro_f1 0.912 [0.882, 0.932]")
-    assert "int8 ONNX (test macro_f1 0.905 [0.875, 0.925])" in promoted and "ONNX (fp32)" not in promoted
+    assert "int8 ONNX (test macro_f1 0.905 [0.875, 0.925], 1.00 MiB)" in promoted and "ONNX (fp32)" not in promoted
     assert kept.startswith("`models:/ui@challenger`")
+
+
+def test_the_card_says_the_served_model_carries_the_pruned_vocabulary_and_what_it_saved() -> None:
+    from encoder.deployment import Pruning
+
+    def form(name: str, f1: float, size: float, shipped: bool, pruned: bool = False) -> Variant:
+        return Variant(name=name, metrics={"macro_f1": f1}, latency_ms={"b1_p50": 1.0}, size_mb=size,
+                       shipped=shipped, pruned=pruned)
+
+    pruning = Pruning(kept=8773, vocabulary=30522, min_count=1, saved_mb=33.8, saved_share=0.573, bundle="b")
+    variants = [form("torch", 0.912, 59.0, True), form("torch-pruned", 0.910, 25.2, True, True),
+                form("onnx-int8", 0.905, 6.4, True, True), form("onnx", 0.91, 25.3, False, True)]
+    deployment = Deployment(metric="macro_f1", margin=0.01, sentence="", variants=variants, pruning=pruning)
+    model = ModelVersionRef(name="ui", version="2", uri="models:/ui/2", family="minilm", depth=2)
+
+    served = served_sentence(RunSummary(data_hash="d", model=model, deployment=deployment, promoted=True))
+
+    assert "serves the **torch** form with its vocabulary pruned (kept 8,773 of 30,522 tokens, saving 33.8 MiB " \
+        "(57%)): test macro_f1 0.910, 25.20 MiB" in served
+    assert "int8 ONNX (test macro_f1 0.905, 6.40 MiB, pruned vocabulary)" in served
+    refused = deployment.model_copy(update={"variants": [variants[0], variants[1].model_copy(
+        update={"shipped": False}), variants[2]]})
+    unpruned = served_sentence(RunSummary(data_hash="d", model=model, deployment=refused, promoted=True))
+    assert "serves the **torch** form: test macro_f1 0.912, 59.00 MiB" in unpruned and "pruned (" not in unpruned
 
 
 def test_a_summary_written_when_the_deployment_margin_was_called_tolerance_still_reads() -> None:

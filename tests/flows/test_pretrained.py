@@ -121,7 +121,10 @@ def test_the_registered_model_holds_only_its_layers_and_answers_raw_text(runs) -
     assert (model.family, model.depth) == (summary.rule.selected_family, summary.selected_depth)
     shipped = max((c for c in summary.candidates if (c.family, c.depth) == (model.family, model.depth)),
                   key=lambda c: c.metrics["macro_f1"])
-    assert model.size_mb == shipped.cost.bundle_mb > 0
+    pruned = summary.deployment.bundle  # the pruned vocabulary, when the deployment gate shipped it
+    assert model.size_mb == (sum(p.stat().st_size for p in Path(pruned).iterdir()) / 2**20 if pruned
+                             else shipped.cost.bundle_mb) > 0
+    assert model.size_mb <= shipped.cost.bundle_mb
     assert version.tags["pretrained"] == checkpoint.content_hash
     mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.db'}")
     served = mlflow.pyfunc.load_model("models:/depthfinder@champion")

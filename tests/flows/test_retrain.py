@@ -56,10 +56,16 @@ def test_summary_reports_every_depth_and_the_decision(sweep) -> None:
             candidate["cost"]
         )
     assert summary["candidates"][1]["cost"]["flops_per_example"] > summary["candidates"][0]["cost"]["flops_per_example"]
+    for cost in (candidate["cost"] for candidate in summary["candidates"]):  # pruned to the train split (issue 46)
+        assert set(cost["sizes_mb"]) == {"torch", "torch-pruned"} and cost["size_mb"] == min(cost["sizes_mb"].values())
     assert summary["selected_depth"] in (1, 2)
     assert summary["rule"]["name"] == "tolerance" and summary["rule"]["metric"] == "macro_f1"
     assert f"depth {summary['selected_depth']}" in summary["rule"]["reason"]
     size = next(c["cost"]["bundle_mb"] for c in summary["candidates"] if c["depth"] == summary["selected_depth"])
+    if served := summary["deployment"]["pruning"] and summary["deployment"]["pruning"]["bundle"]:  # the gate shipped it
+        size = sum(path.stat().st_size for path in Path(served).iterdir()) / 2**20
+        assert size < next(c["cost"]["bundle_mb"] for c in summary["candidates"]
+                           if c["depth"] == summary["selected_depth"])
     assert summary["model"] == {"name": "depthfinder", "version": "1", "uri": "models:/depthfinder/1",
                                 "family": "scratch", "depth": summary["selected_depth"], "size_mb": size}
     assert summary["promoted"] is True and summary["champion_version"] == "1"

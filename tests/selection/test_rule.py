@@ -87,6 +87,28 @@ def test_hard_limits_exclude_depths_and_the_reason_names_them() -> None:
     assert "excluded by hard limits: depth 6 (latency_ms_p50 3.9 > max_latency_ms 3)" in decision.reason
 
 
+def sized(sweep: list[Candidate], sizes: dict[int, float]) -> list[Candidate]:
+    """The candidates with the size of their smallest form (MiB) by depth."""
+    return [c.model_copy(update={"cost": c.cost.model_copy(update={"size_mb": sizes[c.depth]})}) for c in sweep]
+
+
+def test_max_size_mb_is_a_hard_limit_on_the_smallest_form() -> None:
+    sweep = sized(SWEEP, {1: 4.7, 2: 6.4, 4: 9.9, 6: 13.3})
+    decision = choose_depth(sweep, SelectionRule(tolerance=0.001, max_size_mb=8.0))
+    assert (decision.selected_depth, decision.best_depth) == (2, 2)
+    assert "excluded by hard limits: depth 4 (size_mb 9.9 > max_size_mb 8), depth 6 (size_mb 13.3" in decision.reason
+    with pytest.raises(ValueError, match=r"hard limits max_size_mb=1: depth 1 \(size_mb 4\.7 > max_size_mb 1\)"):
+        choose_depth(sweep, SelectionRule(tolerance=0.01, max_size_mb=1.0))
+
+
+def test_cost_can_be_size() -> None:
+    """The smallest form, not FLOPs: a depth whose vocabulary prunes further is the cheaper one."""
+    sweep = sized([candidate(2, 0.95, 1e8), candidate(4, 0.95, 2e8)], {2: 9.0, 4: 7.5})
+    decision = choose_depth(sweep, SelectionRule(tolerance=0.01, cost="size_mb"))
+    assert decision.selected_depth == 4
+    assert "size of the smallest form" in decision.reason
+
+
 def test_max_params_is_a_hard_limit() -> None:
     decision = choose_depth(SWEEP, SelectionRule(tolerance=0.01, max_params=2_000_000))
     assert (decision.selected_depth, decision.best_depth) == (2, 2)
@@ -123,8 +145,8 @@ def test_raises_naming_the_limits_when_every_candidate_exceeds_them() -> None:
     ("kwargs", "message"),
     [
         ({"cost": "dollars"},
-         "cost\n  Input should be 'flops_per_example', 'latency_ms_p50', 'onnx_latency_ms_p50', 'params' or "
-         "'train_seconds'"),
+         "cost\n  Input should be 'flops_per_example', 'latency_ms_p50', 'onnx_latency_ms_p50', 'params', 'size_mb' "
+         "or 'train_seconds'"),
         ({"tolerance": -0.1}, "tolerance\n  Input should be greater than or equal to 0"),
         ({"metric": "roc_auc"}, "metric\n  Input should be 'macro_f1', 'balanced_accuracy' or 'accuracy'"),
     ],

@@ -1,0 +1,155 @@
+"""A model an edge device can hold: all-MiniLM-L6-v2 at depths 1-3, each form's size, test macro-F1 and latency.
+
+For each real file (`sms_spam.csv`, `uci_sentiment_sentences.csv`), one `depthfinder run` fine-tunes the bottom 1, 2
+and 3 layers of all-MiniLM-L6-v2 (bench/pretrained_depth.py says where the checkpoint comes from) with its
+defaults, `--max-size-mb` (default 8) and no cross-fitting (the forms are this bench's subject, not the choice).
+Then, for every depth, the deployment gate (encoder/deployment.py) is run twice on the same test split: without the
+train texts (torch, ONNX and int8 ONNX of the full vocabulary) and with them (the vocabulary pruned to the train
+split; when the gate ships it, the ONNX forms are made from it).
+Printed per file and depth: each form's size (MiB of its weights or file), test macro-F1 with its 90 % bootstrap
+interval, its difference from the full torch model with the paired interval, batch-1 p50 latency and whether the
+gate ships it; then, at depth 2, the tokens kept and the test macro-F1 of the pruned torch model by count threshold
+(`--min-counts`). Last line:
+`RESULT d2_shipped_mib=<per file> d2_goal=<per file: yes when the smallest form shipped at depth 2 is at most 8 MiB>
+d2_int8_pruned_mib=<...> d2_int8_pruned_f1_drop=<...> chosen_depths=<...>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pretrained_depth import DATA, DATASETS, add_cache_argument, minilm  # noqa: E402
+from sweep_cost import run_depthfinder  # noqa: E402
+
+GOAL_MIB = 8.0
+METRIC, MARGIN, CONFIDENCE = "macro_f1", 0.01, 0.9
+
+
+def splits(path: Path) -> dict[str, tuple[list[str], list[str]]]:
+    """The file's texts and labels by split, as a run splits it (the same stable split)."""
+    from expectations.table.config import DataConfig
+    from tasks.data import prepare_table
+
+    table = prepare_table(DataConfig(path=path)).table
+    return {name: (part["text"].tolist(), part["label"].tolist())
+            for name, part in table.groupby("split") if name in ("train", "test")}
+
+
+def forms(bundle: Path, data: dict, folder: Path) -> list[dict]:
+    """Every form of one depth's model, each measured on the test split by the deployment gate."""
+    from encoder.deployment import measure_deployment
+    from encoder.serving import load_bundle
+
+    model = load_bundle(bundle)
+    texts, truths = data["test"]
+    rows = []
+    for pruned in (False, True):
+        deployment = measure_deployment(
+            model.network, model.tokenizer, model.labels, texts, truths, METRIC, MARGIN, folder / str(pruned),
+            CONFIDENCE, train_texts=data["train"][0] if pruned else None)
+        for variant in deployment.variants:
+            if pruned and not variant.pruned:
+                continue  # each form once: the full ones from the first pass, the pruned ones from the second
+            rows.append({"form": variant.name, "pruned": variant.pruned, "mib": variant.size_mb,
+                         "f1": variant.metrics[METRIC], "low": variant.metric_low, "high": variant.metric_high,
+                         "vs": variant.vs_torch, "p50": variant.latency_ms["b1_p50"], "shipped": variant.shipped,
+                         "tokens": deployment.pruning.kept if variant.pruned else model.tokenizer.get_vocab_size()})
+    return rows
+
+
+def thresholds(bundle: Path, data: dict, min_counts: list[int]) -> list[str]:
+    """Tokens kept and the pruned torch model's test macro-F1 (and its difference from torch) by count threshold."""
+    from encoder.serving import TextClassifier, load_bundle
+    from encoder.vocabulary import kept_ids, prune_network, prune_tokenizer, token_counts
+    from evidence.bootstrap import paired_interval
+    from evidence.metrics import classification_metrics
+
+    model = load_bundle(bundle)
+    texts, truths = data["test"]
+    reference = model.predict(texts)
+    counts = token_counts(model.tokenizer, data["train"][0])
+    lines = ["| min count | tokens kept | of | torch MiB | test macro-F1 | vs torch [90 % paired] |",
+             "|---|---:|---:|---:|---:|---|"]
+    for min_count in min_counts:
+        kept = kept_ids(model.tokenizer, counts, min_count)
+        network, tokenizer = prune_network(model.network, kept), prune_tokenizer(model.tokenizer, kept)
+        pruned = TextClassifier(network, tokenizer, model.labels)
+        predicted = pruned.predict(texts)
+        interval = paired_interval(truths, predicted, reference, METRIC, CONFIDENCE)
+        mib = sum(p.numel() * p.element_size() for p in pruned.network.parameters()) / 2**20
+        lines.append(f"| {min_count} | {len(kept):,} | {model.tokenizer.get_vocab_size():,} | {mib:.1f} | "
+                     f"{classification_metrics(truths, predicted)[METRIC]:.3f} | {interval.text()} |")
+    return lines
+
+
+def table(name: str, depth: int, rows: list[dict]) -> list[str]:
+    lines = [f"\n{name}, MiniLM depth {depth}",
+             "| form | vocabulary | MiB | test macro-F1 [90 %] | vs torch [90 % paired] | b1 p50 ms | shipped |",
+             "|---|---|---:|---|---|---:|---|"]
+    for row in rows:
+        vocabulary = f"{'pruned' if row['pruned'] else 'full'} ({row['tokens']:,})"
+        interval = f" [{row['low']:.3f}, {row['high']:.3f}]" if row["low"] is not None else ""
+        lines.append(f"| {row['form']} | {vocabulary} | {row['mib']:.2f} | {row['f1']:.3f}{interval} | "
+                     f"{row['vs'].text() if row['vs'] else '-'} | {row['p50']:.2f} | "
+                     f"{'yes' if row['shipped'] else 'no'} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_cache_argument(parser)
+    parser.add_argument("--datasets", default=",".join(DATASETS), help="files under DEPTHFINDER_DATA")
+    parser.add_argument("--depths", default="1,2,3")
+    parser.add_argument("--max-size-mb", type=float, default=GOAL_MIB)
+    parser.add_argument("--min-counts", default="1,2,3,5,10", help="count thresholds measured at depth 2")
+    parser.add_argument("--work", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    checkpoint = minilm(args.cache)
+    fields: dict[str, list[str]] = {key: [] for key in ("d2_shipped_mib", "d2_goal", "d2_int8_pruned_mib",
+                                                         "d2_int8_pruned_f1_drop", "chosen_depths")}
+    with tempfile.TemporaryDirectory() as scratch_space:
+        root = args.work or Path(scratch_space)
+        for name in args.datasets.split(","):
+            if not (DATA / name).is_file():
+                raise SystemExit(f"no {DATA / name}: set DEPTHFINDER_DATA (docs/benchmarks.md)")
+            folder = root / name
+            folder.mkdir(parents=True, exist_ok=True)
+            run = run_depthfinder(["--data", str(DATA / name)], args.depths, folder, "--pretrained", str(checkpoint),
+                                  "--max-size-mb", f"{args.max_size_mb:g}", "--crossfit", "off")
+            summary = run["summary"]
+            print(f"\n{name}: chose depth {run['depth']} in {run['seconds']:.0f} s; {summary['rule']['reason']}")
+            print(f"deployment: {summary['deployment']['sentence']}", flush=True)
+            fields["chosen_depths"].append(str(run["depth"]))
+            data = splits(DATA / name)
+            for candidate in sorted(summary["candidates"], key=lambda c: c["depth"]):
+                if not candidate.get("bundle"):
+                    continue
+                rows = forms(Path(candidate["bundle"]), data, folder / f"forms-{candidate['depth']}")
+                print("\n".join(table(name, candidate["depth"], rows)), flush=True)
+                print(f"cost table sizes_mb: {candidate['cost']['sizes_mb']}")
+                if candidate["depth"] == 2:
+                    _goal(rows, fields)
+                    print("\n".join(thresholds(Path(candidate["bundle"]), data,
+                                               [int(n) for n in args.min_counts.split(",")])), flush=True)
+    print(f"\ndatasets: {args.datasets}")
+    print("RESULT " + " ".join(f"{key}={','.join(values)}" for key, values in fields.items()))
+    return 0
+
+
+def _goal(rows: list[dict], fields: dict[str, list[str]]) -> None:
+    """Depth 2's smallest shipped form against the goal, and its int8 pruned form's size and loss."""
+    shipped = min((row for row in rows if row["shipped"]), key=lambda row: row["mib"])
+    fields["d2_shipped_mib"].append(f"{shipped['mib']:.2f}")
+    fields["d2_goal"].append("yes" if shipped["mib"] <= GOAL_MIB else "no")
+    int8 = next((row for row in rows if row["form"] == "onnx-int8" and row["pruned"]), None)
+    torch_f1 = next(row["f1"] for row in rows if row["form"] == "torch")
+    fields["d2_int8_pruned_mib"].append(f"{int8['mib']:.2f}" if int8 else "-")
+    fields["d2_int8_pruned_f1_drop"].append(f"{torch_f1 - int8['f1']:.4f}" if int8 else "-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
