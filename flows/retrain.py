@@ -21,6 +21,7 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from encoder.config import ModelConfig, TrainConfig
+from encoder.deployment import Deployment
 from encoder.families import Family, unapplied_settings
 from expectations.audit.config import AuditConfig
 from expectations.audit.report import FOREIGN_ROWS, AuditReport
@@ -56,7 +57,7 @@ from flows.sweep import check_learning_rates, sweep_depths
 from runtime.guard import process_guard
 from runtime.lock import one_retrain_at_a_time
 from selection.budget import Budget
-from selection.candidate import Candidate
+from selection.candidate import Candidate, arm_label
 from selection.crossfit import CrossFit
 from selection.decision import Decision
 from selection.pool import ROWS_TO_LABEL, rows_to_label
@@ -137,8 +138,7 @@ def retrain(
                     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
                     candidates, halving, searches, budget = sweep_depths(config.sweep, trainings)
                     decision, crossfit, to_label = decided(candidates, config.sweep, budget, trainings, pool)
-                    chosen = shipped(candidates, decision)
-                    deployment = prepare_deployment(chosen, dataset, config.sweep, str(folder / "deployment"))
+                    chosen, deployment, decision = deployed(candidates, decision, dataset, config.sweep, folder)
                     tags = night_tags(changed) | fingerprint | version_tags(candidates, decision, report, families)
                     registration = register_model(chosen, dataset, run, registry.model_name, config.sweep, tags,
                                                   deployment, changed)
@@ -368,6 +368,33 @@ def shipped(candidates: list[Candidate], decision: Decision) -> Candidate:
     chosen = [c for c in candidates if c.usable and (c.family, c.depth) == (decision.selected_family,
                                                                            decision.selected_depth)]
     return max(chosen, key=lambda c: c.metrics[decision.metric])
+
+
+def deployed(candidates: list[Candidate], decision: Decision, dataset: PreparedData, sweep: SweepConfig,
+             folder: Path) -> tuple[Candidate, Deployment, Decision]:
+    """The model that ships, its deployable forms, and the decision: the chosen depth's, unless under a size limit
+    (max_size_mb) the gate refused every form of it within the limit (the rule held it to its pruned size): then the
+    next depth the rule lets ship whose shipped forms fit, the reason saying why; ValueError (one line) when none
+    does, and nothing is registered."""
+    limit = sweep.max_size_mb
+    arms = [(decision.selected_family, decision.selected_depth)]
+    if limit is not None:
+        arms += sorted(((s.family, s.depth) for s in decision.scores if s.may_ship and (s.family, s.depth) not in arms),
+                       key=lambda arm: next(s.cost for s in decision.scores if (s.family, s.depth) == arm))
+    refused = []
+    for family, depth in arms:
+        at = decision.model_copy(update={"selected_family": family, "selected_depth": depth})
+        chosen = shipped(candidates, at)
+        deployment = prepare_deployment(chosen, dataset, sweep, str(folder / "deployment"))
+        smallest = min(v.size_mb for v in deployment.variants if v.shipped)  # torch always ships
+        if limit is None or smallest <= limit:
+            why = "; ".join(refused)
+            return chosen, deployment, at if not refused else at.model_copy(update={
+                "reason": f"{decision.reason}; {at.selected_label} ships instead: {why}"})
+        refused.append(f"{arm_label(family, depth)}'s smallest form the gate shipped weighs {smallest:.2f} MiB, over "
+                       f"max_size_mb {limit:g}")
+    raise ValueError(f"no depth the rule lets ship has a form within max_size_mb {limit:g} that the deployment gate "
+                     f"ships: {'; '.join(refused)}; raise the limit, or the deployment margin")
 
 
 def night_tags(changes: ChangeReport | None) -> dict[str, str]:
