@@ -137,10 +137,10 @@ def test_the_deployment_gate_follows_the_deployment_margin_not_the_depth_toleran
     _, dataset, _, bundles, _ = registry
     judged = encoder.deployment._judged
 
-    def int8_loses_003(measured, metric, margin, note, noisy=None):
+    def int8_loses_003(measured, metric, margin, note, *rest):
         int8 = measured["onnx-int8"]
         lower = int8.model_copy(update={"metrics": {key: value - 0.03 for key, value in int8.metrics.items()}})
-        return judged({**measured, "onnx-int8": lower}, metric, margin, note, noisy)
+        return judged({**measured, "onnx-int8": lower}, metric, margin, note, *rest)
 
     monkeypatch.setattr(encoder.deployment, "_judged", int8_loses_003)
 
