@@ -241,10 +241,11 @@ def measure_deployment(
 def _pruned(network: Network, tokenizer: Tokenizer, labels: list[str], train_texts: list[str], min_count: int
             ) -> tuple[Pruning | None, TextClassifier | None, str]:
     """The model with its vocabulary pruned to the train texts and what that keeps and saves; or why it is not
-    tried (a tokenizer that is not WordPiece, or a train split that uses every token)."""
+    tried (a tokenizer that is not WordPiece or holds more tokens than the embedding, or a train split that uses
+    every token)."""
     from encoder.size import weights_mb
 
-    if (why := prunable(tokenizer)) is not None:
+    if (why := prunable(tokenizer, network)) is not None:
         return None, None, f"vocabulary not pruned: {why}"
     kept = kept_ids(tokenizer, token_counts(tokenizer, train_texts), min_count)
     vocabulary = tokenizer.get_vocab_size()

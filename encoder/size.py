@@ -37,7 +37,7 @@ def form_sizes(network: Network, tokenizer: Tokenizer, train_texts: Iterable[str
     changed (the forms are made from a CPU copy)."""
     network = copy.deepcopy(network).cpu().eval()
     forms = {TORCH: network}
-    if prunable(tokenizer) is None:
+    if prunable(tokenizer, network) is None:
         forms[TORCH_PRUNED] = prune(network, tokenizer, train_texts, min_count)[0]
     sizes = {name: weights_mb(form) for name, form in forms.items()}
     if onnx and _has_onnxruntime():

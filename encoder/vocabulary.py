@@ -42,13 +42,26 @@ TOKEN_ID_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id", "cls_token_id",
                  "unk_token_id")
 
 
-def prunable(tokenizer: Tokenizer) -> str | None:
-    """Why the tokenizer's vocabulary cannot be pruned, in a clause; None when it can (WordPiece)."""
+def prunable(tokenizer: Tokenizer, network: Network | None = None) -> str | None:
+    """Why the tokenizer's vocabulary cannot be pruned (with `network`'s embedding), in a clause; None when it can:
+    WordPiece, and no token id past the embedding's rows (a checkpoint whose tokenizer holds more tokens than its
+    model embeds: those ids have no row to keep)."""
     kind = json.loads(tokenizer.to_str())["model"]["type"]
-    if kind == "WordPiece":
-        return None
-    return (f"its tokenizer is {kind}, and vocabulary pruning supports WordPiece (BERT, MiniLM, ELECTRA, DistilBERT) "
-            "only: it ships with its full vocabulary")
+    if kind != "WordPiece":
+        return (f"its tokenizer is {kind}, and vocabulary pruning supports WordPiece (BERT, MiniLM, ELECTRA, "
+                "DistilBERT) only: it ships with its full vocabulary")
+    tokens = tokenizer.get_vocab_size(with_added_tokens=True)
+    if network is not None and tokens > (rows := _embedding(network).num_embeddings):
+        return (f"its tokenizer holds {tokens:,} tokens and its embedding {rows:,} rows, so the ids past them have no "
+                "row to keep: it ships with its full vocabulary")
+    return None
+
+
+def _embedding(network: Network) -> nn.Embedding:
+    """The network's word embedding, either family's."""
+    if isinstance(network, PretrainedEncoderClassifier):
+        return network.encoder.get_input_embeddings()
+    return network.tok_emb
 
 
 def token_counts(tokenizer: Tokenizer, texts: Iterable[str]) -> Counter[int]:
@@ -121,7 +134,7 @@ def prune_network(network: Network, kept: list[int]) -> Network:
     new_id = {old: new for new, old in enumerate(kept)}
     if isinstance(network, PretrainedEncoderClassifier):
         model = network.encoder
-        model.set_input_embeddings(_gathered(model.get_input_embeddings(), kept, new_id))
+        model.set_input_embeddings(_gathered(_embedding(network), kept, new_id))
         ids = {key: new_id.get(value) for key, value in network.cfg.encoder.items()
                if key in TOKEN_ID_KEYS and isinstance(value, int)}
         for key, value in {"vocab_size": len(kept), **ids}.items():
@@ -158,6 +171,8 @@ def prune(network: Network, tokenizer: Tokenizer, texts: Iterable[str], min_coun
     Returns:
         The pruned network (a copy) and its tokenizer.
     """
+    if (reason := prunable(tokenizer, network)) is not None:
+        raise ValueError(f"the vocabulary cannot be pruned: {reason}")
     kept = kept_ids(tokenizer, token_counts(tokenizer, texts), min_count)
     return prune_network(network, kept), prune_tokenizer(tokenizer, kept)
 

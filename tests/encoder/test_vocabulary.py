@@ -128,6 +128,19 @@ def test_a_tokenizer_that_is_not_wordpiece_is_refused() -> None:
     assert save_vocab_file(Path("/nonexistent"), tokenizer) is None
 
 
+def test_a_tokenizer_with_more_tokens_than_the_embedding_has_rows_is_refused(pretrained) -> None:
+    """A checkpoint whose tokenizer holds tokens past its embedding's rows (its model never embeds them): no row to
+    keep for them, so no pruning, and the form is weighed without it (it crashed the candidate before)."""
+    from encoder.size import TORCH_PRUNED, form_sizes
+
+    network, tokenizer = pretrained
+    small = prune(network, tokenizer, TRAIN)[0]  # an embedding of fewer rows than the full tokenizer's tokens
+    assert "holds" in prunable(tokenizer, small) and prunable(tokenizer, network) is None
+    with pytest.raises(ValueError, match="the vocabulary cannot be pruned: its tokenizer holds"):
+        prune(small, tokenizer, TRAIN)
+    assert TORCH_PRUNED not in form_sizes(small, tokenizer, TRAIN)
+
+
 def test_the_standard_folders_of_a_pruned_model_carry_its_vocabulary(tmp_path: Path, pretrained) -> None:
     """The Hugging Face folder (type's own head) or the sentence-transformers folder (pooled), read by transformers
     alone: the pruned vocabulary in tokenizer.json and vocab.txt, and the pruned model's probabilities, unseen words
