@@ -118,3 +118,17 @@ def test_a_cost_table_whose_latencies_contradict_its_flops_is_called_noisy() -> 
     busy = cost_table_noise([("depth 1", 1e6, 95.0), ("depth 2", 2e6, 0.5)])  # the cheaper one 190x slower
     assert busy.startswith("noisy machine: the cost table's latencies contradict the FLOPs (depth 1 95 ms")
     assert cost_table_noise([("depth 1", 1e6, 0.3), ("depth 2", 2e6, 9.0)]) is not None  # 30x at twice the FLOPs
+
+
+def test_the_pruned_torch_form_states_no_speed_up_over_the_same_network() -> None:
+    """The torch model with its vocabulary pruned runs the same network: a ratio between the two is the machine's
+    noise (the README's sample said 1.2x), so none is stated."""
+    def variant(name: str, p50: float) -> Variant:
+        return Variant(name=name, metrics={"macro_f1": 0.9}, latency_ms={"b1_p50": p50}, size_mb=1.0, shipped=False)
+
+    judged = _judged({"torch": variant("torch", 0.69), "torch-pruned": variant("torch-pruned", 0.59),
+                      "onnx": variant("onnx", 0.23)}, "macro_f1", 0.01, "")
+
+    pruned, onnx = judged.sentence.split("; ")[:2]
+    assert "0.59 ms vs 0.69 ms at batch 1 (the same network as torch's: no speed-up stated)" in pruned
+    assert "as fast" not in pruned and "3.0x as fast as torch" in onnx
