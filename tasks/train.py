@@ -31,7 +31,7 @@ from encoder.families import Family
 from runtime.credentials import store_uri
 from runtime.interrupt import Interrupted
 from runtime.retries import RETRIES
-from selection.candidate import Candidate, Cost, arm_label, student_family
+from selection.candidate import DISTILLED, Candidate, Cost, arm_label, student_family
 from tasks.data import TRAINING_COLUMNS, PreparedData
 from tracking.runs import (
     EPOCH_CURVES,
@@ -121,10 +121,11 @@ class Training:
         `scratch, distilled from depth 6`, an arm of their own beside their plain twins."""
         return self.family.name if self.teacher is None else student_family(self.family.name, self.teacher.label)
 
-    def label(self, depth: int) -> str:
+    def label(self, depth: int, seed: int | None = None) -> str:
         """`depth 2`, `MiniLM depth 2`, `depth 2, distilled from depth 6` or `depth 2 fold 3/5`: how its candidates'
-        runs and logs name them."""
-        named = arm_label(self.name, depth)
+        runs and logs name them; with `seed`, `depth 2 seed 1, distilled from depth 6` (the seed is the student's)."""
+        named = arm_label(self.family.name, depth) + ("" if seed is None else f" seed {seed}")
+        named = named if self.teacher is None else f"{named}{DISTILLED}{self.teacher.label}"
         return named if self.fold is None else f"{named} fold {self.fold.index}/{self.fold.folds}"
 
 
@@ -267,7 +268,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     from evidence.bootstrap import save_predictions
 
     train, dataset = training.train, training.dataset
-    name = f"{training.label(depth)} seed {train.seed}"
+    name = training.label(depth, train.seed)
     tokenizer = load_tokenizer(training.tokenizer_path)
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
     out_dir = candidate_dir / "checkpoints"
