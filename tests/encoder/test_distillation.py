@@ -149,3 +149,38 @@ def test_the_soft_label_cache_is_keyed_by_the_teachers_content(tmp_path: Path, m
     other = teacher_logits(teacher, bundle_digest(teacher), frame, "data1", tmp_path / "work")
     assert not np.allclose(other, first)
     assert soft_labels_path(tmp_path / "work", digest, "data2") != soft_labels_path(tmp_path / "work", digest, "data1")
+
+
+def test_any_family_teaches_any_other_whatever_their_tokenizers(tmp_path: Path) -> None:
+    """Soft labels are per text: a scratch teacher (its own WordPiece) teaches a pretrained checkpoint's bottom layer
+    (the checkpoint's tokenizer); the student learns from them (it is not its plain twin) and serves alone."""
+    from encoder.config import ModelConfig
+    from encoder.families import Pretrained
+    from encoder.serving import load_bundle, load_tokenizer
+    from tests.encoder.tiny_checkpoint import WORDS, tiny_checkpoint
+
+    frame = _noisy(keyword_frame(240))
+    scratch_tokenizer = train_tokenizer(frame.loc[frame["split"] == "train", "text"], vocab_size=200)
+    teacher = train_candidate(keyword_frame(240), LABELS, scratch_tokenizer, 1, tiny_model_config(),
+                              tiny_train_config(max_epochs=4), class_weights=False, out_dir=tmp_path / "teacher",
+                              progress=False)
+    bundle = save_bundle(tmp_path / "teacher-bundle", teacher.network, scratch_tokenizer, LABELS)
+    logits = teacher_logits(bundle, bundle_digest(bundle), frame, "noisy", tmp_path / "work")
+
+    model = ModelConfig(pretrained=str(tiny_checkpoint(tmp_path / "ckpt", [" ".join(WORDS)] * 4, layers=2)),
+                        max_len=32)
+    (family,) = Pretrained.open(model)
+    tokenizer = load_tokenizer(family.tokenizer(Path(), "", model, tmp_path))
+    assert tokenizer.get_vocab() != scratch_tokenizer.get_vocab()
+
+    def fit(out: str, soft: SoftLabels | None):
+        return train_candidate(frame, LABELS, tokenizer, 1, model, tiny_train_config(max_epochs=2, learning_rate=1e-3),
+                               class_weights=False, out_dir=tmp_path / out, progress=False, family=family,
+                               soft_labels=soft)
+
+    student = fit("student", SoftLabels(logits=logits, temperature=2.0, alpha=0.8))
+    plain = fit("plain", None)
+    assert any(not torch.equal(value, plain.network.state_dict()[key])
+               for key, value in student.network.state_dict().items())
+    served = save_bundle(tmp_path / "student-bundle", student.network, tokenizer, LABELS)
+    assert load_bundle(served).predict(["football is fun"])[0] in LABELS  # nothing of the teacher at serving time
