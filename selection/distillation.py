@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from evidence.bootstrap import Interval, Predictions, compare_to_best
 from selection.candidate import Candidate, arm_label, base_family, teacher_of
 from selection.decision import Decision
+from selection.predictions import load_predictions
 
 Arm = tuple[str, int]  # (family, depth)
 DistillSetting = Literal["auto", "on", "off"]
@@ -58,12 +60,36 @@ def distillation_sentence(decision: Decision, candidates: list[Candidate], metri
         val, test = _mean(mine, "metrics", metric), _mean(mine, "test_metrics", metric)
         if plain:
             plain_val, plain_test = _mean(plain, "metrics", metric), _mean(plain, "test_metrics", metric)
-            text += (f"validation {metric} {val:.3f} vs {plain_val:.3f} plainly ({val - plain_val:+.3f}), test "
-                     f"{test:.3f} vs {plain_test:.3f} ({test - plain_test:+.3f})")
+            gain = _paired(mine, plain, decision.settings.confidence, metric)
+            text += (f"validation {metric} {val:.3f} vs {plain_val:.3f} plainly ("
+                     f"{gain.text() if gain else _signed(val - plain_val)}), test {test:.3f} vs {plain_test:.3f} "
+                     f"({_signed(test - plain_test)})")
         else:
             text += f"validation {metric} {val:.3f}, test {test:.3f} (no plain twin to compare with)"
         clauses.append(text)
-    return f"Distillation: {students[0].teacher} taught; " + "; ".join(clauses)
+    confidence = decision.settings.confidence
+    paired = f" ([low, high]: {confidence:.0%} paired bootstrap interval on the validation rows)" if any(
+        "[" in clause for clause in clauses) else ""
+    return f"Distillation: {students[0].teacher} taught; " + "; ".join(clauses) + paired
+
+
+def _paired(students: list[Candidate], twins: list[Candidate], confidence: float | None, metric: str
+            ) -> Interval | None:
+    """The students' validation metric minus their plain twins' (means over seeds), with its paired bootstrap interval
+    on the validation rows (evidence.bootstrap); None without saved predictions or a confidence (the means alone)."""
+    predictions = load_predictions([*students, *twins]) if confidence is not None else None
+    if not isinstance(predictions, Predictions):
+        return None
+    arms = {(c.family, c.depth): [] for c in [*students, *twins]}
+    for c in [*students, *twins]:
+        arms[c.family, c.depth].append(c.seed)
+    twin = (twins[0].family, twins[0].depth)
+    return compare_to_best(predictions, arms, twin, metric, confidence)[students[0].family, students[0].depth]
+
+
+def _signed(value: float) -> str:
+    """`+0.046`, `−0.011`: signed as the intervals are."""
+    return f"{value:+.3f}".replace("-", "\u2212")
 
 
 def _mean(candidates: list[Candidate], field: str, metric: str) -> float:

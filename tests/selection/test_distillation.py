@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from selection.candidate import Candidate, Cost, arm_label, base_family, student_family, teacher_of
@@ -67,4 +68,28 @@ def test_the_sentence_says_who_taught_and_what_it_bought_against_the_plain_twin(
     assert distillation_sentence(decision, candidates, "macro_f1") == (
         "Distillation: depth 6 seed 1 taught; depth 2, distilled from depth 6 (ships): validation macro_f1 0.946 vs "
         "0.900 plainly (+0.046), test 0.930 vs 0.900 (+0.030)")
+    worse = [*SWEEP, candidate(2, 0.946, STUDENT, test=0.89)]
+    assert "test 0.890 vs 0.900 (\u22120.010)" in distillation_sentence(choose_depth(worse, MEANS), worse, "macro_f1")
     assert distillation_sentence(choose_depth(SWEEP, MEANS), SWEEP, "macro_f1") is None
+
+
+def test_what_a_student_bought_has_its_paired_interval_on_the_validation_rows(tmp_path) -> None:
+    from evidence.bootstrap import save_predictions
+
+    rng = np.random.default_rng(0)
+    true = rng.integers(0, 2, 400)
+
+    def saved(name: str, correct: float) -> str:
+        predicted = np.where(rng.random(400) < correct, true, 1 - true)
+        return str(save_predictions(tmp_path / f"{name}.npz", true, predicted))
+
+    def with_predictions(c: Candidate, correct: float) -> Candidate:
+        return c.model_copy(update={"predictions": saved(f"{c.family}-{c.depth}", correct)})
+
+    candidates = [with_predictions(candidate(2, 0.80), 0.80), with_predictions(candidate(6, 0.95), 0.95),
+                  with_predictions(candidate(2, 0.93, STUDENT), 0.93)]
+    decision = choose_depth(candidates, SelectionRule(tolerance=0.01, confidence=0.9))
+    sentence = distillation_sentence(decision, candidates, "macro_f1")
+    low = float(sentence.split("plainly (")[1].split("[")[1].split(",")[0].replace("\u2212", "-"))
+    assert low > 0.05  # the student is shown better than its twin on these rows
+    assert sentence.endswith("([low, high]: 90% paired bootstrap interval on the validation rows)")
