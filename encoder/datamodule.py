@@ -24,22 +24,29 @@ if TYPE_CHECKING:
 
 SPLITS = ("train", "val", "test")
 REQUIRED_COLUMNS = ("text", "label", "split")
-Example = tuple[list[int], int]  # (token ids, class id)
+# (token ids, class id), and for a student's train rows the teacher's logits (K,) of that row
+Example = tuple[list[int], int] | tuple[list[int], int, np.ndarray]
 
 
 class EncodedSplit(Dataset):
-    """Token ids and class ids of one split, indexable by row position."""
+    """Token ids and class ids of one split, indexable by row position; for a student's train split also the
+    teacher's logits of each row, which travel with the row through any batch order."""
 
-    def __init__(self, ids: list[list[int]], targets: np.ndarray) -> None:
+    def __init__(self, ids: list[list[int]], targets: np.ndarray, teacher_logits: np.ndarray | None = None) -> None:
+        if teacher_logits is not None and teacher_logits.shape[0] != len(ids):
+            raise ValueError(f"teacher logits for {teacher_logits.shape[0]} rows, but the split has {len(ids)}")
         self.ids = ids
         self.targets = targets
+        self.teacher_logits = teacher_logits  # (n, K) or None
         self.lengths = np.fromiter((len(seq) for seq in ids), dtype=np.int64, count=len(ids))
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def __getitem__(self, index: int) -> Example:
-        return self.ids[index], int(self.targets[index])
+        if self.teacher_logits is None:
+            return self.ids[index], int(self.targets[index])
+        return self.ids[index], int(self.targets[index]), self.teacher_logits[index]
 
 
 class BucketBatchSampler(Sampler[list[int]]):
@@ -87,15 +94,19 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[
 
 
 class Collate:
-    """Pad a list of examples to their own longest one, with the tokenizer's pad id."""
+    """Pad a list of examples to their own longest one, with the tokenizer's pad id; a student's examples also
+    give `teacher_logits` (B, K)."""
 
     def __init__(self, pad_id: int = PAD_ID) -> None:
         self.pad_id = pad_id
 
     def __call__(self, examples: list[Example]) -> dict[str, torch.Tensor]:
-        input_ids, attention_mask = pad_batch([ids for ids, _ in examples], self.pad_id)
-        labels = torch.tensor([target for _, target in examples], dtype=torch.long)
-        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+        input_ids, attention_mask = pad_batch([example[0] for example in examples], self.pad_id)
+        labels = torch.tensor([example[1] for example in examples], dtype=torch.long)
+        batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+        if len(examples[0]) == 3:
+            batch["teacher_logits"] = torch.from_numpy(np.stack([example[2] for example in examples]))
+        return batch
 
 
 class TextDataModule(L.LightningDataModule):
@@ -111,6 +122,8 @@ class TextDataModule(L.LightningDataModule):
         seed: seed of the train batch order.
         num_workers: DataLoader worker processes.
         pad_id: the tokenizer's padding id.
+        teacher_logits: for a student, a teacher's logits (n_train, K) on the train rows in the frame's order
+            (encoder.distillation); its train batches then carry them.
     """
 
     def __init__(
@@ -123,6 +136,7 @@ class TextDataModule(L.LightningDataModule):
         seed: int,
         num_workers: int = 0,
         pad_id: int = PAD_ID,
+        teacher_logits: np.ndarray | None = None,
     ) -> None:
         super().__init__()
         missing = [col for col in REQUIRED_COLUMNS if col not in frame.columns]
@@ -142,6 +156,7 @@ class TextDataModule(L.LightningDataModule):
         self.seed = seed
         self.num_workers = num_workers
         self.collate = Collate(pad_id)
+        self.teacher_logits = teacher_logits
         self.splits: dict[str, EncodedSplit] = {}
 
     def prepare_data(self) -> None:
@@ -156,7 +171,7 @@ class TextDataModule(L.LightningDataModule):
             rows = self.frame[self.frame["split"] == split]
             ids = encode_texts(self.tokenizer, rows["text"].astype(str).tolist(), self.max_len)
             targets = rows["label"].astype(str).map(class_ids).to_numpy(dtype=np.int64)
-            self.splits[split] = EncodedSplit(ids, targets)
+            self.splits[split] = EncodedSplit(ids, targets, self.teacher_logits if split == "train" else None)
         for split in ("train", "val"):
             if len(self.splits[split]) == 0:
                 raise ValueError(f"the {split!r} split is empty; every run needs train and val rows")

@@ -20,6 +20,8 @@ from torch.optim.lr_scheduler import LambdaLR
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score, MulticlassRecall
 
+from encoder.distillation import distillation_loss
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -76,6 +78,9 @@ class DepthClassifier(L.LightningModule):
             successive-halving budget), so the run continued later follows the same schedule.
         restart_steps: steps of a restarted schedule after `total_steps` (an extension of a
             candidate that was still improving); 0 = none, the rate stays at 0.
+        distill_temperature, distill_alpha: a student's recipe (encoder.distillation): train batches that carry
+            `teacher_logits` are learnt by `alpha * T^2 * KL(teacher || student) + (1 - alpha) * CE`; validation
+            and test keep the plain cross-entropy, so every candidate's val/loss reads alike.
 
     Checkpoints also carry the CPU random generator (dropout masks), restored when training
     resumes, so a run stopped at an epoch and continued from its checkpoint takes the same
@@ -95,11 +100,17 @@ class DepthClassifier(L.LightningModule):
         total_steps: int | None = None,
         restart_steps: int = 0,
         probes: nn.Module | None = None,
+        distill_temperature: float = 1.0,
+        distill_alpha: float = 0.0,
     ) -> None:
         super().__init__()
         # restart_steps is not a hyperparameter: an extension continues the same run, whose logged params stay.
-        self.save_hyperparameters(ignore=["network", "class_weights", "restart_steps", "probes"])
+        # A student's recipe is not a hyperparameter either: a plain candidate's logged params stay as they were, and
+        # a student's run says its teacher and recipe in its own params (tasks.train).
+        self.save_hyperparameters(ignore=["network", "class_weights", "restart_steps", "probes", "distill_temperature",
+                                          "distill_alpha"])
         self.restart_steps = restart_steps
+        self.distill_temperature, self.distill_alpha = distill_temperature, distill_alpha
         self.network = network
         self.probes = probes  # encoder.probes.LayerProbes: a screen of every depth, which the network never feels
         if class_weights is not None and class_weights.shape != (n_classes,):
@@ -119,7 +130,11 @@ class DepthClassifier(L.LightningModule):
         if self.probes is not None:
             self.probes.watch(batch["attention_mask"])
         logits = self(batch["input_ids"], batch["attention_mask"]).float()  # (B, n_classes)
-        loss = F.cross_entropy(logits, labels, weight=self.class_weights)
+        if stage == "train" and "teacher_logits" in batch:
+            loss = distillation_loss(logits, batch["teacher_logits"], labels, self.distill_temperature,
+                                     self.distill_alpha, weight=self.class_weights)
+        else:
+            loss = F.cross_entropy(logits, labels, weight=self.class_weights)
         if self.probes is not None:  # their inputs are detached: this trains the probes alone
             probe_loss = sum(F.cross_entropy(probe, labels, weight=self.class_weights)
                              for probe in self.probes.logits())

@@ -181,18 +181,25 @@ class TextClassifier:
 
         Texts are batched in order of token length, so each batch pads to similar lengths.
         """
+        return self._batched(texts, batch_size, lambda logits: torch.softmax(logits, dim=-1))
+
+    def predict_logits(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """The network's logits (N, K), rows in input order: a teacher's soft labels before any temperature."""
+        return self._batched(texts, batch_size, lambda logits: logits)
+
+    def _batched(self, texts: Sequence[str], batch_size: int, output) -> np.ndarray:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         ids = encode_texts(self.tokenizer, texts, self.network.cfg.max_len)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        probs = np.empty((len(ids), len(self.labels)), dtype=np.float32)
+        values = np.empty((len(ids), len(self.labels)), dtype=np.float32)
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 input_ids, attention_mask = pad_batch([ids[i] for i in rows], self.network.cfg.pad_id)
                 logits = self.network(input_ids, attention_mask)  # (B, K)
-                probs[rows] = torch.softmax(logits.float(), dim=-1).numpy()
-        return probs
+                values[rows] = output(logits.float()).numpy()
+        return values
 
     def predict(self, texts: Sequence[str], batch_size: int = 64) -> list[str]:
         """The most probable label of each text, in input order."""

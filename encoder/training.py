@@ -18,6 +18,7 @@ import torch
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 
 from encoder.datamodule import TextDataModule
+from encoder.distillation import SoftLabels
 from encoder.families import Family, Scratch
 from encoder.module import DepthClassifier
 from encoder.probes import LayerProbes
@@ -92,6 +93,7 @@ def train_candidate(
     family: Family = Scratch(),
     probes: bool = False,
     concurrent: int = 1,
+    soft_labels: SoftLabels | None = None,
 ) -> TrainedCandidate:
     """Train the encoder at one depth, early-stopped on validation macro-F1.
 
@@ -124,6 +126,9 @@ def train_candidate(
             shallower depth that the network never feels; their predictions come back too.
         concurrent: trainings running at once on this machine (the sweep's workers): each takes its share
             of the cores (encoder.threads; a resumed training keeps the thread count it was trained with).
+        soft_labels: train a student (encoder.distillation): the teacher's logits on the train rows, learnt with
+            the labels by the distillation loss. The network starts as its plain twin's does (same family, depth,
+            seed), so the two differ only by what they learnt from.
 
     Returns:
         The candidate with its best-validation weights restored, on CPU in eval mode, and
@@ -143,7 +148,7 @@ def train_candidate(
             torch.manual_seed(train_cfg.seed)
             screen = LayerProbes(network, len(labels))
     data = TextDataModule(frame, tokenizer, labels, network.cfg.max_len, train_cfg.batch_size, train_cfg.seed,
-                          pad_id=network.cfg.pad_id)
+                          pad_id=network.cfg.pad_id, teacher_logits=None if soft_labels is None else soft_labels.logits)
     data.setup()
     if len(data.splits["test"]) == 0:
         raise ValueError("the 'test' split is empty; test metrics need test rows")
@@ -155,7 +160,7 @@ def train_candidate(
         extension = max(0, epochs - train_cfg.max_epochs)
         module = _classifier(network, frame, labels, train_cfg, class_weights,
                              total_steps=train_cfg.max_epochs * batches, restart_steps=extension * batches,
-                             probes=screen)
+                             probes=screen, soft_labels=soft_labels)
         checkpoint = _best_checkpoint(Path(out_dir), depth, keep_earlier=resume_from is not None)
         early_stopping = EarlyStoppingFrom(train_cfg.min_epochs, monitor=MONITOR, mode="max",
                                            patience=train_cfg.patience)
@@ -318,6 +323,7 @@ def _classifier(
     total_steps: int,
     restart_steps: int = 0,
     probes: LayerProbes | None = None,
+    soft_labels: SoftLabels | None = None,
 ) -> DepthClassifier:
     """The LightningModule around `network`, with inverse-frequency class weights if asked."""
     train_labels = frame.loc[frame["split"] == "train", "label"].astype(str).tolist()
@@ -331,6 +337,8 @@ def _classifier(
         total_steps=total_steps,
         restart_steps=restart_steps,
         probes=probes,
+        **({} if soft_labels is None else {"distill_temperature": soft_labels.temperature,
+                                           "distill_alpha": soft_labels.alpha}),
     )
 
 

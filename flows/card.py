@@ -11,7 +11,9 @@ from __future__ import annotations
 from expectations.audit.report import cell, markdown_table
 from expectations.changes.report import FORCED
 from flows.summary import RunSummary
+from selection.candidate import arm_label, teacher_of
 from selection.decision import Decision
+from selection.distillation import distillation_sentence
 from selection.pool import pool_sentence
 from selection.promotion import APART
 from selection.reasons import depth_verdicts
@@ -29,7 +31,7 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
     sections = [
         # The mark first: the versions table shows a description's first 25 characters or so.
         ("# " + (f"{FORCED.capitalize()} past a {forced} · " if forced else "")
-         + f"{model.name} version {model.version}: {model.family or 'scratch'} depth {model.depth}"),
+         + f"{model.name} version {model.version}: {_model_label(model.family, model.depth)}"),
         *([f"**{FORCED.capitalize()}.** `--force` retrained although the comparison with version "
            f"{summary.changes.champion_version} said {forced}; see *What changed* below."] if forced else []),
         f"**Decision.** {_sentence(rule.reason)}",
@@ -37,6 +39,8 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
         *([verdicts] if (verdicts := _verdicts(rule)) else []),
         *([f"**Cross-fitting.** {summary.crossfit.sentence().removeprefix('Cross-fitting: ')}"]
           if summary.crossfit is not None else []),
+        *([f"**Distillation.** {_sentence(taught.removeprefix('Distillation: '))}"]
+          if (taught := distillation_sentence(rule, summary.candidates, rule.metric)) else []),
         *([f"**Unlabelled texts.** {pool.removeprefix('Unlabelled texts: ')}"]
           if (pool := pool_sentence(rule, summary.rows_to_label)) else []),
         f"**Audit.** {audit.headline}.",
@@ -54,6 +58,13 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
         sections.append(f"**Deployable forms, on the test split.** {_sentence(summary.deployment.sentence)}")
     sections += [_hashes(fingerprint), _loading(summary)]
     return "\n\n".join(sections) + "\n"
+
+
+def _model_label(family: str | None, depth: int) -> str:
+    """`scratch depth 2`, or a student as `depth 2, distilled from depth 6`: which teacher taught the shipped model."""
+    if family is not None and teacher_of(family) is not None:
+        return arm_label(family, depth)
+    return f"{family or 'scratch'} depth {depth}"
 
 
 def promotion_rows(summary: RunSummary) -> str | None:

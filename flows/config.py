@@ -124,6 +124,27 @@ class SweepConfig(SelectionRule):
         "candidate's train time): the cheapest unsettled depths first; 0 = none.",
         json_schema_extra={"flag": "--crossfit-budget"},
     )
+    distill: Literal["auto", "on", "off"] = Field(
+        "off", description="Distillation, after the sweep's decision: the best candidate teaches cheaper depths, each "
+        "trained again from the same initialisation on distill_alpha x T^2 x KL(teacher || student) at temperature "
+        "distill_temperature plus (1 - distill_alpha) x the cross-entropy of the labels, with the teacher's soft "
+        "labels on the train rows computed once and cached; each student is a candidate of its own (`depth 3, "
+        "distilled from depth 6`) that the rule judges beside the plain ones. on = every depth cheaper than the best; "
+        "auto = every depth cheaper than the rule's choice (none when the cheapest ships); off = none "
+        "(docs/training.md).",
+        json_schema_extra={"flag": "--distill"},
+    )
+    distill_temperature: float = Field(
+        2.0, gt=0, description="Temperature T of the teacher's and the student's softmax in the distillation loss.",
+    )
+    distill_alpha: float = Field(
+        0.5, ge=0, le=1, description="Weight of the soft-label term in a student's loss (the labels' cross-entropy "
+        "takes 1 - distill_alpha); 0 trains a student exactly as its plain twin.",
+    )
+    distill_epochs: int | None = Field(
+        None, strict=True, ge=1, description="Most epochs of a student; null = its family's recipe's max_epochs "
+        "(early stopping as for any candidate).",
+    )
     unlabeled: Path | None = Field(
         None, description="Texts from the same source as the labelled rows, without labels (any format --data takes, "
         "texts in --text-col): a cheaper depth the labelled rows cannot settle is shown within the tolerance when the "
@@ -209,7 +230,7 @@ class SweepConfig(SelectionRule):
             return 0
         return self.extend_epochs or max(1, recipe.max_epochs // 2)
 
-    _switches = field_validator("halving", "crossfit", mode="before")(yaml_switch)
+    _switches = field_validator("halving", "crossfit", "distill", mode="before")(yaml_switch)
 
     @field_validator("seeds")
     @classmethod

@@ -16,7 +16,7 @@ from evidence.bootstrap import Predictions
 from flows.config import SweepConfig
 from flows.sweep import task_runner
 from runtime.interrupt import Interrupted
-from selection.candidate import Candidate, arm_label
+from selection.candidate import Candidate, arm_label, teacher_of
 from selection.crossfit import CrossFit, OutOfFold, arms_to_settle, out_of_fold, plan_cross_fit, save_out_of_fold
 from selection.decision import Decision
 from tasks.crossfit import fold_tables
@@ -30,8 +30,10 @@ def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Ca
     """Out-of-fold predictions of the best and the cheaper depths `decision` (the sweep's, on the validation rows)
     could not settle, when `sweep.crossfit` and its budget allow, and what cross-fitting did; (None, None) when it is
     not needed, (None, why) when it did not run or its folds did not finish."""
-    settle = arms_to_settle(decision, sweep.crossfit)
-    if not settle:
+    # Students are left to the validation rows: their teacher learnt from the rows a fold holds out, so their
+    # out-of-fold predictions would not be out of fold.
+    settle = [arm for arm in arms_to_settle(decision, sweep.crossfit) if teacher_of(arm[0]) is None]
+    if not settle or teacher_of(decision.best_family) is not None:
         return None, None
     best = (decision.best_family, decision.best_depth)
     plan = plan_cross_fit(settle, best, candidates, sweep.crossfit_folds, sweep.crossfit_budget)

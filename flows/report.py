@@ -12,6 +12,7 @@ from flows.card import served_sentence
 from flows.summary import RunSummary
 from selection.candidate import Candidate, arm_label
 from selection.decision import Decision
+from selection.distillation import distillation_sentence
 from selection.halving import Halving
 from selection.pool import pool_sentence
 from selection.reasons import depth_verdicts
@@ -66,6 +67,7 @@ def format_summary(summary: RunSummary) -> str:
         lines += ["", f"Decision: {summary.rule.reason}.", evidence_sentence(summary.rule)]
         if summary.crossfit is not None:
             lines.append(summary.crossfit.sentence())
+        lines += filter(None, [distillation_sentence(summary.rule, summary.candidates, summary.rule.metric)])
         lines += filter(None, [pool_sentence(summary.rule, summary.rows_to_label)])
         lines += [f"{check.sentence[0].upper()}{check.sentence[1:]}." for check in summary.lr_check]
         if resumed := resumed_sentence(summary.candidates):
@@ -190,6 +192,7 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
     )
     notes = [summary.rule.reason, evidence_sentence(summary.rule),
              *([summary.crossfit.sentence()] if summary.crossfit is not None else []),
+             *filter(None, [distillation_sentence(summary.rule, summary.candidates, summary.rule.metric)]),
              *filter(None, [pool_sentence(summary.rule, summary.rows_to_label)]),
              *([f"Data: {summary.rows.text()}."] if summary.rows is not None else []),
              *([halving_sentence(summary.halving)] if summary.halving else []),

@@ -40,6 +40,7 @@ from flows.audit import audit_data, audit_informs, audit_report, publish_rows
 from flows.card import model_card, stopped_note
 from flows.config import RegistryConfig, RunConfig, SweepConfig, settings_used, without_credentials
 from flows.crossfit import cross_fit
+from flows.distill import distill
 from flows.pool import pool_evidence
 from flows.preflight import check_run
 from flows.report import decision_markdown, outcome, short_outcome
@@ -57,7 +58,7 @@ from flows.sweep import check_learning_rates, sweep_depths
 from runtime.guard import process_guard
 from runtime.lock import one_retrain_at_a_time
 from selection.budget import Budget
-from selection.candidate import Candidate, arm_label
+from selection.candidate import Candidate, arm_label, base_family, teacher_of
 from selection.crossfit import CrossFit
 from selection.decision import Decision
 from selection.pool import ROWS_TO_LABEL, rows_to_label
@@ -137,6 +138,7 @@ def retrain(
                     trainings = trainings_of(config, dataset, families, summary.audit.informs.class_weights, run)
                     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
                     candidates, halving, searches, budget = sweep_depths(config.sweep, trainings)
+                    candidates += distill(config.sweep, trainings, candidates)
                     decision, crossfit, to_label = decided(candidates, config.sweep, budget, trainings, pool)
                     chosen, deployment, decision = deployed(candidates, decision, dataset, config.sweep, folder)
                     tags = night_tags(changed) | fingerprint | version_tags(candidates, decision, report, families)
@@ -408,11 +410,13 @@ def version_tags(candidates: list[Candidate], decision: Decision, report: AuditR
     """Tags of the registered version besides its fingerprint, each a short value (the model card says the rest):
     sweep completeness, family (with the chosen checkpoint's content hash) and depth, audit."""
     failed = [c for c in candidates if c.status == "failed"]
-    chosen = next((f.identity() for f in families if f.name == decision.selected_family), None)
+    chosen = next((f.identity() for f in families if f.name == base_family(decision.selected_family)), None)
+    teacher = teacher_of(decision.selected_family)
     return {
         "sweep": f"incomplete: {len(failed)} failed" if failed else "complete",
         "family": decision.selected_family,
         **({"checkpoint": chosen} if chosen else {}),
+        **({"teacher": teacher} if teacher else {}),
         "depth": str(decision.selected_depth),
         "audit": report.verdict,
     }

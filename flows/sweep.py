@@ -125,8 +125,8 @@ def _take(step: Step, training: Training, runner: TaskRunner, workers: int = 1) 
                                           "epochs": step.epochs, "previous": step.previous.get(grid)})
         for grid in order
     }
-    return {grid: _collect(training.family.name, grid, futures[grid], step.previous.get(grid), training.parent_run)
-            for grid in step.grids}
+    return {grid: collect_candidate(training.family.name, grid, futures[grid], step.previous.get(grid),
+                                    training.parent_run) for grid in step.grids}
 
 
 def check_learning_rates(sweep: SweepConfig, trainings: list[Training]) -> list[RateCheck]:
@@ -147,7 +147,7 @@ def check_learning_rates(sweep: SweepConfig, trainings: list[Training]) -> list[
             }
             trials = []
             for (depth, rate), future in futures.items():
-                trial = _collect(training.family.name, (depth, seed), future, None, training.parent_run)
+                trial = collect_candidate(training.family.name, (depth, seed), future, None, training.parent_run)
                 trials.append(RateTrial(depth=depth, learning_rate=rate,
                                         metric=trial.metrics.get("macro_f1") if trial.usable else None))
             checks.append(judge_rates(training.family.name, epochs, recipe.learning_rate, trials))
@@ -174,7 +174,7 @@ def task_runner(sweep: SweepConfig) -> TaskRunner:
     return ThreadPoolTaskRunner(max_workers=sweep.workers)
 
 
-def _collect(
+def collect_candidate(
     family: str, grid: tuple[int, int], future: PrefectFuture, previous: Candidate | None, run: SweepRun
 ) -> Candidate:
     """A trained or cached candidate, or a failed one that the rule will skip; an interrupt goes on up."""

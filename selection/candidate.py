@@ -117,6 +117,10 @@ class Candidate(Record):
         False, description="Its validation metric was still rising when its budget ended: the best of the last "
         "`patience` epochs beat the best before them by more than sweep.convergence_gain."
     )
+    teacher: str | None = Field(
+        None, description="For a distilled student (its family then reads `<family>, distilled from <teacher>`): the "
+        "candidate that taught it, e.g. `depth 6 seed 1`; its soft labels on the train rows were part of its loss."
+    )
     screen: list[Candidate] = Field(
         [], description="For the screen of the search strategy: the depths below it, as probes on its layers saw "
         "them (status screened, validation and test metrics, predictions)."
@@ -129,8 +133,11 @@ class Candidate(Record):
 
     @property
     def name(self) -> str:
-        """`depth 2 seed 1` (`pretrained depth 2 seed 1`), as logs and messages say it."""
-        return f"{arm_label(self.family, self.depth)} seed {self.seed}"
+        """`depth 2 seed 1` (`pretrained depth 2 seed 1`; a student `depth 2 seed 1, distilled from depth 6`), as logs
+        and messages say it."""
+        teacher = teacher_of(self.family)
+        plain = f"{arm_label(base_family(self.family), self.depth)} seed {self.seed}"
+        return plain if teacher is None else f"{plain}{DISTILLED}{teacher}"
 
 
 def recent_gain(history: list[float], window: int) -> float | None:
@@ -151,5 +158,28 @@ def still_rising(history: list[float], window: int, gain: float) -> bool:
 
 def arm_label(family: str, depth: int, named: bool | None = None) -> str:
     """`depth 2`, or `pretrained depth 2`: a scratch depth is named by its family only when `named` says so
-    (a sweep that holds several families), a pretrained one always."""
-    return f"{family} depth {depth}" if named or (named is None and family != "scratch") else f"depth {depth}"
+    (a sweep that holds several families), a pretrained one always; a student as `depth 2, distilled from depth 6`."""
+    base, teacher = base_family(family), teacher_of(family)
+    plain = f"{base} depth {depth}" if named or (named is None and base != "scratch") else f"depth {depth}"
+    return plain if teacher is None else f"{plain}{DISTILLED}{teacher}"
+
+
+# A distilled student is an arm of its own (the rule, halving, the plots and the summary key arms by (family, depth)):
+# its family is its plain twin's with the teacher after this mark, so it reads as what it is wherever it is named.
+DISTILLED = ", distilled from "
+
+
+def student_family(family: str, teacher: str) -> str:
+    """The family of `family`'s students of `teacher` (an arm's label, `depth 6`): `scratch, distilled from depth 6`."""
+    return f"{family}{DISTILLED}{teacher}"
+
+
+def base_family(family: str) -> str:
+    """The family a student's network is of (its plain twin's); a plain family itself."""
+    return family.split(DISTILLED, 1)[0]
+
+
+def teacher_of(family: str) -> str | None:
+    """The teacher's label of a student's family (`depth 6`); None for a plain family."""
+    parts = family.split(DISTILLED, 1)
+    return parts[1] if len(parts) == 2 else None

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from evidence.bootstrap import Arm
 from evidence.margin import rows_to_resolve
-from selection.candidate import COST_NAMES, arm_label
+from selection.candidate import COST_NAMES, arm_label, base_family
 from selection.decision import Decision, DepthScore, difference_from_best
 from selection.settings import SelectionRule
 
@@ -145,7 +145,7 @@ def depth_verdicts(decision: Decision, scores: list[DepthScore]) -> str:
     """`depth 1 −0.018 [−0.053, +0.000] (mean beyond the tolerance), depth 2 −0.004 (shown within the tolerance,
     may ship)`: each of `scores`' difference from the decision's best (with its paired interval, where there is
     one) and the verdict the rule gave it."""
-    named = len({score.family for score in decision.scores}) > 1
+    named = len({base_family(score.family) for score in decision.scores}) > 1
     best = next(s for s in decision.scores if (s.family, s.depth) == (decision.best_family, decision.best_depth))
     clauses = []
     for score in scores:

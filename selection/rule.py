@@ -33,7 +33,7 @@ import math
 import statistics
 
 from evidence.bootstrap import RESAMPLES, Arm, compare_to_best, metric_of
-from selection.candidate import Candidate, arm_label
+from selection.candidate import Candidate, arm_label, base_family, teacher_of
 from selection.crossfit import OutOfFold
 from selection.decision import Decision, DepthScore, judge
 from selection.pool import Pool, label_clause, on_pool, rows_to_label
@@ -61,7 +61,7 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule, out_of_fold: 
     Raises:
         ValueError: on a candidate without the metric or cost, or when no candidate is eligible.
     """
-    families = {c.family for c in candidates}
+    families = {base_family(c.family) for c in candidates}
     named = families != {"scratch"}  # a sweep of the scratch family alone says "depth 2", others name the family
     label = lambda arm: arm_label(*arm, named=named)  # noqa: E731
     eligible, unusable, excluded = _eligible(candidates, rule, label)
@@ -251,11 +251,11 @@ def _arm(candidate: Candidate) -> Arm:
 
 def _order(arm: Arm) -> tuple[int, int]:
     """Shallower first, then scratch before pretrained: how ties are broken."""
-    return arm[1], arm[0] != "scratch"
+    return arm[1], base_family(arm[0]) != "scratch"
 
 
 def _arms_text(arms: list[Arm], label) -> str:
-    if len({family for family, _ in arms}) > 1 or any(family != "scratch" for family, _ in arms):
+    if len({family for family, _ in arms}) > 1 or any(base_family(family) != "scratch" for family, _ in arms):
         return ", ".join(label(arm) for arm in arms)
     return "depths " + ", ".join(str(depth) for _, depth in arms)
 
@@ -264,7 +264,8 @@ def _other_families(selected: Arm, best: Arm, scores: dict[Arm, DepthScore], met
     """`; scratch best 0.820 at depth 4`: the best of each family the choice is not from (but the best's, whose
     best the sentence already names)."""
     others = []
-    for family in sorted({family for family, _ in scores} - {selected[0], best[0]}):
+    # Students are named with their teacher where they matter (the choice, the best, a depth's verdict), not here.
+    for family in sorted({family for family, _ in scores if teacher_of(family) is None} - {selected[0], best[0]}):
         best = max((a for a in scores if a[0] == family), key=lambda a: scores[a].mean)
         others.append(f"{family} best {metric} {quality(scores[best])} at depth {best[1]}")
     return "".join(f"; {text}" for text in others)

@@ -31,7 +31,7 @@ from encoder.families import Family
 from runtime.credentials import store_uri
 from runtime.interrupt import Interrupted
 from runtime.retries import RETRIES
-from selection.candidate import Candidate, Cost, arm_label
+from selection.candidate import DISTILLED, Candidate, Cost, arm_label, student_family
 from tasks.data import TRAINING_COLUMNS, PreparedData
 from tracking.runs import (
     EPOCH_CURVES,
@@ -113,11 +113,33 @@ class Training:
     probes: bool = False  # the search strategy's screen: a probe on each layer (encoder.probes)
     concurrent: int = 1  # candidates training at once on one machine: each takes its share of the cores
     fold: Fold | None = None  # a fold of cross-fitting (its dataset holds that fold's rows as its test split)
+    teacher: Teacher | None = None  # its candidates are students of this teacher (encoder.distillation)
 
-    def label(self, depth: int) -> str:
-        """`depth 2`, `MiniLM depth 2`, or `depth 2 fold 3/5`: how its candidates' runs and logs name them."""
-        named = arm_label(self.family.name, depth)
+    @property
+    def name(self) -> str:
+        """What its candidates' family reads (Candidate.family): the family's name, or for students
+        `scratch, distilled from depth 6`, an arm of their own beside their plain twins."""
+        return self.family.name if self.teacher is None else student_family(self.family.name, self.teacher.label)
+
+    def label(self, depth: int, seed: int | None = None) -> str:
+        """`depth 2`, `MiniLM depth 2`, `depth 2, distilled from depth 6` or `depth 2 fold 3/5`: how its candidates'
+        runs and logs name them; with `seed`, `depth 2 seed 1, distilled from depth 6` (the seed is the student's)."""
+        named = arm_label(self.family.name, depth) + ("" if seed is None else f" seed {seed}")
+        named = named if self.teacher is None else f"{named}{DISTILLED}{self.teacher.label}"
         return named if self.fold is None else f"{named} fold {self.fold.index}/{self.fold.folds}"
+
+
+@dataclass(frozen=True)
+class Teacher:
+    """The candidate that teaches students: its bundle, its content's digest (what keys its soft labels and its
+    students), how the run names it (`depth 6`, the arm; `seed` the seed whose model teaches) and the recipe."""
+
+    bundle: str
+    digest: str
+    label: str
+    seed: int
+    temperature: float
+    alpha: float
 
 
 @dataclass(frozen=True)
@@ -141,6 +163,9 @@ def candidate_key(training: Training, depth: int, seed: int) -> str:
         **({"onnx_cost": True} if training.onnx_cost else {}), **({"probes": True} if training.probes else {}),
         **({"onnx_size": True} if training.onnx_size else {}),
         **({"vocabulary_min_count": n} if (n := training.vocabulary_min_count) != 1 else {}),
+        # A student: by its teacher's content (not its path or label) and the recipe that weighed its soft labels.
+        **({"teacher": training.teacher.digest, "temperature": training.teacher.temperature,
+            "alpha": training.teacher.alpha} if training.teacher else {}),
     })
 
 
@@ -165,7 +190,7 @@ def _write_result(candidate_dir: Path, epochs: int, result: Candidate) -> None:
     partial.replace(path)
 
 
-@task(task_run_name="train-{training.family.name}-depth-{depth}-seed-{seed}", cache_policy=NONE)
+@task(task_run_name="train-{training.name}-depth-{depth}-seed-{seed}", cache_policy=NONE)
 def train_depth(
     training: Training, depth: int, seed: int, epochs: int | None = None, previous: Candidate | None = None
 ) -> Candidate | State:
@@ -178,21 +203,24 @@ def train_depth(
     key = candidate_key(training, depth, seed)
     # By kind and key, not name: a checkpoint named otherwise beside other checkpoints is the same candidate.
     fold = f"-fold-{training.fold.index}-of-{training.fold.folds}" if training.fold else ""
-    folder = f"{training.family.kind}-depth-{depth}-seed-{seed}{fold}-{key}"
+    student = "-student" if training.teacher else ""
+    folder = f"{training.family.kind}-depth-{depth}-seed-{seed}{fold}{student}-{key}"
     candidate_dir = Path(training.workdir).resolve() / "candidates" / folder  # absolute: results name their files
     if (found := read_result(candidate_dir, epochs)) is not None:  # named as this run names its family
-        return found.model_copy(update={"status": "cached", "family": training.family.name})
+        return found.model_copy(update={"status": "cached", "family": training.name})
     parent = training.parent_run
     label = training.label(depth)
     if previous is not None:
         run_id = previous.mlflow_run_id
     else:
         tags = {"depthfinder.depth": str(depth), "depthfinder.seed": str(seed),
-                "depthfinder.family": training.family.name,
-                **({"depthfinder.fold": f"{training.fold.index}/{training.fold.folds}"} if training.fold else {})}
+                "depthfinder.family": training.name,
+                **({"depthfinder.fold": f"{training.fold.index}/{training.fold.folds}"} if training.fold else {}),
+                **({"depthfinder.teacher": f"{training.teacher.label} seed {training.teacher.seed}"}
+                   if training.teacher else {})}
         run_id = start_child_run(parent, parent.child_name(label, seed), tags)
-        log_params(parent.client, run_id, {"depth": depth, "seed": seed, "family": training.family.name,
-                                           "class_weights": training.class_weights})
+        log_params(parent.client, run_id, {"depth": depth, "seed": seed, "family": training.name,
+                                           "class_weights": training.class_weights, **_teacher_params(training)})
     try:
         with ending(parent.client, run_id):
             try:
@@ -209,6 +237,27 @@ def train_depth(
     return result
 
 
+def _teacher_params(training: Training) -> dict[str, Any]:
+    """A student's run's params: who taught it and by what recipe."""
+    teacher = training.teacher
+    return {} if teacher is None else {"teacher": f"{teacher.label} seed {teacher.seed}", "teacher_digest":
+                                       teacher.digest, "distill_temperature": teacher.temperature,
+                                       "distill_alpha": teacher.alpha}
+
+
+def _soft_labels(training: Training, frame: pd.DataFrame) -> Any:
+    """A student's soft labels on its table's train rows (encoder.distillation; cached per teacher and table), or
+    None for a plain candidate."""
+    from encoder.distillation import SoftLabels, teacher_logits
+
+    teacher = training.teacher
+    if teacher is None:
+        return None
+    logits = teacher_logits(Path(teacher.bundle), teacher.digest, frame, training.dataset.data_hash,
+                            Path(training.workdir).resolve())
+    return SoftLabels(logits=logits, temperature=teacher.temperature, alpha=teacher.alpha)
+
+
 def _train_and_measure(training: Training, depth: int, run_id: str, candidate_dir: Path, epochs: int) -> Candidate:
     """Train from the candidate's last saved epoch (if it has one within `epochs`), measure, save the bundle."""
     from encoder.bundle import save_bundle
@@ -219,7 +268,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     from evidence.bootstrap import save_predictions
 
     train, dataset = training.train, training.dataset
-    name = f"{training.label(depth)} seed {train.seed}"
+    name = training.label(depth, train.seed)
     tokenizer = load_tokenizer(training.tokenizer_path)
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
     out_dir = candidate_dir / "checkpoints"
@@ -244,6 +293,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         family=training.family,
         probes=training.probes,
         concurrent=training.concurrent,
+        soft_labels=_soft_labels(training, frame),
     )
     bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
     predictions = save_predictions(candidate_dir / f"predictions-epochs-{epochs}.npz", trained.val_true,
@@ -256,12 +306,13 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     cost = Cost(**measure_cost(trained.network, trained.median_length, onnx=training.onnx_cost),
                 train_seconds=trained.train_seconds, bundle_mb=size, sizes_mb=sizes, size_mb=smallest(sizes))
     return Candidate(
-        depth=depth, family=training.family.name, seed=train.seed, status="trained", metrics=trained.metrics,
+        depth=depth, family=training.name, seed=train.seed, status="trained", metrics=trained.metrics,
         test_metrics=trained.test_metrics, cost=cost, epochs=trained.epochs, finished=trained.finished,
         mlflow_run_id=run_id, bundle=str(bundle), checkpoint=str(trained.checkpoint), predictions=str(predictions),
         test_predictions=str(test_predictions), history=trained.history,
         resumed_from=done if resume is not None else None,
         screen=_screened(training, trained, candidate_dir, epochs, run_id),
+        teacher=f"{training.teacher.label} seed {training.teacher.seed}" if training.teacher else None,
     )
 
 
@@ -278,3 +329,12 @@ def _screened(training: Training, trained: Any, candidate_dir: Path, epochs: int
                                   status="screened", metrics=metrics, test_metrics=test_metrics, epochs=trained.epochs,
                                   mlflow_run_id=run_id, predictions=str(path)))
     return screened
+
+
+@task(cache_policy=NONE)
+def make_teacher(candidate: Candidate, label: str, temperature: float, alpha: float) -> Teacher:
+    """The teacher of the students of a run: `candidate`'s bundle, hashed by content (encoder.distillation)."""
+    from encoder.distillation import bundle_digest
+
+    return Teacher(bundle=candidate.bundle, digest=bundle_digest(Path(candidate.bundle)), label=label,
+                   seed=candidate.seed, temperature=temperature, alpha=alpha)

@@ -32,7 +32,8 @@ YAML_ONLY = {
               "finetune_min_epochs", "finetune_patience"},
     # The margins of the decisions besides the depth rule's tolerance: set in the file, so the CLI's contract holds.
     "sweep": {"alpha", "halving_epochs", "extend_epochs", "promotion_margin", "deployment_margin", "halving_margin",
-              "convergence_gain", "crossfit_folds", "unlabeled_rows"},
+              "convergence_gain", "crossfit_folds", "unlabeled_rows", "distill_temperature", "distill_alpha",
+              "distill_epochs"},
     "registry": set(),
 }
 # Where a command's own option (a dest without a section) is declared.

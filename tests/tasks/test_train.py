@@ -5,8 +5,8 @@ from __future__ import annotations
 from encoder.architectures import ARCHITECTURES
 from encoder.checkpoint import PretrainedCheckpoint
 from encoder.config import ModelConfig, TrainConfig
-from encoder.families import Pretrained
-from tasks.train import Training, candidate_key
+from encoder.families import Pretrained, Scratch
+from tasks.train import Teacher, Training, candidate_key
 
 
 def checkpoint(path: str, content: str) -> PretrainedCheckpoint:
@@ -23,6 +23,20 @@ def test_the_cache_key_holds_the_checkpoints_content_not_its_name(tmp_path) -> N
     one, other = checkpoint("/a/model", "1"), checkpoint("/b/model", "2")
     assert key(Pretrained(one, "model")) != key(Pretrained(other, "model"))
     assert key(Pretrained(one, "model")) == key(Pretrained(one, "a-model"))
+
+
+def test_a_students_key_holds_its_teachers_content_and_recipe_not_its_path_or_name(tmp_path) -> None:
+    """A student is not its plain twin; another teacher (by content) or recipe is another student; the same teacher
+    found at another path, or named otherwise in another run, is the same one (resume and the cache find it)."""
+    def key(teacher: Teacher | None) -> str:
+        return candidate_key(Training(Scratch(), Data(), "", ModelConfig(), TrainConfig(), False, None, tmp_path,
+                                      teacher=teacher), 2, 1)
+
+    teacher = Teacher(bundle="/a/bundle", digest="c" * 16, label="depth 6", seed=1, temperature=2.0, alpha=0.5)
+    assert key(teacher) != key(None)
+    assert key(teacher) != key(Teacher("/a/bundle", "e" * 16, "depth 6", 1, 2.0, 0.5))  # retrained: other content
+    assert key(teacher) != key(Teacher("/a/bundle", "c" * 16, "depth 6", 1, 4.0, 0.5))
+    assert key(teacher) == key(Teacher("/elsewhere", "c" * 16, "scratch depth 6", 1, 2.0, 0.5))
 
 
 class Data:

@@ -1,0 +1,101 @@
+"""Distillation: a teacher's soft labels on the train rows, cached once, and the loss a student learns them by.
+
+The teacher is any trained candidate's bundle: its logits are computed per text, with its own tokenizer, so any
+family can teach any other (a checkpoint of one tokenizer a scratch encoder of another). They are kept without a
+temperature (the loss divides by it), so one cache serves every temperature, keyed by what decides them: the
+teacher's content (its bundle's files) and the table's hash. A student's loss (Hinton et al. 2015) is
+
+    alpha * T^2 * KL(softmax(teacher / T) || softmax(student / T)) + (1 - alpha) * CE(student, labels)
+
+where T^2 keeps the soft term's gradient the size of the hard term's as T grows (its gradient scales as 1/T^2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from encoder.serving import load_bundle
+
+CACHE_FOLDER = "soft-labels"
+
+
+@dataclass(frozen=True)
+class SoftLabels:
+    """What a student learns from besides the labels: the teacher's logits on the train rows, and the recipe."""
+
+    logits: np.ndarray  # (n_train, K) the teacher's logits, in the order of the table's train rows
+    temperature: float
+    alpha: float  # weight of the soft term; 1 - alpha weighs the labels' cross-entropy
+
+
+def distillation_loss(
+    student: torch.Tensor, teacher: torch.Tensor, labels: torch.Tensor, temperature: float, alpha: float,
+    weight: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """`alpha * T^2 * KL(teacher || student) + (1 - alpha) * CE(student, labels)`, averaged over the batch.
+
+    Args:
+        student: the student's logits (B, K).
+        teacher: the teacher's logits (B, K) on the same rows.
+        labels: class ids (B,).
+        temperature: T, of both softmaxes.
+        alpha: weight of the soft term, in [0, 1].
+        weight: per-class weights of the cross-entropy (class weights), or None.
+    """
+    hard = F.cross_entropy(student, labels, weight=weight)
+    if alpha == 0:  # exactly the plain loss: a student at alpha 0 trains as its plain twin
+        return hard
+    soft = F.kl_div(F.log_softmax(student / temperature, dim=-1), F.log_softmax(teacher.float() / temperature, dim=-1),
+                    log_target=True, reduction="batchmean")
+    return alpha * temperature**2 * soft + (1 - alpha) * hard
+
+
+def bundle_digest(bundle: Path) -> str:
+    """The teacher's content as a short hash: every file of its bundle (weights, config, tokenizer), by name and
+    bytes, so a bundle retrained or replaced is another teacher whatever its path."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(bundle).rglob("*")):
+        if path.is_file():
+            digest.update(str(path.relative_to(bundle)).encode() + b"\0")
+            with path.open("rb") as file:
+                for chunk in iter(lambda: file.read(1 << 20), b""):
+                    digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+def soft_labels_path(cache: Path, teacher: str, data_hash: str) -> Path:
+    """Where the logits of the teacher of digest `teacher` on the train rows of the table `data_hash` are kept."""
+    return Path(cache) / CACHE_FOLDER / f"{teacher}-{data_hash}.npy"
+
+
+def teacher_logits(bundle: Path, teacher: str, frame: pd.DataFrame, data_hash: str, cache: Path) -> np.ndarray:
+    """The teacher's logits (n_train, K) on `frame`'s train rows, in their order: read from the cache, or computed
+    once and written there (atomically: students training at once may both compute them, and one file wins).
+
+    Args:
+        bundle: the teacher's bundle (encoder.bundle.save_bundle).
+        teacher: its digest (`bundle_digest`), the cache's key with `data_hash`.
+        frame: the table (columns text and split), whose hash is `data_hash`.
+        data_hash: the table's content hash.
+        cache: the work folder the cache lives under.
+    """
+    path = soft_labels_path(cache, teacher, data_hash)
+    texts = frame.loc[frame["split"] == "train", "text"].astype(str).tolist()
+    if path.is_file():
+        logits = np.load(path, allow_pickle=False)
+        if logits.shape[0] == len(texts):
+            return logits
+    logits = load_bundle(bundle).predict_logits(texts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.npy")
+    np.save(partial, logits, allow_pickle=False)
+    os.replace(partial, path)
+    return logits

@@ -1,0 +1,97 @@
+"""Which candidates distillation trains, and which model teaches them (encoder.distillation has the loss).
+
+After the sweep's decision the best candidate teaches cheaper depths: each is trained again, from the same
+initialisation as its plain twin, on the teacher's soft labels and the labels. A student is an arm of its own
+(its family `scratch, distilled from depth 6`: selection.candidate.student_family), judged by the same rule beside
+the plain ones, so the rule, the intervals, the plots and the summary need nothing new to hold it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from evidence.bootstrap import Interval, Predictions, compare_to_best
+from selection.candidate import Candidate, arm_label, base_family, teacher_of
+from selection.decision import Decision
+from selection.predictions import load_predictions
+
+Arm = tuple[str, int]  # (family, depth)
+DistillSetting = Literal["auto", "on", "off"]
+
+
+def arms_to_distill(decision: Decision, distill: DistillSetting) -> list[Arm]:
+    """The arms that train again as students, cheapest first: `on`, every plain arm cheaper than the best (by the
+    rule's cost); `auto`, every plain arm cheaper than the rule's choice, those the validation rows could not show
+    within the tolerance (none when the cheapest ships); `off`, none. Never when a student is the best already."""
+    if distill == "off" or teacher_of(decision.best_family) is not None:
+        return []
+    cost = {(s.family, s.depth): s.cost for s in decision.scores}
+    bound = (decision.best_family, decision.best_depth) if distill == "on" else \
+        (decision.selected_family, decision.selected_depth)
+    cheaper = [arm for arm in cost if cost[arm] < cost[bound] and teacher_of(arm[0]) is None]
+    return sorted(cheaper, key=lambda arm: (cost[arm], arm[1]))
+
+
+def teacher_candidate(candidates: list[Candidate], decision: Decision, metric: str) -> Candidate:
+    """The model that teaches: of the best arm's usable seeds, the one with the best validation metric (the first
+    seed on a tie), with its bundle."""
+    best = (decision.best_family, decision.best_depth)
+    seeds = [c for c in candidates if c.usable and (c.family, c.depth) == best and c.bundle]
+    if not seeds:
+        raise ValueError(f"the best arm {best} has no usable candidate with a bundle to teach from")
+    return max(seeds, key=lambda c: (c.metrics[metric], -c.seed))
+
+
+def distillation_sentence(decision: Decision, candidates: list[Candidate], metric: str) -> str | None:
+    """What distillation bought, per student arm against its plain twin (the same family and depth trained on the
+    labels alone), in mean validation and test `metric` over their seeds, and which teacher taught; None when no
+    student trained. `Distillation: depth 6 seed 1 taught; depth 2, distilled from depth 6 (ships): validation
+    macro_f1 0.912 vs 0.880 plainly (+0.032), test 0.905 vs 0.871 (+0.034)`."""
+    students = [c for c in candidates if c.usable and c.teacher is not None]
+    if not students:
+        return None
+    selected = (decision.selected_family, decision.selected_depth)
+    clauses = []
+    for family, depth in dict.fromkeys((c.family, c.depth) for c in students):
+        twin = (base_family(family), depth)
+        mine = [c for c in students if (c.family, c.depth) == (family, depth)]
+        plain = [c for c in candidates if c.usable and (c.family, c.depth) == twin]
+        text = f"{arm_label(family, depth)}{' (ships)' if (family, depth) == selected else ''}: "
+        val, test = _mean(mine, "metrics", metric), _mean(mine, "test_metrics", metric)
+        if plain:
+            plain_val, plain_test = _mean(plain, "metrics", metric), _mean(plain, "test_metrics", metric)
+            gain = _paired(mine, plain, decision.settings.confidence, metric)
+            text += (f"validation {metric} {val:.3f} vs {plain_val:.3f} plainly ("
+                     f"{gain.text() if gain else _signed(val - plain_val)}), test {test:.3f} vs {plain_test:.3f} "
+                     f"({_signed(test - plain_test)})")
+        else:
+            text += f"validation {metric} {val:.3f}, test {test:.3f} (no plain twin to compare with)"
+        clauses.append(text)
+    confidence = decision.settings.confidence
+    paired = f" ([low, high]: {confidence:.0%} paired bootstrap interval on the validation rows)" if any(
+        "[" in clause for clause in clauses) else ""
+    return f"Distillation: {students[0].teacher} taught; " + "; ".join(clauses) + paired
+
+
+def _paired(students: list[Candidate], twins: list[Candidate], confidence: float | None, metric: str
+            ) -> Interval | None:
+    """The students' validation metric minus their plain twins' (means over seeds), with its paired bootstrap interval
+    on the validation rows (evidence.bootstrap); None without saved predictions or a confidence (the means alone)."""
+    predictions = load_predictions([*students, *twins]) if confidence is not None else None
+    if not isinstance(predictions, Predictions):
+        return None
+    arms = {(c.family, c.depth): [] for c in [*students, *twins]}
+    for c in [*students, *twins]:
+        arms[c.family, c.depth].append(c.seed)
+    twin = (twins[0].family, twins[0].depth)
+    return compare_to_best(predictions, arms, twin, metric, confidence)[students[0].family, students[0].depth]
+
+
+def _signed(value: float) -> str:
+    """`+0.046`, `−0.011`: signed as the intervals are."""
+    return f"{value:+.3f}".replace("-", "\u2212")
+
+
+def _mean(candidates: list[Candidate], field: str, metric: str) -> float:
+    values = [getattr(c, field)[metric] for c in candidates if metric in getattr(c, field)]
+    return sum(values) / len(values) if values else float("nan")

@@ -1,0 +1,113 @@
+"""End to end: students distilled from the best candidate after the sweep (issue 45).
+
+A tiny sweep of depths 1 and 2 with `distill: on`. Which depth is best on so few rows is chance, so the test fixes
+the premise: the decision that plans distillation is the rule's with depth 2 as the best (flows.distill reads it
+through `choose_depth`); the plan, the teacher, the training, the keys and the final decision are the real ones. The
+first attempt is stopped (SIGTERM, as training checks for it) after the student's second epoch; the same command
+again finishes it from there.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import lightning as L
+import pytest
+from mlflow import MlflowClient
+
+import encoder.training
+import flows.distill
+from cli.main import main
+from flows.summary import RunSummary
+from runtime.interrupt import STOP
+from selection.rule import choose_depth
+
+CONFIG = """
+data: {dataset: topics, dataset_rows: 400}
+audit: {strict: false}
+model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
+train: {max_epochs: 5, min_epochs: 3, patience: 2, batch_size: 32, learning_rate: 0.003}
+sweep: {depths: [1, 2], distill: on, halving: off}
+"""
+STUDENT = "scratch, distilled from depth 2"
+
+
+class StopAfterSecondEpoch(L.Callback):
+    """Ask the process to stop once a student's second epoch (and its saved state) is done."""
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.current_epoch + 1 == 2:
+            STOP.request("SIGTERM")
+
+
+@pytest.fixture(scope="module")
+def distilled(prefect_server, tmp_path_factory):
+    """(folder, exit codes, epochs each student attempt started from) of a run stopped mid-student and its rerun."""
+    folder = tmp_path_factory.mktemp("distill")
+    (folder / "tiny.yaml").write_text(CONFIG)
+    real_train, real_choose = encoder.training.train_candidate, flows.distill.choose_depth
+    stop, students = True, []
+
+    def deepest_is_best(candidates, rule):
+        decision = real_choose(candidates, rule)
+        return decision.model_copy(update={"best_family": "scratch", "best_depth": 2})
+
+    def stops_mid_student(*args, **kwargs):
+        if kwargs.get("soft_labels") is not None:
+            students.append(kwargs.get("resume_from"))
+            if stop:
+                kwargs["callbacks"] = [*kwargs["callbacks"], StopAfterSecondEpoch()]
+        return real_train(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        patch.setattr(flows.distill, "choose_depth", deepest_is_best)
+        patch.setattr(encoder.training, "train_candidate", stops_mid_student)
+        codes = [main(["run", "--config", "tiny.yaml", "--summary-json", "first.json"])]
+        stop = False
+        codes.append(main(["run", "--config", "tiny.yaml", "--summary-json", "second.json"]))
+    yield folder, codes, students
+
+
+def _summary(folder: Path) -> RunSummary:
+    return RunSummary.from_dict(json.loads((folder / "second.json").read_text()))
+
+
+def test_a_student_stopped_mid_training_continues_from_its_saved_epoch(distilled) -> None:
+    folder, codes, students = distilled
+    assert codes[0] != 0 and codes[1] == 0
+    assert students[0] is None and students[1] is not None  # the rerun continued the student's saved state
+    (student,) = [c for c in _summary(folder).candidates if c.teacher is not None]
+    assert student.resumed_from == 2 and student.status == "trained"
+    plain = [c for c in _summary(folder).candidates if c.teacher is None]
+    assert {c.status for c in plain} == {"cached"}  # the sweep's candidates were reused, not retrained
+
+
+def test_the_student_is_a_candidate_of_its_own_named_after_its_teacher(distilled) -> None:
+    folder, _, _ = distilled
+    summary = _summary(folder)
+    (student,) = [c for c in summary.candidates if c.teacher is not None]
+    assert (student.family, student.depth, student.teacher) == (STUDENT, 1, "depth 2 seed 1")
+    assert student.name == "depth 1 seed 1, distilled from depth 2"
+    assert (STUDENT, 1) in {(s.family, s.depth) for s in summary.rule.scores}  # an arm the rule judged
+    assert choose_depth(summary.candidates, summary.rule.settings) == summary.rule  # the decision replays
+    # its soft labels were computed once, for the teacher and the table
+    assert len(list((folder / ".depthfinder" / "soft-labels").glob("*.npy"))) == 1
+
+
+def test_the_students_run_says_who_taught_it_and_the_card_what_distillation_bought(distilled) -> None:
+    folder, _, _ = distilled
+    summary = _summary(folder)
+    client = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")
+    (student,) = [c for c in summary.candidates if c.teacher is not None]
+    run = client.get_run(student.mlflow_run_id)
+    assert run.data.tags["depthfinder.teacher"] == "depth 2 seed 1"
+    assert run.data.params["distill_alpha"] == "0.5" and run.data.params["distill_temperature"] == "2.0"
+    assert "distilled-from-depth-2" in run.data.tags["mlflow.runName"]
+    version = client.get_model_version(summary.model.name, summary.model.version)
+    assert "**Distillation.** depth 2 seed 1 taught; depth 1, distilled from depth 2" in version.description
+    assert "plainly" in version.description
+    if summary.rule.selected_family == STUDENT:  # the shipped model names its teacher wherever it is named
+        assert version.tags["teacher"] == "depth 2"
+        assert "depth 1, distilled from depth 2" in summary.rule.reason
