@@ -76,10 +76,14 @@ class PoolBound(Record):
             return f"at most {self.worse_by_at_most:.3f} below"
         return f"at least {-self.worse_by_at_most:.3f} above"
 
+    def share_text(self) -> str:
+        """`disagreement 0.4% [0.3%, 0.6%]`."""
+        return (f"disagreement {self.disagreement:.1%} [{self.disagreement_low:.1%}, "
+                f"{self.disagreement_high:.1%}]")
+
     def text(self) -> str:
-        """`disagreement 0.4 % [0.3, 0.6] of 8,000 unlabelled texts`."""
-        return (f"disagreement {self.disagreement:.1%} [{self.disagreement_low:.1%}, {self.disagreement_high:.1%}] "
-                f"of {self.rows:,} unlabelled texts").replace(" %", "%")
+        """`disagreement 0.4% [0.3%, 0.6%] of 8,000 unlabelled texts`."""
+        return f"{self.share_text()} of {self.rows:,} unlabelled texts"
 
 
 def pool_bound(

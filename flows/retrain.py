@@ -233,8 +233,9 @@ def decided(candidates: list[Candidate], sweep: SweepConfig, budget: Budget | No
     dataset, workdir = trainings[0].dataset, trainings[0].workdir
     if (bounds := pool_evidence(sweep, pool, candidates, decision, dataset, workdir)) is not None:
         decision = choose_depth(candidates, sweep, out_of_fold, bounds)
-        to_label = rows_to_label(decision.scores, (decision.best_family, decision.best_depth),
-                                 (decision.selected_family, decision.selected_depth), bounds, sweep.metric)
+        if decision.rows_to_label:  # the rule counted them; the flow writes them
+            to_label = rows_to_label(decision.scores, (decision.best_family, decision.best_depth),
+                                     (decision.selected_family, decision.selected_depth), bounds, sweep.metric)
     if budget is not None:  # the sweep's, not the rule's: a replay of the rule gives the same choice without it
         decision = decision.model_copy(update={"reason": f"{decision.reason}; {budget.sentence}"})
     return decision, crossfit, to_label

@@ -123,7 +123,7 @@ def pool_sentence(decision: Decision, to_label: str | None) -> str | None:
         return None
     named = len({s.family for s in decision.scores}) > 1
     depths = "; ".join(
-        f"{arm_label(s.family, s.depth, named)} {s.pool.text().split(' of ')[0]} with the best, {decision.metric} "
+        f"{arm_label(s.family, s.depth, named)} {s.pool.share_text()} with the best, {decision.metric} "
         f"{s.pool.bound_text()} ({'shown within' if s.compared_on == 'unlabeled' else 'not within'} the tolerance)"
         for s in bounded)
     labelled = f", {decision.labelled_texts:,} labelled" if decision.labelled_texts else ""

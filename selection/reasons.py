@@ -161,7 +161,7 @@ def interval_words(score: DepthScore, arm: Arm, best: Arm, rule: SelectionRule, 
     if score.compared_on == "unlabeled" and score.pool is not None:
         pool, one_sided = score.pool, 1 - (1 - rule.confidence) / 2
         labelled = f", {pool.labelled:,} of them labelled" if pool.labelled else ""
-        return (f"{pool.text().removesuffix(f' of {pool.rows:,} unlabelled texts')} with {label(best)}{labelled}: "
+        return (f"{pool.share_text()} with {label(best)}{labelled}: "
                 f"its {rule.metric} {pool.bound_text()}, {one_sided:.0%} bound")
     low, high = (f"{value:+.3f}".replace("-", "\u2212") for value in (score.vs_best.low, score.vs_best.high))
     return f"{rule.confidence:.0%} interval of {label(arm)} \u2212 {label(best)}: {low} to {high}"
