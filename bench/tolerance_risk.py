@@ -83,6 +83,8 @@ from pathlib import Path
 
 import numpy as np
 
+from runtime.files import written_whole
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from crossfit_runs import CrossFitRun, crossfit_trained, report_runs  # noqa: E402
 from depth_curves import SYNTHETIC_CONFIG, _print_table  # noqa: E402
@@ -144,10 +146,8 @@ def save_cache(path: Path, trained: Trained) -> None:
         arrays[f"test_{depth}_{seed}"] = trained.test[depth, seed]
     meta = {"name": trained.name, "flops": {str(d): f for d, f in trained.flops.items()},
             "test_metric": [[d, s, v] for (d, s), v in trained.test_metric.items()]}
-    partial = path.with_name(path.name + ".partial")
-    with partial.open("wb") as file:
+    with written_whole(path) as partial, partial.open("wb") as file:
         np.savez(file, meta=np.array(json.dumps(meta)), **arrays)
-    partial.replace(path)
 
 
 def load_cache(path: Path) -> Trained:

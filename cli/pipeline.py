@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from cli.flags import UsageError, settings_given
 from flows.config import RunConfig, load_run_config, without_credentials
 from runtime.faults import FAULTS, cause_of
+from runtime.files import write_text_whole
 
 if TYPE_CHECKING:
     from prefect.states import State
@@ -52,10 +53,7 @@ def folders_written(config: RunConfig | None, *outputs: Path | None) -> list[Pat
 def _write_json(path: Path | None, payload: dict) -> None:
     """Write `payload` to `path` whole or not at all."""
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.partial")
-        partial.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
-        partial.replace(path)
+        write_text_whole(path, json.dumps(payload, indent=2, default=str) + "\n")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,6 @@ where T^2 keeps the soft term's gradient the size of the hard term's as T grows 
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from encoder.serving import load_bundle
+from runtime.files import written_whole
 
 CACHE_FOLDER = "soft-labels"
 
@@ -94,8 +94,6 @@ def teacher_logits(bundle: Path, teacher: str, frame: pd.DataFrame, data_hash: s
         if logits.shape[0] == len(texts):
             return logits
     logits = load_bundle(bundle).predict_logits(texts)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.npy")
-    np.save(partial, logits, allow_pickle=False)
-    os.replace(partial, path)
+    with written_whole(path) as partial, partial.open("wb") as file:
+        np.save(file, logits, allow_pickle=False)
     return logits

@@ -27,6 +27,7 @@ from encoder.config import SCRATCH_DEPTHS, FamilyKind, FamilyName, ModelConfig, 
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.pretrained import load_truncated
 from encoder.serving import Network, NetworkConfig, family_name
+from runtime.files import written_whole
 
 # What serving any family's model needs, besides the family's own `serving_packages`.
 SERVING_PACKAGES = ("mlflow", "torch", "tokenizers", "numpy", "pandas")
@@ -392,7 +393,5 @@ def _shown(value: object) -> str:
 
 def _save(tokenizer: Tokenizer, path: Path) -> None:
     """Write a tokenizer.json whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    tokenizer.save(str(partial))
-    partial.replace(path)
+    with written_whole(path) as partial:
+        tokenizer.save(str(partial))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 import warnings
 from collections import Counter
@@ -25,6 +24,7 @@ from encoder.probes import LayerProbes
 from encoder.serving import Network, TextClassifier, encode_texts, pad_batch
 from encoder.threads import torch_threads, training_threads
 from evidence.metrics import classification_metrics
+from runtime.files import written_whole
 from runtime.interrupt import STOP, StopRequest
 
 if TYPE_CHECKING:
@@ -262,10 +262,8 @@ class EpochState(Checkpoint):
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.train_seconds += time.perf_counter() - self._epoch_started
         self.history.append(float(trainer.callback_metrics[MONITOR]))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_suffix(".partial")
-        trainer.save_checkpoint(partial, weights_only=False)
-        os.replace(partial, self.path)
+        with written_whole(self.path) as partial:
+            trainer.save_checkpoint(partial, weights_only=False)
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
         checkpoint[self.KEY] = {"epochs": trainer.current_epoch + 1, "train_seconds": self.train_seconds,

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field
 
+from runtime.files import written_whole
 from runtime.records import Record
 
 RESAMPLES = 2000
@@ -63,10 +64,8 @@ class Predictions:
 
 def save_predictions(path: Path, true: Sequence[int], predicted: Sequence[int]) -> Path:
     """Write a candidate's validation classes (true and predicted, as class ids) to `path` (.npz), atomically."""
-    partial = path.with_name(path.name + ".partial")
-    with partial.open("wb") as file:
+    with written_whole(path) as partial, partial.open("wb") as file:
         np.savez(file, true=np.asarray(true, dtype=np.int32), predicted=np.asarray(predicted, dtype=np.int32))
-    partial.replace(path)
     return path
 
 

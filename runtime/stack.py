@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from runtime.files import write_text_whole
 from runtime.services import HOST, alive, bin_path, healthy, listening, stop_group, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout the worker runs flows from (prefect.yaml's pull step)
@@ -103,10 +104,7 @@ class Stack:
             secret = secrets.token_urlsafe(18)
             values = {"MLFLOW_TRACKING_USERNAME": ADMIN, "MLFLOW_TRACKING_PASSWORD": secret,
                       "PREFECT_API_AUTH_STRING": f"{ADMIN}:{secret}"}
-            partial = self.credentials_file.with_suffix(".partial")
-            partial.touch(mode=0o600)
-            partial.write_text("".join(f"export {k}={v}\n" for k, v in values.items()), encoding="utf-8")
-            partial.replace(self.credentials_file)
+            write_text_whole(self.credentials_file, "".join(f"export {k}={v}\n" for k, v in values.items()), 0o600)
         lines = self.credentials_file.read_text(encoding="utf-8").splitlines()
         return dict(line.removeprefix("export ").split("=", 1) for line in lines if "=" in line)
 
@@ -114,18 +112,12 @@ class Stack:
         """The key MLflow's basic-auth app signs its CSRF tokens with (the server's alone), made on first use."""
         path = self.home / "mlflow-flask-secret"
         if not path.is_file():
-            partial = path.with_suffix(".partial")
-            partial.touch(mode=0o600)
-            partial.write_text(secrets.token_urlsafe(32), encoding="utf-8")
-            partial.replace(path)
+            write_text_whole(path, secrets.token_urlsafe(32), 0o600)
         return path.read_text(encoding="utf-8").strip()
 
     def save(self) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
-        partial = self.state_file.with_suffix(".partial")
         state = {"home": str(self.home), "ports": asdict(self.ports), "pids": self.pids}
-        partial.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
-        partial.replace(self.state_file)
+        write_text_whole(self.state_file, json.dumps(state, indent=2) + "\n")
 
     @classmethod
     def load(cls, home: Path, ports: Ports | None = None) -> Stack:
@@ -249,15 +241,13 @@ def mlflow_auth_config(stack: Stack) -> Path:
     """MLflow's basic-auth settings: read-only by default, users in the stack's database, the admin account."""
     config = stack.home / "mlflow-auth.ini"
     credentials = stack.credentials()
-    partial = config.with_suffix(".partial")
-    partial.touch(mode=0o600)
-    partial.write_text(
+    write_text_whole(
+        config,
         "[mlflow]\ndefault_permission = READ\n"
         f"database_uri = {stack.database_uri('mlflow_auth', 'postgresql+psycopg2')}\n"
         f"admin_username = {credentials['MLFLOW_TRACKING_USERNAME']}\n"
         f"admin_password = {credentials['MLFLOW_TRACKING_PASSWORD']}\n"
-        "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n", encoding="utf-8")
-    partial.replace(config)
+        "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n", 0o600)
     return config
 
 

@@ -34,6 +34,7 @@ from pydantic import Field
 
 from encoder.config import FamilyName
 from evidence.bootstrap import Arm, Predictions
+from runtime.files import written_whole
 from runtime.records import Record
 from selection.candidate import Candidate, arm_label
 from selection.decision import Decision
@@ -207,12 +208,9 @@ def save_out_of_fold(path: Path, evidence: OutOfFold) -> Path:
     """Write out-of-fold predictions to `path` (.npz, atomically): the true classes, each (family, depth, seed)'s
     predicted ones, and the keys as JSON."""
     keys = list(evidence.predictions.predicted)
-    partial = path.with_name(path.name + ".partial")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with partial.open("wb") as file:
+    with written_whole(path) as partial, partial.open("wb") as file:
         np.savez(file, true=evidence.predictions.true, keys=np.array(json.dumps(keys)),
                  **{f"predicted_{i}": evidence.predictions.predicted[key] for i, key in enumerate(keys)})
-    partial.replace(path)
     return path
 
 

@@ -16,6 +16,7 @@ from expectations.table.config import DataConfig
 from expectations.table.labels import LabelNormalization
 from expectations.table.load import LoadedTable, load_labelled_table
 from expectations.table.split import assign_splits
+from runtime.files import written_whole
 
 TRAINING_COLUMNS = ["text", "label", "split"]
 
@@ -81,10 +82,8 @@ def write_table(table: pd.DataFrame, workdir: Path) -> PreparedData:
     whole = table_hash(table)
     path = Path(workdir) / "data" / f"{whole}.parquet"
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".partial")
-        table.to_parquet(partial, index=False)
-        partial.replace(path)
+        with written_whole(path) as partial:
+            table.to_parquet(partial, index=False)
     labels = sorted(table["label"].unique().tolist())
     splits = {str(split): int(rows) for split, rows in table["split"].value_counts().items()}
     return PreparedData(

@@ -17,6 +17,7 @@ from prefect.cache_policies import NONE
 from evidence.disagreement import UNLABELLED
 from expectations.table.config import DataConfig
 from expectations.table.pool import load_text_labels, load_texts, refuse_unknown_labels
+from runtime.files import written_whole
 from selection.candidate import Candidate
 from tasks.data import PreparedData
 
@@ -73,10 +74,8 @@ def predict_pool(candidate: Candidate, pool: PoolTexts, classes: list[str], work
     texts = pd.read_parquet(pool.path, columns=["text"])["text"].tolist()
     predicted = load_bundle(Path(candidate.bundle)).predict(texts)
     ids = np.array([classes.index(label) for label in predicted], dtype=np.int64)
-    partial = path.with_name(path.name + ".partial")
-    with partial.open("wb") as file:
+    with written_whole(path) as partial, partial.open("wb") as file:
         np.save(file, ids)
-    partial.replace(path)
     return str(path)
 
 
@@ -103,10 +102,8 @@ def class_shares(dataset: PreparedData, confidence: float) -> np.ndarray:
 def write_rows_to_label(pool: PoolTexts, rows: list[int], path: Path) -> Path:
     """The pool's `rows`, in that order, as a CSV of `text` and an empty `label` to fill in, written atomically."""
     texts = pd.read_parquet(pool.path, columns=["text"])["text"]
-    partial = path.with_name(path.name + ".partial")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame({"text": texts.iloc[rows].tolist(), "label": ""}).to_csv(partial, index=False)
-    partial.replace(path)
+    with written_whole(path) as partial:
+        pd.DataFrame({"text": texts.iloc[rows].tolist(), "label": ""}).to_csv(partial, index=False)
     return path
 
 
@@ -127,7 +124,5 @@ def _labels_digest(frame: pd.DataFrame) -> str:
 def _write_once(frame: pd.DataFrame, path: Path) -> None:
     if path.is_file():
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    frame.to_parquet(partial, index=False)
-    partial.replace(path)
+    with written_whole(path) as partial:
+        frame.to_parquet(partial, index=False)

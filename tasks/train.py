@@ -29,6 +29,7 @@ from prefect.states import Cancelled, State
 from encoder.config import ModelConfig, TrainConfig
 from encoder.families import Family
 from runtime.credentials import store_uri
+from runtime.files import write_text_whole
 from runtime.interrupt import Interrupted
 from runtime.retries import RETRIES
 from selection.candidate import DISTILLED, Candidate, Cost, arm_label, student_family
@@ -184,10 +185,7 @@ def read_result(candidate_dir: Path, epochs: int) -> Candidate | None:
 
 
 def _write_result(candidate_dir: Path, epochs: int, result: Candidate) -> None:
-    path = result_path(candidate_dir, epochs)
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
-    partial.replace(path)
+    write_text_whole(result_path(candidate_dir, epochs), json.dumps(result.to_dict(), indent=2) + "\n")
 
 
 @task(task_run_name="train-{training.name}-depth-{depth}-seed-{seed}", cache_policy=NONE)

@@ -75,7 +75,8 @@ def test_imports_only_go_down_the_floors() -> None:
 def test_the_ground_floor_imports_nothing_of_depthfinder_and_the_rest_finds_its_machinery_there() -> None:
     modules = sorted((ROOT / "runtime").rglob("*.py"))
     assert {path.stem for path in modules} >= {"signals", "lock", "server", "services", "stack", "faults", "guard",
-                                                "credentials", "liveness", "retries", "interrupt", "environment"}
+                                                "files", "credentials", "liveness", "retries", "interrupt",
+                                                "environment"}
     assert not {f"{path.name}: {imported}" for path in modules for imported in _imported(path) - {"runtime"}}
     machinery = {"signals.py", "lock.py", "server.py", "services.py", "stack.py", "faults.py", "cli.py",
                  "reference.py"}

@@ -1,0 +1,47 @@
+"""A file is written whole or not at all, and two writers of the same file never trip over each other.
+
+Every file a run leaves for another run to read (a table keyed by its content, a candidate's result, a cache of
+predictions, a checkpoint, a credential) is written to a temporary name beside it and renamed over it: a reader sees
+the old file or the new one, never half of one. The temporary name is the writer's own (its process and a random
+part): two runs that prepare the same table at once each write their own copy and the last rename wins, where a
+shared temporary name let the first rename take the file from under the second (FileNotFoundError).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def written_whole(path: Path, mode: int | None = None) -> Iterator[Path]:
+    """A temporary path to write `path`'s content to; it becomes `path` when the block ends without an error.
+
+    Args:
+        path: the file to write; its folder is made if missing.
+        mode: permissions the temporary file is created with before anything is written to it (0o600 for a
+            secret), or None to leave them to whatever writes it.
+
+    Yields the temporary path (a hidden sibling: `.<name>.<pid>-<random>.partial`). On an error the temporary file
+    is removed and `path` is left as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
+    if mode is not None:
+        os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode))
+    try:
+        yield partial
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def write_text_whole(path: Path, text: str, mode: int | None = None) -> Path:
+    """Write `text` (UTF-8) to `path` whole or not at all; see written_whole."""
+    with written_whole(path, mode) as partial:
+        partial.write_text(text, encoding="utf-8")
+    return Path(path)
