@@ -75,7 +75,10 @@ def main() -> None:
     parser.add_argument("--depths", default="1,2,4")
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--pretrained", default=None)
-    parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument("--work", type=Path, default=None,
+                        help="reused: a second recipe in the same folder retrains only the students")
+    parser.add_argument("--temperature", type=float, default=None, help="sweep.distill_temperature (default: its own)")
+    parser.add_argument("--alpha", type=float, default=None, help="sweep.distill_alpha (default: its own)")
     args = parser.parse_args()
     source = ["--data", str(args.data)] if args.data else ["--dataset", args.dataset]
     work = args.work or Path(tempfile.mkdtemp(prefix="distillation-"))
@@ -87,7 +90,9 @@ def main() -> None:
                    *(["--pretrained", args.pretrained] if args.pretrained else [])]
         # The known-depth problems are noisy by construction (a digit buried three levels deep): the audit is told so.
         rows = "" if args.data else f"data: {{dataset_rows: {args.rows}}}\n"
-        (folder / "bench.yaml").write_text(f"{rows}{AUDIT}")
+        recipe = {"distill_temperature": args.temperature, "distill_alpha": args.alpha}
+        recipe = ", ".join(f"{key}: {value}" for key, value in recipe.items() if value is not None)
+        (folder / "bench.yaml").write_text(f"{rows}{AUDIT}" + (f"sweep: {{{recipe}}}\n" if recipe else ""))
         options += ["--config", str(folder / "bench.yaml")]
         summary = run_depthfinder(source, args.depths, folder, *options)["summary"]
         runs += 1

@@ -28,7 +28,7 @@ from mlflow.entities import Metric, Param, RunTag
 from runtime.credentials import store_uri
 from runtime.interrupt import Interrupted
 from runtime.liveness import ProcessIdentity, this_process
-from selection.candidate import Candidate, arm_label
+from selection.candidate import DISTILLED, Candidate, arm_label
 
 # Where a child run keeps each epoch's figures as curves (`by_epoch/val/macro_f1`); its own `val/<metric>` is the
 # best epoch's, the one the decision uses.
@@ -57,8 +57,11 @@ class SweepRun:
     night: str = ""  # which night its child runs belong to, in their names: `2026-12-01 · 7f3a`
 
     def child_name(self, label: str, seed: int) -> str:
-        """`depth-2-seed-1 · 2026-12-01 · 7f3a`: a candidate's child run, and the night it belongs to."""
-        return f"{label.replace(' ', '-')}-seed-{seed}" + (f" · {self.night}" if self.night else "")
+        """`depth-2-seed-1 · 2026-12-01 · 7f3a`: a candidate's child run (an arm's `label`), and the night it belongs
+        to; a student's teacher as the logs name it: `depth-1-seed-1, distilled from depth 6`."""
+        arm, *teacher = label.split(DISTILLED, 1)
+        return (f"{arm.replace(' ', '-')}-seed-{seed}" + "".join(f"{DISTILLED}{name}" for name in teacher)
+                + (f" · {self.night}" if self.night else ""))
 
     @property
     def client(self) -> MlflowClient:

@@ -104,7 +104,7 @@ def test_the_students_run_says_who_taught_it_and_the_card_what_distillation_boug
     run = client.get_run(student.mlflow_run_id)
     assert run.data.tags["depthfinder.teacher"] == "depth 2 seed 1"
     assert run.data.params["distill_alpha"] == "0.5" and run.data.params["distill_temperature"] == "2.0"
-    assert "distilled-from-depth-2" in run.data.tags["mlflow.runName"]
+    assert run.data.tags["mlflow.runName"].split(" · ")[0] == "depth-1-seed-1, distilled from depth 2"
     version = client.get_model_version(summary.model.name, summary.model.version)
     assert "**Distillation.** depth 2 seed 1 taught; depth 1, distilled from depth 2" in version.description
     assert "plainly" in version.description
