@@ -79,18 +79,28 @@ def main() -> None:
                         help="reused: a second recipe in the same folder retrains only the students")
     parser.add_argument("--temperature", type=float, default=None, help="sweep.distill_temperature (default: its own)")
     parser.add_argument("--alpha", type=float, default=None, help="sweep.distill_alpha (default: its own)")
+    parser.add_argument("--pool", type=float, default=0.0,
+                        help="share of --data's rows held out as unlabelled texts (--unlabeled), labels dropped")
+    parser.add_argument("--distill-unlabeled", type=float, default=None,
+                        help="sweep.distill_unlabeled: pool texts taught on per train row (default: its own)")
     args = parser.parse_args()
     source = ["--data", str(args.data)] if args.data else ["--dataset", args.dataset]
     work = args.work or Path(tempfile.mkdtemp(prefix="distillation-"))
+    pool = []
+    if args.pool:
+        if not args.data:
+            raise SystemExit("--pool carves unlabelled texts from --data")
+        source, pool = carve_pool(args.data, args.pool, work)
     pairs, runs, shipped, cheaper, tolerance = [], 0, 0, 0, 0.01
     for seed in args.seeds.split(","):
         folder = work / f"seed-{seed}"
         folder.mkdir(parents=True, exist_ok=True)
-        options = ["--seeds", seed, "--distill", "on", "--halving", "off", "--crossfit", "off",
+        options = ["--seeds", seed, "--distill", "on", "--halving", "off", "--crossfit", "off", *pool,
                    *(["--pretrained", args.pretrained] if args.pretrained else [])]
         # The known-depth problems are noisy by construction (a digit buried three levels deep): the audit is told so.
         rows = "" if args.data else f"data: {{dataset_rows: {args.rows}}}\n"
-        recipe = {"distill_temperature": args.temperature, "distill_alpha": args.alpha}
+        recipe = {"distill_temperature": args.temperature, "distill_alpha": args.alpha,
+                  "distill_unlabeled": args.distill_unlabeled}
         recipe = ", ".join(f"{key}: {value}" for key, value in recipe.items() if value is not None)
         (folder / "bench.yaml").write_text(f"{rows}{AUDIT}" + (f"sweep: {{{recipe}}}\n" if recipe else ""))
         options += ["--config", str(folder / "bench.yaml")]
@@ -117,6 +127,20 @@ def main() -> None:
     print(f"RESULT runs={runs} students={len(pairs)} mean_test_gain={sum(gains) / max(1, len(gains)):.4f} "
           f"wins={sum(g > 0 for g in gains)} losses_beyond_tolerance={sum(g < -tolerance for g in gains)} "
           f"narrower={narrower} shipped_student={shipped} cheaper_than_plain={cheaper}")
+
+
+def carve_pool(data: Path, share: float, work: Path) -> tuple[list[str], list[str]]:
+    """`data` cut once (a fixed draw) into labelled rows and unlabelled texts (`share` of the rows, labels dropped):
+    the run's source and its `--unlabeled` option."""
+    import pandas as pd
+
+    frame = pd.read_csv(data).sample(frac=1.0, random_state=0)
+    held = int(round(share * len(frame)))
+    work.mkdir(parents=True, exist_ok=True)
+    frame.iloc[held:].to_csv(work / "labelled.csv", index=False)
+    frame.iloc[:held][["text"]].to_csv(work / "unlabeled.csv", index=False)
+    print(f"{data.name}: {len(frame) - held} labelled rows, {held} unlabelled texts")
+    return ["--data", str(work / "labelled.csv")], ["--unlabeled", str(work / "unlabeled.csv")]
 
 
 def _cost(summary: dict, arm: tuple[str, int]) -> float:

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from encoder.distillation import UNLABELLED
 from encoder.serving import encode_texts, pad_batch
 from encoder.tokenizer import PAD_ID
 
@@ -124,6 +125,8 @@ class TextDataModule(L.LightningDataModule):
         pad_id: the tokenizer's padding id.
         teacher_logits: for a student, a teacher's logits (n_train, K) on the train rows in the frame's order
             (encoder.distillation); its train batches then carry them.
+        unlabeled: for a student, a transfer set (encoder.distillation): texts and the teacher's logits on them,
+            added to the train split with the class id UNLABELLED (their soft labels are their only target).
     """
 
     def __init__(
@@ -137,6 +140,7 @@ class TextDataModule(L.LightningDataModule):
         num_workers: int = 0,
         pad_id: int = PAD_ID,
         teacher_logits: np.ndarray | None = None,
+        unlabeled: tuple[Sequence[str], np.ndarray] | None = None,
     ) -> None:
         super().__init__()
         missing = [col for col in REQUIRED_COLUMNS if col not in frame.columns]
@@ -157,6 +161,12 @@ class TextDataModule(L.LightningDataModule):
         self.num_workers = num_workers
         self.collate = Collate(pad_id)
         self.teacher_logits = teacher_logits
+        if unlabeled is not None and teacher_logits is None:
+            raise ValueError("unlabelled texts are learnt from a teacher's soft labels: give teacher_logits too")
+        if unlabeled is not None and len(unlabeled[0]) != unlabeled[1].shape[0]:
+            raise ValueError(f"teacher logits for {unlabeled[1].shape[0]} unlabelled texts, but {len(unlabeled[0])} "
+                             "texts")
+        self.unlabeled = unlabeled
         self.splits: dict[str, EncodedSplit] = {}
 
     def prepare_data(self) -> None:
@@ -171,7 +181,13 @@ class TextDataModule(L.LightningDataModule):
             rows = self.frame[self.frame["split"] == split]
             ids = encode_texts(self.tokenizer, rows["text"].astype(str).tolist(), self.max_len)
             targets = rows["label"].astype(str).map(class_ids).to_numpy(dtype=np.int64)
-            self.splits[split] = EncodedSplit(ids, targets, self.teacher_logits if split == "train" else None)
+            logits = self.teacher_logits if split == "train" else None
+            if split == "train" and self.unlabeled is not None:  # the transfer set: soft labels, no class
+                texts, unlabeled_logits = self.unlabeled
+                ids += encode_texts(self.tokenizer, list(texts), self.max_len)
+                targets = np.concatenate([targets, np.full(len(texts), UNLABELLED, dtype=np.int64)])
+                logits = np.concatenate([logits, unlabeled_logits])
+            self.splits[split] = EncodedSplit(ids, targets, logits)
         for split in ("train", "val"):
             if len(self.splits[split]) == 0:
                 raise ValueError(f"the {split!r} split is empty; every run needs train and val rows")

@@ -20,7 +20,7 @@ from torch.optim.lr_scheduler import LambdaLR
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score, MulticlassRecall
 
-from encoder.distillation import distillation_loss
+from encoder.distillation import UNLABELLED, distillation_loss
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -141,7 +141,9 @@ class DepthClassifier(L.LightningModule):
             self.log(f"{stage}/probe_loss", probe_loss, on_step=False, on_epoch=True, batch_size=labels.shape[0])
             loss = loss + probe_loss
         metrics = getattr(self, f"{stage}_metrics")
-        metrics.update(logits.argmax(dim=-1), labels)
+        labelled = labels != UNLABELLED  # a student's transfer texts have no class to score
+        if labelled.any():
+            metrics.update(logits[labelled].argmax(dim=-1), labels[labelled])
         batch_size = labels.shape[0]
         self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=batch_size)
         for name, metric in metrics.items():  # epoch values, computed and reset by Lightning

@@ -127,8 +127,8 @@ def train_candidate(
         concurrent: trainings running at once on this machine (the sweep's workers): each takes its share
             of the cores (encoder.threads; a resumed training keeps the thread count it was trained with).
         soft_labels: train a student (encoder.distillation): the teacher's logits on the train rows, learnt with
-            the labels by the distillation loss. The network starts as its plain twin's does (same family, depth,
-            seed), so the two differ only by what they learnt from.
+            the labels by the distillation loss, and on its transfer set's texts (if any) alone. The network starts
+            as its plain twin's does (same family, depth, seed), so the two differ only by what they learnt from.
 
     Returns:
         The candidate with its best-validation weights restored, on CPU in eval mode, and
@@ -148,7 +148,9 @@ def train_candidate(
             torch.manual_seed(train_cfg.seed)
             screen = LayerProbes(network, len(labels))
     data = TextDataModule(frame, tokenizer, labels, network.cfg.max_len, train_cfg.batch_size, train_cfg.seed,
-                          pad_id=network.cfg.pad_id, teacher_logits=None if soft_labels is None else soft_labels.logits)
+                          pad_id=network.cfg.pad_id, teacher_logits=None if soft_labels is None else soft_labels.logits,
+                          unlabeled=None if soft_labels is None or not soft_labels.unlabeled_texts
+                          else (soft_labels.unlabeled_texts, soft_labels.unlabeled_logits))
     data.setup()
     if len(data.splits["test"]) == 0:
         raise ValueError("the 'test' split is empty; test metrics need test rows")

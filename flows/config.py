@@ -145,6 +145,12 @@ class SweepConfig(SelectionRule):
         None, strict=True, ge=1, description="Most epochs of a student; null = its family's recipe's max_epochs "
         "(early stopping as for any candidate).",
     )
+    distill_unlabeled: float = Field(
+        1.0, ge=0, description="With --unlabeled: students also learn the teacher's soft labels on this many of the "
+        "unlabelled texts per train row (a teacher that fitted its train rows teaches most on texts it never saw), "
+        "at most half of them: the texts taught on are left out of the pool's evidence (a student learnt to agree "
+        "with its teacher there). 0 = the train rows alone.",
+    )
     unlabeled: Path | None = Field(
         None, description="Texts from the same source as the labelled rows, without labels (any format --data takes, "
         "texts in --text-col): a cheaper depth the labelled rows cannot settle is shown within the tolerance when the "

@@ -13,13 +13,15 @@ from flows.sweep import collect_candidate, task_runner
 from selection.candidate import Candidate, arm_label
 from selection.distillation import arms_to_distill, teacher_candidate
 from selection.rule import choose_depth
+from tasks.pool import PoolTexts
 from tasks.train import Training, make_teacher, train_depth
 
 
-def distill(sweep: SweepConfig, trainings: list[Training], candidates: list[Candidate]) -> list[Candidate]:
+def distill(sweep: SweepConfig, trainings: list[Training], candidates: list[Candidate],
+            unlabeled: PoolTexts | None = None) -> list[Candidate]:
     """The students `sweep.distill` asks for after the rule's choice among `candidates`, every seed of each cheaper
-    arm that trained (none when distillation is off or not needed); failed ones come back failed, like any
-    candidate, and the rule skips them."""
+    arm that trained (none when distillation is off or not needed), taught on the train rows and the `unlabeled`
+    texts (tasks.pool.teaching_texts); failed ones come back failed, like any candidate, and the rule skips them."""
     if sweep.distill == "off":
         return []
     decision = choose_depth(candidates, sweep)
@@ -29,9 +31,11 @@ def distill(sweep: SweepConfig, trainings: list[Training], candidates: list[Cand
     if not arms:
         return []
     best = teacher_candidate(candidates, decision, sweep.metric)
-    teacher = make_teacher(best, arm_label(best.family, best.depth), sweep.distill_temperature, sweep.distill_alpha)
-    get_run_logger().info("Distillation: %s seed %d teaches %s (T %g, alpha %g)", teacher.label, teacher.seed,
-                          ", ".join(arm_label(*arm) for arm in arms), teacher.temperature, teacher.alpha)
+    teacher = make_teacher(best, arm_label(best.family, best.depth), sweep.distill_temperature, sweep.distill_alpha,
+                           unlabeled)
+    get_run_logger().info("Distillation: %s seed %d teaches %s (T %g, alpha %g) on the train rows%s", teacher.label,
+                          teacher.seed, ", ".join(arm_label(*arm) for arm in arms), teacher.temperature, teacher.alpha,
+                          f" and {unlabeled.rows:,} unlabelled texts" if unlabeled else "")
     students = {}
     for family, depth in arms:
         training = by_family[family]

@@ -65,7 +65,7 @@ from selection.pool import ROWS_TO_LABEL, rows_to_label
 from selection.rule import choose_depth
 from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
-from tasks.pool import PoolTexts, prepare_pool, write_rows_to_label
+from tasks.pool import PoolTexts, prepare_pool, teaching_texts, write_rows_to_label
 from tasks.registry import find_unchanged_model, prepare_deployment, register_model, settle_registrations
 from tasks.tracking import (
     close_abandoned_runs,
@@ -138,7 +138,10 @@ def retrain(
                     trainings = trainings_of(config, dataset, families, summary.audit.informs.class_weights, run)
                     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
                     candidates, halving, searches, budget = sweep_depths(config.sweep, trainings)
-                    candidates += distill(config.sweep, trainings, candidates)
+                    teaching, evidence = taught_apart(config.sweep, pool, dataset, workdir)
+                    students = distill(config.sweep, trainings, candidates, teaching)
+                    candidates += students
+                    pool = evidence if students else pool  # a student agrees with its teacher where it was taught
                     decision, crossfit, to_label = decided(candidates, config.sweep, budget, trainings, pool)
                     chosen, deployment, decision = deployed(candidates, decision, dataset, config.sweep, folder)
                     tags = night_tags(changed) | fingerprint | version_tags(candidates, decision, report, families)
@@ -239,6 +242,15 @@ def decided(candidates: list[Candidate], sweep: SweepConfig, budget: Budget | No
     if budget is not None:  # the sweep's, not the rule's: a replay of the rule gives the same choice without it
         decision = decision.model_copy(update={"reason": f"{decision.reason}; {budget.sentence}"})
     return decision, crossfit, to_label
+
+
+def taught_apart(sweep: SweepConfig, pool: PoolTexts | None, dataset: PreparedData,
+                 workdir: Path) -> tuple[PoolTexts | None, PoolTexts | None]:
+    """The unlabelled texts students learn from (sweep.distill_unlabeled per train row) and the pool left as evidence;
+    (None, pool) when nothing is distilled on it."""
+    if pool is None or sweep.distill == "off" or not sweep.distill_unlabeled:
+        return None, pool
+    return teaching_texts(pool, round(sweep.distill_unlabeled * dataset.split_rows.get("train", 0)), workdir)
 
 
 def stop(config: RunConfig, run: SweepRun, summary: RunSummary, reason: str) -> NoReturn:

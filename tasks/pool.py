@@ -53,11 +53,22 @@ def prepare_pool(unlabeled: Path, labels: Path | None, most: int, data: DataConf
     given = load_text_labels(labels, data.text_col, data.label_col) if labels is not None else {}
     refuse_unknown_labels(labels, given, set(dataset.labels))
     frame = pd.DataFrame({"text": sample, "label": [given.get(text, "") for text in sample]})
-    digest = hashlib.sha256(json.dumps(sample).encode()).hexdigest()[:16]
-    path = Path(workdir) / "pool" / f"{digest}-{_labels_digest(frame)}.parquet"
-    _write_once(frame, path)
     _say(unlabeled, len(texts), len(texts) - len(fresh), len(sample), len(set(given) - set(sample)))
-    return PoolTexts(path=str(path), digest=digest, rows=len(sample), labelled=int((frame["label"] != "").sum()))
+    return _written(frame, workdir)
+
+
+@task(cache_policy=NONE)
+def teaching_texts(pool: PoolTexts, rows: int, workdir: Path) -> tuple[PoolTexts | None, PoolTexts]:
+    """The pool cut in two: `rows` texts (at most half the pool) that students also learn their teacher's soft
+    labels on (distillation's transfer set, without labels), and the rest, the evidence: a student learnt to agree
+    with its teacher on the first part, so its disagreement there bounds nothing. Drawn by the texts' positions
+    alone, so a rerun with labels (given for the evidence's texts) cuts it the same way; each part written once."""
+    frame = pd.read_parquet(pool.path)
+    taught = min(rows, len(frame) // 2)
+    order = np.random.default_rng([SAMPLE_SEED, len(frame)]).permutation(len(frame))
+    teaching = frame.iloc[np.sort(order[:taught])].assign(label="")
+    return (_written(teaching, workdir) if taught else None,
+            _written(frame.iloc[np.sort(order[taught:])].reset_index(drop=True), workdir))
 
 
 @task(cache_policy=NONE)
@@ -121,8 +132,12 @@ def _labels_digest(frame: pd.DataFrame) -> str:
     return hashlib.sha256(json.dumps(frame["label"].tolist()).encode()).hexdigest()[:8]
 
 
-def _write_once(frame: pd.DataFrame, path: Path) -> None:
-    if path.is_file():
-        return
-    with written_whole(path) as partial:
-        frame.to_parquet(partial, index=False)
+def _written(frame: pd.DataFrame, workdir: Path) -> PoolTexts:
+    """Pool texts (`text`, `label`) on disk, once per content, named by their texts and their labels."""
+    texts = frame["text"].tolist()
+    digest = hashlib.sha256(json.dumps(texts).encode()).hexdigest()[:16]
+    path = Path(workdir) / "pool" / f"{digest}-{_labels_digest(frame)}.parquet"
+    if not path.is_file():
+        with written_whole(path) as partial:
+            frame.reset_index(drop=True).to_parquet(partial, index=False)
+    return PoolTexts(path=str(path), digest=digest, rows=len(frame), labelled=int((frame["label"] != "").sum()))

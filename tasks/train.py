@@ -34,6 +34,7 @@ from runtime.interrupt import Interrupted
 from runtime.retries import RETRIES
 from selection.candidate import DISTILLED, Candidate, Cost, arm_label, student_family
 from tasks.data import TRAINING_COLUMNS, PreparedData
+from tasks.pool import PoolTexts
 from tracking.runs import (
     EPOCH_CURVES,
     SweepRun,
@@ -133,7 +134,9 @@ class Training:
 @dataclass(frozen=True)
 class Teacher:
     """The candidate that teaches students: its bundle, its content's digest (what keys its soft labels and its
-    students), how the run names it (`depth 6`, the arm; `seed` the seed whose model teaches) and the recipe."""
+    students), how the run names it (`depth 6`, the arm; `seed` the seed whose model teaches), the recipe, and the
+    unlabelled texts the students also learn its soft labels on (tasks.pool.teaching_texts; None: the train rows
+    alone)."""
 
     bundle: str
     digest: str
@@ -141,6 +144,7 @@ class Teacher:
     seed: int
     temperature: float
     alpha: float
+    unlabeled: PoolTexts | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,8 @@ def candidate_key(training: Training, depth: int, seed: int) -> str:
         # A student: by its teacher's content (not its path or label) and the recipe that weighed its soft labels.
         **({"teacher": training.teacher.digest, "temperature": training.teacher.temperature,
             "alpha": training.teacher.alpha} if training.teacher else {}),
+        **({"unlabeled": training.teacher.unlabeled.digest} if training.teacher and training.teacher.unlabeled
+           else {}),
     })
 
 
@@ -240,20 +246,27 @@ def _teacher_params(training: Training) -> dict[str, Any]:
     teacher = training.teacher
     return {} if teacher is None else {"teacher": f"{teacher.label} seed {teacher.seed}", "teacher_digest":
                                        teacher.digest, "distill_temperature": teacher.temperature,
-                                       "distill_alpha": teacher.alpha}
+                                       "distill_alpha": teacher.alpha,
+                                       "distill_unlabeled_texts": teacher.unlabeled.rows if teacher.unlabeled else 0}
 
 
 def _soft_labels(training: Training, frame: pd.DataFrame) -> Any:
     """A student's soft labels on its table's train rows (encoder.distillation; cached per teacher and table), or
     None for a plain candidate."""
-    from encoder.distillation import SoftLabels, teacher_logits
+    from encoder.distillation import SoftLabels, teacher_logits, train_texts
 
     teacher = training.teacher
     if teacher is None:
         return None
-    logits = teacher_logits(Path(teacher.bundle), teacher.digest, frame, training.dataset.data_hash,
-                            Path(training.workdir).resolve())
-    return SoftLabels(logits=logits, temperature=teacher.temperature, alpha=teacher.alpha)
+    cache = Path(training.workdir).resolve()
+    logits = teacher_logits(Path(teacher.bundle), teacher.digest, train_texts(frame), training.dataset.data_hash,
+                            cache)
+    if teacher.unlabeled is None:
+        return SoftLabels(logits=logits, temperature=teacher.temperature, alpha=teacher.alpha)
+    texts = tuple(pd.read_parquet(teacher.unlabeled.path, columns=["text"])["text"].astype(str))
+    return SoftLabels(logits=logits, temperature=teacher.temperature, alpha=teacher.alpha, unlabeled_texts=texts,
+                      unlabeled_logits=teacher_logits(Path(teacher.bundle), teacher.digest, list(texts),
+                                                      f"unlabeled-{teacher.unlabeled.digest}", cache))
 
 
 def _train_and_measure(training: Training, depth: int, run_id: str, candidate_dir: Path, epochs: int) -> Candidate:
@@ -330,9 +343,11 @@ def _screened(training: Training, trained: Any, candidate_dir: Path, epochs: int
 
 
 @task(cache_policy=NONE)
-def make_teacher(candidate: Candidate, label: str, temperature: float, alpha: float) -> Teacher:
-    """The teacher of the students of a run: `candidate`'s bundle, hashed by content (encoder.distillation)."""
+def make_teacher(candidate: Candidate, label: str, temperature: float, alpha: float,
+                 unlabeled: PoolTexts | None = None) -> Teacher:
+    """The teacher of the students of a run: `candidate`'s bundle, hashed by content (encoder.distillation), and the
+    unlabelled texts it teaches on besides the train rows."""
     from encoder.distillation import bundle_digest
 
     return Teacher(bundle=candidate.bundle, digest=bundle_digest(Path(candidate.bundle)), label=label,
-                   seed=candidate.seed, temperature=temperature, alpha=alpha)
+                   seed=candidate.seed, temperature=temperature, alpha=alpha, unlabeled=unlabeled)

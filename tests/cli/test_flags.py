@@ -33,7 +33,7 @@ YAML_ONLY = {
     # The margins of the decisions besides the depth rule's tolerance: set in the file, so the CLI's contract holds.
     "sweep": {"alpha", "halving_epochs", "extend_epochs", "promotion_margin", "deployment_margin", "halving_margin",
               "convergence_gain", "crossfit_folds", "unlabeled_rows", "distill_temperature", "distill_alpha",
-              "distill_epochs"},
+              "distill_epochs", "distill_unlabeled"},
     "registry": set(),
 }
 # Where a command's own option (a dest without a section) is declared.

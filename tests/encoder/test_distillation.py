@@ -15,7 +15,15 @@ from tokenizers import Tokenizer
 from encoder import distillation
 from encoder.bundle import save_bundle
 from encoder.datamodule import TextDataModule
-from encoder.distillation import SoftLabels, bundle_digest, distillation_loss, soft_labels_path, teacher_logits
+from encoder.distillation import (
+    UNLABELLED,
+    SoftLabels,
+    bundle_digest,
+    distillation_loss,
+    soft_labels_path,
+    teacher_logits,
+    train_texts,
+)
 from encoder.model import EncoderClassifier, EncoderConfig
 from encoder.module import DepthClassifier
 from encoder.tokenizer import train_tokenizer
@@ -37,6 +45,74 @@ def test_the_loss_is_alpha_t_squared_kl_plus_the_rest_cross_entropy() -> None:
     # alpha 0 is the plain loss exactly; a student that already agrees with its teacher pays no soft term
     assert torch.equal(distillation_loss(student, teacher, labels, 3.0, 0.0), F.cross_entropy(student, labels))
     assert distillation_loss(teacher, teacher, labels, 3.0, 1.0).item() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_an_unlabelled_row_is_learnt_from_its_soft_label_alone() -> None:
+    generator = torch.Generator().manual_seed(1)
+    student, teacher = torch.randn(5, 3, generator=generator), torch.randn(5, 3, generator=generator)
+    labels = torch.tensor([0, UNLABELLED, 2, UNLABELLED, 1])
+    labelled = labels != UNLABELLED
+    p_teacher = torch.softmax(teacher / 2.0, dim=-1)
+    kl = (p_teacher * (p_teacher.log() - torch.log_softmax(student / 2.0, dim=-1))).sum(dim=-1).mean()
+    expected = 0.6 * 4.0 * kl + 0.4 * F.cross_entropy(student[labelled], labels[labelled])
+    assert distillation_loss(student, teacher, labels, 2.0, 0.6).item() == pytest.approx(expected.item(), rel=1e-5)
+    # a batch of unlabelled texts only: the soft term, finite, and nothing of the (absent) labels
+    alone = distillation_loss(student, teacher, torch.full((5,), UNLABELLED), 2.0, 0.6)
+    assert alone.item() == pytest.approx(0.6 * 4.0 * kl.item(), rel=1e-5)
+
+
+def test_unlabelled_texts_join_the_train_batches_with_their_soft_labels_and_no_class() -> None:
+    frame = keyword_frame(240)
+    tokenizer = train_tokenizer(frame.loc[frame["split"] == "train", "text"], vocab_size=200)
+    n_train = int((frame["split"] == "train").sum())
+    extra = keyword_frame(60, seed=5)["text"].tolist()
+    logits = np.zeros((n_train, 3), dtype=np.float32)
+    extra_logits = np.tile(np.array([[0.0, 0.0, 9.0]], dtype=np.float32), (len(extra), 1))  # each says 'tech'
+    data = TextDataModule(frame, tokenizer, LABELS, 32, 8, seed=3, teacher_logits=logits,
+                          unlabeled=(extra, extra_logits))
+    data.setup()
+    batches = list(data.train_dataloader())
+    labels = torch.cat([batch["labels"] for batch in batches])
+    soft = torch.cat([batch["teacher_logits"] for batch in batches])
+    assert (labels == UNLABELLED).sum().item() == len(extra) and len(labels) == n_train + len(extra)
+    assert torch.equal(soft[labels == UNLABELLED].argmax(dim=-1), torch.full((len(extra),), 2))  # theirs travel along
+    assert not (soft[labels != UNLABELLED] != 0).any()
+    assert all((batch["labels"] != UNLABELLED).all() for batch in data.val_dataloader())
+    with pytest.raises(ValueError, match="give teacher_logits too"):
+        TextDataModule(frame, tokenizer, LABELS, 32, 8, seed=3, unlabeled=(extra, extra_logits))
+
+
+def test_a_student_learns_from_unlabelled_texts_what_its_few_labelled_rows_cannot_teach(tmp_path: Path) -> None:
+    """Nine labelled train rows and a teacher that knows the task: a student that also learns the teacher's soft labels
+    on 300 unlabelled texts beats one taught on the nine alone, and one given those texts with soft labels that say
+    the wrong class (so it is what the teacher says of them, not more steps, that teaches)."""
+    full = keyword_frame(360)
+    tokenizer = train_tokenizer(full.loc[full["split"] == "train", "text"], vocab_size=200)
+    recipe = tiny_train_config(max_epochs=8, patience=8)
+    train_rows = full.index[full["split"] == "train"]
+    few = full.drop(index=train_rows[9:])  # three labelled rows per class (the classes take turns)
+    extra = keyword_frame(300, seed=7)["text"].tolist()
+
+    def fit(frame: pd.DataFrame, out: str, soft_labels: SoftLabels | None = None):
+        return train_candidate(frame, LABELS, tokenizer, 1, tiny_model_config(), recipe, class_weights=False,
+                               out_dir=tmp_path / out, progress=False, soft_labels=soft_labels)
+
+    teacher = fit(full, "teacher")
+    bundle = save_bundle(tmp_path / "teacher-bundle", teacher.network, tokenizer, LABELS)
+    digest = bundle_digest(bundle)
+    logits = teacher_logits(bundle, digest, train_texts(few), "few", tmp_path / "work")
+    extra_logits = teacher_logits(bundle, digest, extra, "extra", tmp_path / "work")
+    wrong = np.roll(extra_logits, 1, axis=1)  # each text's soft label moved to the next class
+
+    def student(out: str, unlabeled: np.ndarray | None) -> float:
+        soft = SoftLabels(logits=logits, temperature=2.0, alpha=0.5, unlabeled_texts=tuple(extra) if
+                          unlabeled is not None else (), unlabeled_logits=unlabeled)
+        return fit(few, out, soft).test_metrics["macro_f1"]
+
+    taught, alone, misled = student("taught", extra_logits), student("alone", None), student("misled", wrong)
+    assert teacher.test_metrics["macro_f1"] > 0.9
+    assert taught > 0.9, (taught, alone, misled)  # measured 1.000; alone 0.571, misled 0.201
+    assert taught > alone + 0.1 and taught > misled + 0.3, (taught, alone, misled)
 
 
 def test_a_students_training_loss_is_the_distillation_loss_of_the_batchs_soft_labels() -> None:
@@ -93,7 +169,7 @@ def test_a_student_beats_its_plain_twin_where_the_teacher_knows_more_than_the_la
 
     teacher = fit(clean, "teacher")
     bundle = save_bundle(tmp_path / "teacher-bundle", teacher.network, tokenizer, LABELS)
-    logits = teacher_logits(bundle, bundle_digest(bundle), noisy, "noisy", tmp_path / "work")
+    logits = teacher_logits(bundle, bundle_digest(bundle), train_texts(noisy), "noisy", tmp_path / "work")
     plain = fit(noisy, "plain").metrics["macro_f1"]
     student = fit(noisy, "student", SoftLabels(logits=logits, temperature=2.0, alpha=0.8)).metrics["macro_f1"]
     assert teacher.metrics["macro_f1"] > 0.9
@@ -132,7 +208,7 @@ def test_the_soft_label_cache_is_keyed_by_the_teachers_content(tmp_path: Path, m
                           "split": ["train", "val", "train", "train"]})
     teacher = save_bundle(tmp_path / "teacher", tiny_network(tokenizer, seed=0), tokenizer, ["neg", "pos"])
     digest = bundle_digest(teacher)
-    first = teacher_logits(teacher, digest, frame, "data1", tmp_path / "work")
+    first = teacher_logits(teacher, digest, train_texts(frame), "data1", tmp_path / "work")
     assert first.shape == (3, 2)
     assert soft_labels_path(tmp_path / "work", digest, "data1").is_file()
 
@@ -140,13 +216,13 @@ def test_the_soft_label_cache_is_keyed_by_the_teachers_content(tmp_path: Path, m
         raise AssertionError("the teacher ran again: its logits were cached")
 
     monkeypatch.setattr(distillation, "load_bundle", no_teacher)
-    assert np.array_equal(teacher_logits(teacher, digest, frame, "data1", tmp_path / "work"), first)
+    assert np.array_equal(teacher_logits(teacher, digest, train_texts(frame), "data1", tmp_path / "work"), first)
     monkeypatch.undo()
 
     # the same path with other weights is another teacher, and so is another table
     save_bundle(teacher, tiny_network(tokenizer, seed=1), tokenizer, ["neg", "pos"])
     assert bundle_digest(teacher) != digest
-    other = teacher_logits(teacher, bundle_digest(teacher), frame, "data1", tmp_path / "work")
+    other = teacher_logits(teacher, bundle_digest(teacher), train_texts(frame), "data1", tmp_path / "work")
     assert not np.allclose(other, first)
     assert soft_labels_path(tmp_path / "work", digest, "data2") != soft_labels_path(tmp_path / "work", digest, "data1")
 
@@ -165,7 +241,7 @@ def test_any_family_teaches_any_other_whatever_their_tokenizers(tmp_path: Path) 
                               tiny_train_config(max_epochs=4), class_weights=False, out_dir=tmp_path / "teacher",
                               progress=False)
     bundle = save_bundle(tmp_path / "teacher-bundle", teacher.network, scratch_tokenizer, LABELS)
-    logits = teacher_logits(bundle, bundle_digest(bundle), frame, "noisy", tmp_path / "work")
+    logits = teacher_logits(bundle, bundle_digest(bundle), train_texts(frame), "noisy", tmp_path / "work")
 
     model = ModelConfig(pretrained=str(tiny_checkpoint(tmp_path / "ckpt", [" ".join(WORDS)] * 4, layers=2)),
                         max_len=32)

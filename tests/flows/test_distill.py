@@ -13,12 +13,15 @@ import json
 from pathlib import Path
 
 import lightning as L
+import numpy as np
+import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
 import encoder.training
 import flows.distill
 from cli.main import main
+from expectations.table.datasets import get_dataset
 from flows.summary import RunSummary
 from runtime.interrupt import STOP
 from selection.rule import choose_depth
@@ -93,7 +96,8 @@ def test_the_student_is_a_candidate_of_its_own_named_after_its_teacher(distilled
     assert (STUDENT, 1) in {(s.family, s.depth) for s in summary.rule.scores}  # an arm the rule judged
     assert choose_depth(summary.candidates, summary.rule.settings) == summary.rule  # the decision replays
     # its soft labels were computed once, for the teacher and the table
-    assert len(list((folder / ".depthfinder" / "soft-labels").glob("*.npy"))) == 1
+    assert len([path for path in (folder / ".depthfinder" / "soft-labels").glob("*.npy")
+                if "-unlabeled-" not in path.name]) == 1
 
 
 def test_the_students_run_says_who_taught_it_and_the_card_what_distillation_bought(distilled) -> None:
@@ -111,3 +115,33 @@ def test_the_students_run_says_who_taught_it_and_the_card_what_distillation_boug
     if summary.rule.selected_family == STUDENT:  # the shipped model names its teacher wherever it is named
         assert version.tags["teacher"] == "depth 2"
         assert "depth 1, distilled from depth 2" in summary.rule.reason
+
+
+@pytest.fixture(scope="module")
+def taught_on_a_pool(distilled):
+    """The same run once more with 300 unlabelled texts of the same source: (folder, exit code, pool rows)."""
+    folder, _, _ = distilled
+    get_dataset("topics").generate(300, 11)[["text"]].to_csv(folder / "pool.csv", index=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        patch.setattr(flows.distill, "choose_depth", lambda candidates, rule: choose_depth(candidates, rule).model_copy(
+            update={"best_family": "scratch", "best_depth": 2}))
+        code = main(["run", "--config", "tiny.yaml", "--unlabeled", "pool.csv", "--summary-json", "pool.json"])
+    return folder, code, len(pd.read_csv(folder / "pool.csv").drop_duplicates("text"))
+
+
+def test_a_student_also_learns_on_half_the_pool_and_the_other_half_stays_evidence(taught_on_a_pool) -> None:
+    folder, code, pool_rows = taught_on_a_pool
+    assert code == 0
+    summary = RunSummary.from_dict(json.loads((folder / "pool.json").read_text()))
+    (student,) = [c for c in summary.candidates if c.teacher is not None]
+    assert student.status == "trained"  # another transfer set is another student; the plain ones are reused
+    assert {c.status for c in summary.candidates if c.teacher is None} == {"cached"}
+    run = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}").get_run(student.mlflow_run_id)
+    taught = int(run.data.params["distill_unlabeled_texts"])
+    assert taught == pool_rows // 2  # a train row each would be more than half the pool: half
+    caches = list((folder / ".depthfinder" / "soft-labels").glob("*-unlabeled-*.npy"))
+    assert len(caches) == 1 and np.load(caches[0]).shape[0] == taught  # the teacher labelled them once
+    # the pool as read, the texts taught on, and the rest, the evidence a rule asking the pool would read
+    parts = sorted(len(pd.read_parquet(path)) for path in (folder / ".depthfinder" / "pool").glob("*.parquet"))
+    assert parts == sorted([pool_rows, taught, pool_rows - taught])
