@@ -121,6 +121,10 @@ class Candidate(Record):
         None, description="For a distilled student (its family then reads `<family>, distilled from <teacher>`): the "
         "candidate that taught it, e.g. `depth 6 seed 1`; its soft labels on the train rows were part of its loss."
     )
+    taught_texts: int = Field(
+        0, description="For a distilled student: the unlabelled texts (of --unlabeled) it also learnt its teacher's "
+        "soft labels on, besides the train rows."
+    )
     screen: list[Candidate] = Field(
         [], description="For the screen of the search strategy: the depths below it, as probes on its layers saw "
         "them (status screened, validation and test metrics, predictions)."

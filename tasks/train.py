@@ -324,6 +324,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         resumed_from=done if resume is not None else None,
         screen=_screened(training, trained, candidate_dir, epochs, run_id),
         teacher=f"{training.teacher.label} seed {training.teacher.seed}" if training.teacher else None,
+        taught_texts=training.teacher.unlabeled.rows if training.teacher and training.teacher.unlabeled else 0,
     )
 
 

@@ -140,6 +140,10 @@ def test_a_student_also_learns_on_half_the_pool_and_the_other_half_stays_evidenc
     run = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}").get_run(student.mlflow_run_id)
     taught = int(run.data.params["distill_unlabeled_texts"])
     assert taught == pool_rows // 2  # a train row each would be more than half the pool: half
+    assert student.taught_texts == taught
+    card = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}").get_model_version(
+        summary.model.name, summary.model.version).description
+    assert f"depth 2 seed 1 taught on the train rows and {taught:,} unlabelled texts" in card
     caches = list((folder / ".depthfinder" / "soft-labels").glob("*-unlabeled-*.npy"))
     assert len(caches) == 1 and np.load(caches[0]).shape[0] == taught  # the teacher labelled them once
     # the pool as read, the texts taught on, and the rest, the evidence a rule asking the pool would read

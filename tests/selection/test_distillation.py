@@ -71,6 +71,9 @@ def test_the_sentence_says_who_taught_and_what_it_bought_against_the_plain_twin(
     worse = [*SWEEP, candidate(2, 0.946, STUDENT, test=0.89)]
     assert "test 0.890 vs 0.900 (\u22120.010)" in distillation_sentence(choose_depth(worse, MEANS), worse, "macro_f1")
     assert distillation_sentence(choose_depth(SWEEP, MEANS), SWEEP, "macro_f1") is None
+    pooled = [*SWEEP, candidate(2, 0.946, STUDENT, test=0.93).model_copy(update={"taught_texts": 1500})]
+    assert distillation_sentence(choose_depth(pooled, MEANS), pooled, "macro_f1").startswith(
+        "Distillation: depth 6 seed 1 taught on the train rows and 1,500 unlabelled texts; depth 2, distilled from")
 
 
 def test_what_a_student_bought_has_its_paired_interval_on_the_validation_rows(tmp_path) -> None:
