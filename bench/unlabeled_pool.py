@@ -153,7 +153,8 @@ def trained(work: Path, data: Path) -> list[dict]:
         truth = table.drop_duplicates("text").set_index("text")["label"].astype(str)
         (folder / "run").mkdir(exist_ok=True)  # both runs in one folder: the second reuses the first's candidates
         source = ["--data", str(folder / "labelled.csv")]
-        options = ["--config", str(config), "--seeds", "1", "--halving", "off", "--crossfit", "off"]
+        options = ["--config", str(config), "--seeds", "1", "--halving", "off", "--crossfit", "off",
+                   "--distill", "off"]  # the pool as evidence alone, as docs/benchmarks.md measured it
         first = run_depthfinder(source, "1,2", folder / "run", *options, "--unlabeled", str(folder / "pool.csv"))
         result = {"name": name, "first": first}
         asked = first["summary"]["rows_to_label"]

@@ -125,12 +125,13 @@ class SweepConfig(SelectionRule):
         json_schema_extra={"flag": "--crossfit-budget"},
     )
     distill: Literal["auto", "on", "off"] = Field(
-        "off", description="Distillation, after the sweep's decision: the best candidate teaches cheaper depths, each "
-        "trained again from the same initialisation on distill_alpha x T^2 x KL(teacher || student) at temperature "
-        "distill_temperature plus (1 - distill_alpha) x the cross-entropy of the labels, with the teacher's soft "
-        "labels on the train rows computed once and cached; each student is a candidate of its own (`depth 3, "
-        "distilled from depth 6`) that the rule judges beside the plain ones. on = every depth cheaper than the best; "
-        "auto = every depth cheaper than the rule's choice (none when the cheapest ships); off = none "
+        "auto", description="Distillation, after the sweep's decision: the best candidate teaches cheaper depths, "
+        "each trained again from the same initialisation on distill_alpha x T^2 x KL(teacher || student) at "
+        "temperature distill_temperature plus (1 - distill_alpha) x the cross-entropy of the labels, with the "
+        "teacher's soft labels on the train rows (and on unlabelled texts of --unlabeled: distill_unlabeled) computed "
+        "once and cached; each student is a candidate of its own (`depth 3, distilled from depth 6`) that the rule "
+        "judges beside the plain ones. on = every depth cheaper than the best; auto = every depth cheaper than the "
+        "rule's choice (none when the cheapest ships), only with --unlabeled texts to teach on; off = none "
         "(docs/training.md).",
         json_schema_extra={"flag": "--distill"},
     )

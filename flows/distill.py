@@ -25,7 +25,7 @@ def distill(sweep: SweepConfig, trainings: list[Training], candidates: list[Cand
     if sweep.distill == "off":
         return []
     decision = choose_depth(candidates, sweep)
-    arms = arms_to_distill(decision, sweep.distill)
+    arms = arms_to_distill(decision, sweep.distill, unlabeled is not None)
     by_family = {training.family.name: training for training in trainings}
     arms = [arm for arm in arms if arm[0] in by_family]
     if not arms:

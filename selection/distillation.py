@@ -19,11 +19,13 @@ Arm = tuple[str, int]  # (family, depth)
 DistillSetting = Literal["auto", "on", "off"]
 
 
-def arms_to_distill(decision: Decision, distill: DistillSetting) -> list[Arm]:
+def arms_to_distill(decision: Decision, distill: DistillSetting, unlabeled: bool = False) -> list[Arm]:
     """The arms that train again as students, cheapest first: `on`, every plain arm cheaper than the best (by the
     rule's cost); `auto`, every plain arm cheaper than the rule's choice, those the validation rows could not show
-    within the tolerance (none when the cheapest ships); `off`, none. Never when a student is the best already."""
-    if distill == "off" or teacher_of(decision.best_family) is not None:
+    within the tolerance (none when the cheapest ships), and only when there are `unlabeled` texts to teach on (on
+    the train rows alone a teacher that fitted them teaches nothing measurable: docs/benchmarks.md); `off`, none.
+    Never when a student is the best already."""
+    if distill == "off" or (distill == "auto" and not unlabeled) or teacher_of(decision.best_family) is not None:
         return []
     cost = {(s.family, s.depth): s.cost for s in decision.scores}
     bound = (decision.best_family, decision.best_depth) if distill == "on" else \

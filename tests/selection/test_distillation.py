@@ -36,10 +36,13 @@ def test_on_distils_every_depth_cheaper_than_the_best_auto_those_cheaper_than_th
     decision = choose_depth(SWEEP, MEANS)
     assert (decision.selected_depth, decision.best_depth) == (4, 6)
     assert arms_to_distill(decision, "on") == [("scratch", 1), ("scratch", 2), ("scratch", 4)]
-    assert arms_to_distill(decision, "auto") == [("scratch", 1), ("scratch", 2)]
-    assert arms_to_distill(decision, "off") == []
+    assert arms_to_distill(decision, "auto", unlabeled=True) == [("scratch", 1), ("scratch", 2)]
+    assert arms_to_distill(decision, "off", unlabeled=True) == []
     cheapest_ships = choose_depth([candidate(1, 0.95), candidate(2, 0.95)], MEANS)
-    assert arms_to_distill(cheapest_ships, "auto") == []
+    assert arms_to_distill(cheapest_ships, "auto", unlabeled=True) == []
+    # auto teaches only where there are unlabelled texts to teach on; on teaches on the train rows alone too
+    assert arms_to_distill(decision, "auto") == []
+    assert arms_to_distill(decision, "on") == arms_to_distill(decision, "on", unlabeled=True)
 
 
 def test_students_are_arms_of_their_own_and_never_taught_again() -> None:
