@@ -58,15 +58,15 @@ def half_width(summary: dict, family: str, depth: int) -> float | None:
     return None if not interval else (interval["high"] - interval["low"]) / 2
 
 
-def plain_choice(summary: dict) -> tuple[str, int]:
-    """What the rule ships from the plain candidates alone."""
+def plain_decision(summary: dict):
+    """The rule's decision among the plain candidates alone: what it ships without students, and the teacher (their
+    best)."""
     from selection.candidate import Candidate
     from selection.decision import Decision
     from selection.rule import choose_depth
 
     plain = [Candidate.from_dict(c) for c in summary["candidates"] if c.get("teacher") is None]
-    decision = choose_depth(plain, Decision.from_dict(summary["rule"]).settings)
-    return decision.selected_family, decision.selected_depth
+    return choose_depth(plain, Decision.from_dict(summary["rule"]).settings)
 
 
 def main() -> None:
@@ -113,16 +113,17 @@ def main() -> None:
         runs += 1
         rule = summary["rule"]
         tolerance = rule["tolerance"]
-        plain = plain_choice(summary)
+        alone = plain_decision(summary)
+        plain = (alone.selected_family, alone.selected_depth)
         shipped += summary["rule"]["selected_family"] != plain[0]
         cheaper += _cost(summary, (rule["selected_family"], rule["selected_depth"])) < _cost(summary, plain)
         print(f"seed {seed}: best {arm_label(rule['best_family'], rule['best_depth'])}; ships "
               f"{arm_label(rule['selected_family'], rule['selected_depth'])} (plain alone: {arm_label(*plain)})")
-        best = (rule["best_family"], rule["best_depth"])
+        best = (alone.best_family, alone.best_depth)  # the teacher's arm, even where a student beat it
         best_test = next(c["test_metrics"][METRIC] for c in summary["candidates"]
                          if (c["family"], c["depth"]) == best and c["status"] in ("trained", "cached"))
         print(f"  {'depth':>5}  {'plain test':>10}  {'distilled':>10}  {'gain':>7}  {'plain ±':>8}  {'student ±':>9}"
-              f"  (best's test {best_test:.3f})")
+              f"  (the teacher's arm's test {best_test:.3f})")
         for student, twin in students_of(summary):
             gain = student["test_metrics"][METRIC] - twin["test_metrics"][METRIC]
             if _cost(summary, (twin["family"], twin["depth"])) <= _cost(summary, best) / 2:
