@@ -100,7 +100,7 @@ def main() -> None:
     for seed in args.seeds.split(","):
         folder = work / f"seed-{seed}"
         folder.mkdir(parents=True, exist_ok=True)
-        options = ["--seeds", seed, "--distill", "on", "--halving", "off", "--crossfit", "off", *pool,
+        options = ["--seeds", seed, "--distill", "on", "--halving", "off", "--crossfit", "off", "--force", *pool,
                    *(["--pretrained", args.pretrained] if args.pretrained else [])]
         # The known-depth problems are noisy by construction (a digit buried three levels deep): the audit is told so.
         rows = "" if args.data else f"data: {{dataset_rows: {args.rows}}}\n"

@@ -193,9 +193,11 @@ class TextDataModule(L.LightningDataModule):
                 raise ValueError(f"the {split!r} split is empty; every run needs train and val rows")
 
     def token_lengths(self, split: str) -> np.ndarray:
-        """Token count of every text of a split, after truncation, [CLS] included."""
+        """Token count of every labelled text of a split, after truncation, [CLS] included: a student's unlabelled
+        texts are left out, so its cost per example is measured on the rows its plain twin's is."""
         self.setup()
-        return self.splits[split].lengths
+        data = self.splits[split]
+        return data.lengths[data.targets != UNLABELLED]
 
     def train_dataloader(self) -> DataLoader:
         data = self.splits["train"]

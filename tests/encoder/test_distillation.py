@@ -78,6 +78,9 @@ def test_unlabelled_texts_join_the_train_batches_with_their_soft_labels_and_no_c
     assert torch.equal(soft[labels == UNLABELLED].argmax(dim=-1), torch.full((len(extra),), 2))  # theirs travel along
     assert not (soft[labels != UNLABELLED] != 0).any()
     assert all((batch["labels"] != UNLABELLED).all() for batch in data.val_dataloader())
+    # the length its cost per example is measured at is its twin's: the labelled rows'
+    twin = TextDataModule(frame, tokenizer, LABELS, 32, 8, seed=3)
+    assert np.array_equal(data.token_lengths("train"), twin.token_lengths("train"))
     with pytest.raises(ValueError, match="give teacher_logits too"):
         TextDataModule(frame, tokenizer, LABELS, 32, 8, seed=3, unlabeled=(extra, extra_logits))
 

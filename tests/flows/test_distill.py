@@ -141,6 +141,8 @@ def test_a_student_also_learns_on_half_the_pool_and_the_other_half_stays_evidenc
     taught = int(run.data.params["distill_unlabeled_texts"])
     assert taught == pool_rows // 2  # a train row each would be more than half the pool: half
     assert student.taught_texts == taught
+    (twin,) = [c for c in summary.candidates if c.teacher is None and c.depth == student.depth]
+    assert student.cost.flops_per_example == twin.cost.flops_per_example  # served alike, whatever it was taught on
     card = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}").get_model_version(
         summary.model.name, summary.model.version).description
     assert f"depth 2 seed 1 taught on the train rows and {taught:,} unlabelled texts" in card
