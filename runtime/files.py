@@ -2,8 +2,8 @@
 
 Every file a run leaves for another run to read (a table keyed by its content, a candidate's result, a cache of
 predictions, a checkpoint, a credential) is written to a temporary name beside it and renamed over it: a reader sees
-the old file or the new one, never half of one. The temporary name is the writer's own (its process and a random
-part): two runs that prepare the same table at once each write their own copy and the last rename wins, where a
+the old file or the new one, never half of one. The temporary name is the writer's own (its process, its host and
+a random part): two runs that prepare the same table at once each write their own copy and the last rename wins, where a
 shared temporary name let the first rename take the file from under the second (FileNotFoundError). A writer killed
 mid-write (SIGKILL skips every cleanup) leaves its temporary file behind; the next writer of the same file on the same
 host removes it once its process is gone (runtime.liveness: host, pid and start time, so a reused pid is not taken for
@@ -37,8 +37,8 @@ def written_whole(path: Path, mode: int | None = None) -> Iterator[Path]:
         mode: permissions the temporary file is created with before anything is written to it (0o600 for a
             secret), or None to leave them to whatever writes it.
 
-    Yields the temporary path (a hidden sibling: `.<name>.<pid>-<random>.partial`). On an error the temporary file
-    is removed and `path` is left as it was.
+    Yields the temporary path (a hidden sibling named as _PARTIAL reads it: the writer's pid, start time and host,
+    and a random part). On an error the temporary file is removed and `path` is left as it was.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
