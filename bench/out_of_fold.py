@@ -7,11 +7,10 @@ the train and validation rows cross-fitting predicts), drawn afresh per decision
 - out_of_fold: the rule's decision made on those rows instead of the validation rows (the best by their mean, the
   cheapest depth they show within): what the rows buy when every depth is cross-fitted;
 - crossfit_auto: what the product ships with `crossfit: auto` (its default) and no budget: choose_depth on the
-  validation rows; when they leave a cheaper depth than the chosen one unsettled (selection.crossfit.arms_to_settle),
-  the cheaper ones unsettled or beyond the tolerance and the best are judged again on the out-of-fold rows; the best
-  stays the validation rows', and a depth not cross-fitted keeps its validation verdict;
-- crossfit_on: the same with `crossfit: on`, which cross-fits the cheaper depths beyond the tolerance on the
-  validation rows too, when none is unsettled.
+  validation rows; every depth they do not show worse than the tolerance is judged on the out-of-fold rows
+  (selection.crossfit.arms_to_settle), the best chosen among them there; a depth shown worse keeps its verdict;
+- crossfit_on: `crossfit: on`: only the cheaper depths than the validation rows' choice that they leave unsettled
+  or beyond the tolerance are judged again out of fold, against the validation rows' best.
 
 The out-of-fold rows are predicted by the same constructed models as the validation rows: the ideal of cross-fitting
 (each row predicted by a model that never saw it, the folds' models as good as the shipped one), so these cells
@@ -105,12 +104,21 @@ def decide_after_crossfit(mode: str, flops: dict[int, float], best: int, differe
                           predicted: dict[int, np.ndarray], tolerance: float, confidence: float,
                           rng: np.random.Generator | None) -> tuple[int, int]:
     """The depth the product ships with `crossfit: mode` (auto or on; no budget) and the fits cross-fitting trained
-    (0: it did not run), from the validation rows' `differences` from their `best` and the out-of-fold rows."""
+    (0: it did not run), from the validation rows' `differences` from their `best` and the out-of-fold rows: auto
+    judges every depth the validation rows did not show worse, the best chosen among them on the out-of-fold rows;
+    on, the cheaper depths than the choice unsettled or beyond, the best kept (selection.crossfit.arms_to_settle)."""
     by_cost = sorted(flops, key=lambda d: (flops[d], d))
     judged = {d: verdict(*differences[d], tolerance, confidence) for d in by_cost}
     chosen = next(d for d in by_cost if judged[d] == "within")
+    if mode == "auto":
+        arms = [d for d in by_cost if d == best or judged[d] != "worse"]
+        if len(arms) < 2:
+            return chosen, 0
+        shipped = decide_on_rows({d: flops[d] for d in arms}, true, {d: predicted[d] for d in arms}, tolerance,
+                                 confidence, rng)
+        return shipped, FOLDS * len(arms)
     cheaper = [d for d in by_cost if flops[d] < flops[chosen] and judged[d] in ("unsettled", "beyond")]
-    if not cheaper or (mode == "auto" and "unsettled" not in {judged[d] for d in cheaper}):  # arms_to_settle
+    if not cheaper:
         return chosen, 0
     arms = {d: predicted[d] for d in [best, *cheaper]}
     again = row_differences(true, arms, best) if rng is None else grouped_differences(true, arms, best, rng)
@@ -133,7 +141,7 @@ def rules_choice_after_crossfit(mode: str, candidates: list, true: np.ndarray, p
     """What the product ships: choose_depth on the validation rows, arms_to_settle, and choose_depth again with the
     out-of-fold predictions of the best and the depths to settle."""
     from evidence.bootstrap import Predictions
-    from selection.crossfit import OutOfFold, arms_to_settle
+    from selection.crossfit import OutOfFold, arms_to_settle, judges_every_depth
     from selection.rule import choose_depth
     from selection.settings import SelectionRule
 
@@ -143,7 +151,8 @@ def rules_choice_after_crossfit(mode: str, candidates: list, true: np.ndarray, p
     if not settle:
         return decision.selected_depth
     arms = [(decision.best_family, decision.best_depth), *settle]
-    evidence = OutOfFold(Predictions(true, {(f, d, 1): predicted[d] for f, d in arms}), folds=FOLDS)
+    evidence = OutOfFold(Predictions(true, {(f, d, 1): predicted[d] for f, d in arms}), folds=FOLDS,
+                         chooses_best=judges_every_depth(mode, decision, arms))
     return choose_depth(candidates, rule, evidence).selected_depth
 
 

@@ -37,7 +37,8 @@ matters counts). lenient, means and best_mean are shown, never chosen: lenient b
 means is the fixed margin that ties on noise (the failure the bootstrap was brought in for, which issue 30 keeps
 fixed), best_mean is the floor.
 
-Constructed cells (`--gaps`, multiples of the tolerance: 0.5, 1.1, 1.25, 1.5, 2, 3): the trained files hold few
+Constructed cells (`--gaps`, multiples of the tolerance: 0.5, 1.1, 1.25, 1.5, 2, 3; negative, the deepest depth the
+worse one: −1.1, a trap for a rule that leans deep): the trained files hold few
 depths just beyond the tolerance, where a looser tie errs most, and the product is used on tasks nobody here has.
 So for each gap (or three gaps at once, `a/b/c`: the several comparisons one decision makes), cheaper depths and
 a best one whose truth is known exactly: balanced binary labels, the best right on 90 % of the rows of each class,
@@ -213,7 +214,7 @@ def constructed(gaps: list[float], tolerance: float, val_rows: int = 20_000, tes
     and breaks rows of its own, so its comparison with the best is nearly independent of the others'."""
     from evidence.bootstrap import metric_of
 
-    rng = np.random.default_rng([round(gap * 1000) for gap in gaps])
+    rng = np.random.default_rng([round(gap * 1000) % (1 << 32) for gap in gaps])  # a negative gap: a better one
     accuracy, fixed = 0.9, 0.3
 
     def split(rows: int) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -501,9 +502,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge-from", type=Path, nargs="*", default=[],
                         help="more folders of cache files (runs of other seeds, e.g. trained side by side): a "
                         "dataset's files are merged")
-    parser.add_argument("--gaps", default="0.5,1.1,1.25,1.5,2,3,1.1/1.1/1.1,1.5/1.5/1.5",
-                        help="constructed cells: a cheaper depth this many tolerances below the best in truth; "
-                        "a/b/c: three cheaper depths, that many below (empty: none)")
+    parser.add_argument("--gaps", default="0.5,1.1,1.25,1.5,2,3,1.1/1.1/1.1,1.5/1.5/1.5,-1.1,1.1/-1.1",
+                        help="constructed cells: a cheaper depth this many tolerances below the deepest in truth "
+                        "(negative: above it, the deepest worse); a/b/c: several cheaper depths (empty: none)")
     parser.add_argument("--constructed-sizes", default="100,300,1000,3000",
                         help="validation rows per decision in the constructed cells (of 20,000; out of fold: 9x, "
                         "of 200,000)")

@@ -21,7 +21,7 @@ from encoder.distillation import SoftLabels
 from encoder.families import Family, Scratch
 from encoder.module import DepthClassifier
 from encoder.probes import LayerProbes
-from encoder.serving import Network, TextClassifier, encode_texts, pad_batch
+from encoder.serving import WEIGHTS_FILE, Network, TextClassifier, encode_texts, pad_batch
 from encoder.threads import torch_threads, training_threads
 from evidence.metrics import classification_metrics
 from runtime.files import written_whole
@@ -63,6 +63,7 @@ class TrainedCandidate:
     probe_val_predicted: list[np.ndarray] = ()
     probe_metrics: list[dict[str, float]] = ()
     probe_test_metrics: list[dict[str, float]] = ()
+    kept_start: bool = False  # started from another's weights (a student's twin), none of its epochs beat them
 
 
 def inverse_frequency_weights(train_labels: Sequence[str], labels: Sequence[str]) -> torch.Tensor:
@@ -94,6 +95,7 @@ def train_candidate(
     probes: bool = False,
     concurrent: int = 1,
     soft_labels: SoftLabels | None = None,
+    start_from: Path | None = None,
 ) -> TrainedCandidate:
     """Train the encoder at one depth, early-stopped on validation macro-F1.
 
@@ -129,6 +131,9 @@ def train_candidate(
         soft_labels: train a student (encoder.distillation): the teacher's logits on the train rows, learnt with
             the labels by the distillation loss, and on its transfer set's texts (if any) alone. The network starts
             as its plain twin's does (same family, depth, seed), so the two differ only by what they learnt from.
+        start_from: a bundle (encoder.bundle.save_bundle) of the same network whose weights it starts from instead of
+            its initialisation: a student continues from its trained plain twin, so it begins where the twin ended
+            and the teacher refines it (without it a student far below its teacher had lost to its twin).
 
     Returns:
         The candidate with its best-validation weights restored, on CPU in eval mode, and
@@ -142,6 +147,8 @@ def train_candidate(
         raise ValueError(f"epochs must be at least 1, got {epochs}")
     L.seed_everything(train_cfg.seed, workers=True, verbose=False)
     network = family.network(depth, len(labels), model_cfg, tokenizer)
+    if start_from is not None and resume_from is None:  # a resumed state holds its own weights
+        network.load_state_dict(torch.load(Path(start_from) / WEIGHTS_FILE, map_location="cpu", weights_only=True))
     screen = None
     if probes:
         with torch.random.fork_rng():  # the probes' initialisation leaves the network's random stream as it was
@@ -177,6 +184,9 @@ def train_candidate(
         if not checkpoint.best_model_path:
             raise RuntimeError(f"depth {depth}: no checkpoint was saved; was {MONITOR!r} ever logged?")
         scores = _best_scores(network, screen, checkpoint.best_model_path, tokenizer, frame, labels)
+        if start_from is not None and (started := _start_if_not_beaten(network, start_from, scores, tokenizer,
+                                                                         frame, labels)) is not None:
+            scores = started
     return TrainedCandidate(
         depth=depth, train_seconds=state.train_seconds, epochs=trainer.current_epoch, median_length=median_length,
         finished=early_stopping.stopped_epoch > 0 or trainer.current_epoch >= train_cfg.max_epochs,
@@ -184,21 +194,41 @@ def train_candidate(
     )
 
 
+def _start_if_not_beaten(network: Network, start_from: Path, best: dict[str, Any], tokenizer: Tokenizer,
+                         frame: pd.DataFrame, labels: list[str]) -> dict[str, Any] | None:
+    """The starting weights' scores, restored into `network`, when no epoch trained from them beat them on the
+    validation rows (by MONITOR's metric; a tie keeps the start): a student's early stopping counts where it started,
+    so it never ends below the twin it started from there. None (the best epoch's weights left in place) otherwise."""
+    trained = {key: value.detach().clone() for key, value in network.state_dict().items()}
+    network.load_state_dict(torch.load(Path(start_from) / WEIGHTS_FILE, map_location="cpu", weights_only=True))
+    started = _scores(network, tokenizer, frame, labels)
+    metric = MONITOR.removeprefix("val/")
+    if started["metrics"][metric] >= best["metrics"][metric]:
+        return {**best, **started, "kept_start": True}
+    network.load_state_dict(trained)
+    return None
+
+
 def _best_scores(network: Network, screen: LayerProbes | None, best: str, tokenizer: Tokenizer,
                  frame: pd.DataFrame, labels: list[str]) -> dict[str, Any]:
     """The best epoch's weights restored, and what they score on validation and test (and each probe's)."""
     restore_network_weights(network, best)
+    scores = _scores(network, tokenizer, frame, labels)
+    if screen is not None:
+        restore_network_weights(screen, best, prefix="probes.")
+        scores |= _probe_results(TextClassifier(network, tokenizer, labels), screen, frame, labels)
+    return scores
+
+
+def _scores(network: Network, tokenizer: Tokenizer, frame: pd.DataFrame, labels: list[str]) -> dict[str, Any]:
+    """What `network` as it is scores on validation and test, as served."""
     classifier = TextClassifier(network, tokenizer, labels)  # CPU, eval mode: as served from the registry
     (val_metrics, val_true, val_predicted), (test_metrics, test_true, test_predicted) = (
         _split_metrics(classifier, frame, labels, split) for split in ("val", "test")
     )
-    scores = {"network": classifier.network, "metrics": val_metrics, "test_metrics": test_metrics,
-              "val_true": val_true, "val_predicted": val_predicted, "test_true": test_true,
-              "test_predicted": test_predicted}
-    if screen is not None:
-        restore_network_weights(screen, best, prefix="probes.")
-        scores |= _probe_results(classifier, screen, frame, labels)
-    return scores
+    return {"network": classifier.network, "metrics": val_metrics, "test_metrics": test_metrics,
+            "val_true": val_true, "val_predicted": val_predicted, "test_true": test_true,
+            "test_predicted": test_predicted}
 
 
 class StopOnRequest(L.Callback):

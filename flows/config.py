@@ -104,13 +104,15 @@ class SweepConfig(SelectionRule):
     )
     crossfit: Literal["auto", "on", "all", "off"] = Field(
         default_factory=lambda: os.environ.get(CROSSFIT_DEFAULT, "auto"), validate_default=True,
-        description="Cross-fitting, when the validation rows cannot settle whether a cheaper depth is within the "
-        "tolerance: each such depth and the best trained again on crossfit_folds folds of the train and validation "
-        "rows, so that every one of those rows is predicted by a model that never saw it, and the rule judges on "
-        "all of them (never on test rows); the shipped model is the sweep's. auto = when a cheaper depth is "
-        "unsettled; on = for every cheaper depth not shown worse; all = every depth, and the best too is the one "
-        "best on the out-of-fold rows (docs/benchmarks.md: what it buys); within crossfit_budget in each case "
-        f"(docs/selection.md). Default auto, or the environment's {CROSSFIT_DEFAULT}.",
+        description="Cross-fitting, so that no depth is judged by a chance validation mean: depths trained again on "
+        "crossfit_folds folds of the train and validation rows, so that every one of those rows is predicted by a "
+        "model that never saw it, and the rule judges on all of them (never on test rows); the shipped model is the "
+        "sweep's. auto = every depth the validation rows do not show worse than the tolerance, and the best is the one "
+        "best on the out-of-fold rows when the budget pays for all of them (the depths cheaper than the validation "
+        "rows' choice first); on = only the cheaper depths than the choice not shown worse, the best stays the "
+        "validation rows'; all = every depth, shown worse or not; within crossfit_budget in each case "
+        f"(docs/selection.md, docs/benchmarks.md: what each buys). Default auto, or the environment's "
+        f"{CROSSFIT_DEFAULT}.",
         json_schema_extra={"flag": "--crossfit", "documented_default": "auto"},
     )
     crossfit_folds: int = Field(
@@ -121,7 +123,8 @@ class SweepConfig(SelectionRule):
     crossfit_budget: float = Field(
         3.0, ge=0,
         description="Training time cross-fitting may spend, as a multiple of the sweep's own (estimated from each "
-        "candidate's train time): the cheapest unsettled depths first; 0 = none.",
+        "candidate's train time): the best first, then the depths cheaper than the validation rows' choice, cheapest "
+        "first; fewer folds (down to 3) where that pays for every depth (4 folds of every depth: 3x); 0 = none.",
         json_schema_extra={"flag": "--crossfit-budget"},
     )
     distill: Literal["auto", "on", "off"] = Field(
@@ -145,6 +148,12 @@ class SweepConfig(SelectionRule):
     distill_epochs: int | None = Field(
         None, strict=True, ge=1, description="Most epochs of a student; null = its family's recipe's max_epochs "
         "(early stopping as for any candidate).",
+    )
+    distill_start: Literal["twin", "init"] = Field(
+        "twin", description="Where a student starts: twin = from its trained plain twin (same family, depth and "
+        "seed), its teacher's soft labels refining it at half the recipe's peak learning rate, early-stopped on "
+        "validation (docs/benchmarks.md: students from their initialisation lost to their twins where the teacher was "
+        "far better); init = from the twin's initialisation, trained on the distillation loss from the start.",
     )
     distill_unlabeled: float = Field(
         1.0, ge=0, description="With --unlabeled: students also learn the teacher's soft labels on this many of the "

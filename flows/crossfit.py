@@ -17,7 +17,15 @@ from flows.config import SweepConfig
 from flows.sweep import task_runner
 from runtime.interrupt import Interrupted
 from selection.candidate import Candidate, arm_label, teacher_of
-from selection.crossfit import CrossFit, OutOfFold, arms_to_settle, out_of_fold, plan_cross_fit, save_out_of_fold
+from selection.crossfit import (
+    CrossFit,
+    OutOfFold,
+    arms_to_settle,
+    judges_every_depth,
+    out_of_fold,
+    plan_cross_fit,
+    save_out_of_fold,
+)
 from selection.decision import Decision
 from tasks.crossfit import fold_tables
 from tasks.train import Fold, Training, train_depth
@@ -27,9 +35,10 @@ FoldKey = tuple[str, int, int, int]  # (family, depth, seed, fold)
 
 def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Candidate],
               decision: Decision) -> tuple[OutOfFold | None, CrossFit | None]:
-    """Out-of-fold predictions of the best and the cheaper depths `decision` (the sweep's, on the validation rows)
-    could not settle, when `sweep.crossfit` and its budget allow, and what cross-fitting did; (None, None) when it is
-    not needed, (None, why) when it did not run or its folds did not finish."""
+    """Out-of-fold predictions of the best and the depths `sweep.crossfit` asks to judge on them (auto: every depth
+    `decision`, the sweep's on the validation rows, did not show worse), as far as its budget allows, and what
+    cross-fitting did; (None, None) when there is nothing to judge, (None, why) when it did not run or its folds did
+    not finish."""
     # Students are left to the validation rows: their teacher learnt from the rows a fold holds out, so their
     # out-of-fold predictions would not be out of fold.
     settle = [arm for arm in arms_to_settle(decision, sweep.crossfit) if teacher_of(arm[0]) is None]
@@ -49,24 +58,23 @@ def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Ca
         get_run_logger().info("Cross-fitting %s", reason)
         return None, record.model_copy(update={"reason": reason})
     folds = fold_tables(trainings[0].dataset, plan.folds, trainings[0].workdir)
-    get_run_logger().info("Cross-fitting %s on %d folds of %d train and validation rows: the validation rows cannot "
-                          "settle %s", ", ".join(label(arm) for arm in plan.arms), plan.folds,
-                          len(folds.ids), label(settle[0]))
+    get_run_logger().info("Cross-fitting %s on %d folds of %d train and validation rows, so that they are judged on "
+                          "the same rows", ", ".join(label(arm) for arm in plan.arms), plan.folds, len(folds.ids))
     trained = _train_folds(sweep, trainings, candidates, plan.arms, folds.tables)
     held_out = _held_out(trained, plan.folds)
     if not any(key[:2] == best for key in held_out) or len({key[:2] for key in held_out}) < 2:
         reason = "not used: the best's folds or every other depth's did not all finish (the log says why)"
         return None, record.model_copy(update={"reason": reason})
+    arms = sorted({key[:2] for key in held_out}, key=lambda arm: (arm[1], arm[0]))
     evidence = OutOfFold(predictions=out_of_fold(folds.ids, held_out), folds=plan.folds,
-                         chooses_best=sweep.crossfit == "all")
+                         chooses_best=judges_every_depth(sweep.crossfit, decision, arms))
     kept = save_out_of_fold(trainings[0].workdir / "crossfit" / f"{trainings[0].dataset.data_hash}-"
                             f"{_digest(sorted(held_out))}.npz", evidence)
-    arms = sorted({key[:2] for key in held_out}, key=lambda arm: (arm[1], arm[0]))
     spent = sum(c.cost.train_seconds for c in trained.values() if c.cost and c.cost.train_seconds)
     return evidence, record.model_copy(update={
         "ran": True, "rows": len(folds.ids), "chooses_best": evidence.chooses_best,
-        "reason": "every depth, the best chosen on the out-of-fold rows (crossfit: all)" if evidence.chooses_best
-        else f"the validation rows could not settle {label(settle[0])}",
+        "reason": "every depth the validation rows did not show worse, the best chosen on the out-of-fold rows"
+        if evidence.chooses_best else f"the validation rows could not settle {label(settle[0])}",
         "depths": [depth for _, depth in arms], "families": [family for family, _ in arms], "seconds": spent,
         "predictions": str(Path(kept).resolve())})
 

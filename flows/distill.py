@@ -1,5 +1,6 @@
 """Distillation, after the sweep's decision (selection.distillation): the best candidate teaches the cheaper depths,
-each trained again as a student from its plain twin's initialisation, a task like any candidate (its own MLflow
+each trained again as a student from its trained plain twin (or its initialisation: sweep.distill_start), a task like
+any candidate (its own MLflow
 child run, kept and resumed by a key that holds its teacher's content), and a candidate of its own for the rule."""
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ def distill(sweep: SweepConfig, trainings: list[Training], candidates: list[Cand
     if not arms:
         return []
     best = teacher_candidate(candidates, decision, sweep.metric)
+    twins = [c for c in candidates if c.usable and (c.family, c.depth) in arms] if sweep.distill_start == "twin" else []
     teacher = make_teacher(best, arm_label(best.family, best.depth), sweep.distill_temperature, sweep.distill_alpha,
-                           unlabeled)
+                           unlabeled, twins)
     get_run_logger().info("Distillation: %s seed %d teaches %s (T %g, alpha %g) on the train rows%s", teacher.label,
                           teacher.seed, ", ".join(arm_label(*arm) for arm in arms), teacher.temperature, teacher.alpha,
                           f" and {unlabeled.rows:,} unlabelled texts" if unlabeled else "")

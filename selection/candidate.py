@@ -125,6 +125,11 @@ class Candidate(Record):
         0, description="For a distilled student: the unlabelled texts (of --unlabeled) it also learnt its teacher's "
         "soft labels on, besides the train rows."
     )
+    kept_twin: bool = Field(
+        False, description="For a distilled student started from its trained plain twin (sweep.distill_start twin): "
+        "no epoch its teacher taught beat the twin on the validation rows, so it kept the twin's weights; the rule "
+        "leaves it out (it is its twin) and the Distillation sentence says so."
+    )
     screen: list[Candidate] = Field(
         [], description="For the screen of the search strategy: the depths below it, as probes on its layers saw "
         "them (status screened, validation and test metrics, predictions)."

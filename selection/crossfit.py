@@ -17,8 +17,10 @@ either way). The rows' resampling holds the row noise and, a row being predicted
 fold's model, part of the folds'; seeds are resampled as in the sweep.
 
 Its cost is K trainings per depth; `crossfit_budget` bounds it (a multiple of the sweep's own training time,
-estimated from each candidate's): the best always, then the depths the validation rows could not settle, cheapest
-first, then those whose mean was beyond the tolerance.
+estimated from each candidate's): the best always, then (crossfit: auto) every depth the validation rows do not show
+worse, those cheaper than their choice first. A validation mean beyond the tolerance by chance keeps no depth out:
+the rows that decide are the same for every depth, and when they hold every depth the best is chosen on them too
+(docs/benchmarks.md: what each path buys and spends).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from encoder.config import FamilyName
 from evidence.bootstrap import Arm, Predictions
 from runtime.files import written_whole
 from runtime.records import Record
-from selection.candidate import Candidate, arm_label
+from selection.candidate import Candidate, arm_label, teacher_of
 from selection.decision import Decision
 
 CrossFitMode = str  # auto, on, all or off (flows.config.SweepConfig.crossfit)
@@ -51,7 +53,7 @@ class OutOfFold:
 
     predictions: Predictions
     folds: int
-    chooses_best: bool = False  # every depth cross-fitted (crossfit: all): the best is chosen on these rows too
+    chooses_best: bool = False  # every depth judged cross-fitted (judges_every_depth): the best is chosen here
 
 
 class CrossFit(Record):
@@ -108,24 +110,40 @@ class CrossFitPlan:
 
 
 def arms_to_settle(decision: Decision, mode: CrossFitMode) -> list[Arm]:
-    """The cheaper depths than the chosen one that out-of-fold rows could let ship, in the order they are worth
-    cross-fitting (those the validation rows could not settle, then those whose mean was beyond the tolerance;
-    cheapest first); none with `mode` off, or, with auto, when no cheaper depth is unsettled. A depth the validation
-    rows show worse than the tolerance is never among them, but with `all`: every depth but the best, cheapest
-    first, so that the best too is chosen on the out-of-fold rows."""
+    """The depths besides the best that out-of-fold rows should judge, in the order the budget pays for them.
+
+    auto (the default): every depth the validation rows do not show worse than the tolerance, so that no depth is
+    kept out of the judging by a chance validation mean, and the best too is then chosen on the out-of-fold rows
+    (`chooses_best`) when the budget pays for all of them; first the depths cheaper than the validation rows'
+    choice (cheapest first: each could change the decision), then the costlier ones (they can change only which
+    depth is best). on: the cheaper depths than the choice not shown worse (unsettled first), the best stays the
+    validation rows'. all: every depth, shown worse or not, cheapest first. off, the ratio rule or no intervals:
+    none."""
     if mode == "off" or decision.settings.rule == "ratio" or decision.settings.confidence is None:
         return []
     best = (decision.best_family, decision.best_depth)
-    if mode == "all":  # every depth, the best chosen again on the out-of-fold rows: cheapest first
-        others = sorted((s for s in decision.scores if (s.family, s.depth) != best), key=lambda s: (s.cost, s.depth))
-        return [(s.family, s.depth) for s in others]
+    others = [s for s in decision.scores if (s.family, s.depth) != best]
+    if mode == "all":
+        return [(s.family, s.depth) for s in sorted(others, key=lambda s: (s.cost, s.depth))]
     chosen = next(s for s in decision.scores
                   if (s.family, s.depth) == (decision.selected_family, decision.selected_depth))
-    cheaper = [s for s in decision.scores if s.cost < chosen.cost and s.verdict in ("unsettled", "beyond")]
-    if mode == "auto" and not any(s.verdict == "unsettled" for s in cheaper):
-        return []
-    ordered = sorted(cheaper, key=lambda s: (s.verdict != "unsettled", s.cost, s.depth))
+    if mode == "on":
+        cheaper = [s for s in others if s.cost < chosen.cost and s.verdict in ("unsettled", "beyond")]
+        ordered = sorted(cheaper, key=lambda s: (s.verdict != "unsettled", s.cost, s.depth))
+    else:  # auto
+        judged = [s for s in others if s.verdict != "worse"]
+        ordered = sorted(judged, key=lambda s: (s.cost >= chosen.cost, s.cost, s.depth))
     return [(s.family, s.depth) for s in ordered]
+
+
+def judges_every_depth(mode: CrossFitMode, decision: Decision, arms: list[Arm]) -> bool:
+    """Whether out-of-fold predictions of `arms` (the best among them) choose the best too: with auto, when they
+    hold every depth the validation rows did not show worse; with all, every depth."""
+    if mode not in ("auto", "all"):
+        return False
+    wanted = {(s.family, s.depth) for s in decision.scores
+              if (mode == "all" or s.verdict != "worse") and teacher_of(s.family) is None}  # students: not folded
+    return wanted <= set(arms)
 
 
 def plan_cross_fit(
@@ -135,9 +153,11 @@ def plan_cross_fit(
     training time allows, each estimated at (folds - 1) times its own training (a fold trains on (folds - 1)/folds
     of the rows, folds times). Fewer folds, down to MIN_FOLDS, where `folds` cannot pay for the best and the first
     depth to settle (a sweep of two depths: cross-fitting both on 5 folds costs 4x the sweep, on 4 folds 3x); with
-    even those over the budget, none."""
+    even those over the budget, none. The most folds that pay for every depth to settle win over more folds that
+    leave one out: a depth left out is judged on other rows than the rest."""
     plans = [_plan(settle, best, candidates, k, budget) for k in range(folds, min(MIN_FOLDS, folds) - 1, -1)]
-    return next((plan for plan in plans if plan.arms), plans[0])
+    return next((plan for plan in plans if plan.arms and not plan.left_out),
+                next((plan for plan in plans if plan.arms), plans[0]))
 
 
 # The fewest folds cross-fitting takes: each model then trains on two thirds of the rows.
@@ -152,7 +172,7 @@ def _plan(settle: list[Arm], best: Arm, candidates: list[Candidate], folds: int,
              for arm in [best, *settle]}
     arms, left_out, estimate = [], [], 0.0
     for arm, cost in costs.items():
-        if estimate + cost <= allowed and (arm == best or arms):
+        if estimate + cost <= allowed * (1 + 1e-9) and (arm == best or arms):  # 3 x 4 folds: 3x, exactly
             arms.append(arm)
             estimate += cost
         else:

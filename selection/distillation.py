@@ -1,7 +1,9 @@
 """Which candidates distillation trains, and which model teaches them (encoder.distillation has the loss).
 
-After the sweep's decision the best candidate teaches cheaper depths: each is trained again, from the same
-initialisation as its plain twin, on the teacher's soft labels and the labels. A student is an arm of its own
+After the sweep's decision the best candidate teaches cheaper depths: each continues from its trained plain twin
+(sweep.distill_start twin; or starts from the twin's initialisation, init) on the teacher's soft labels and the
+labels, early-stopped on the validation rows where the twin's own weights count as its first state: a student that no
+taught epoch improved keeps them (Candidate.kept_twin) and is no arm of its own. A student is an arm of its own
 (its family `scratch, distilled from depth 6`: selection.candidate.student_family), judged by the same rule beside
 the plain ones, so the rule, the intervals, the plots and the summary need nothing new to hold it.
 """
@@ -61,12 +63,18 @@ def distillation_sentence(decision: Decision, candidates: list[Candidate], metri
         plain = [c for c in candidates if c.usable and (c.family, c.depth) == twin]
         text = f"{arm_label(family, depth)}{' (ships)' if (family, depth) == selected else ''}: "
         val, test = _mean(mine, "metrics", metric), _mean(mine, "test_metrics", metric)
+        if all(c.kept_twin for c in mine):
+            clauses.append(f"{text}no epoch taught beat its plain twin on the validation rows ({metric} {val:.3f}), "
+                           "so it kept the twin's weights and is no candidate of its own")
+            continue
+        kept = sum(c.kept_twin for c in mine)
+        text += f"{kept} of {len(mine)} seeds kept their twin's weights; " if kept else ""
         if plain:
             plain_val, plain_test = _mean(plain, "metrics", metric), _mean(plain, "test_metrics", metric)
             gain = _paired(mine, plain, decision.settings.confidence, metric)
             text += (f"validation {metric} {val:.3f} vs {plain_val:.3f} plainly ("
-                     f"{gain.text() if gain else _signed(val - plain_val)}), test {test:.3f} vs {plain_test:.3f} "
-                     f"({_signed(test - plain_test)})")
+                     f"{gain.text() if gain else _signed(val - plain_val)}{_shown(gain)}), test {test:.3f} vs "
+                     f"{plain_test:.3f} ({_signed(test - plain_test)})")
         else:
             text += f"validation {metric} {val:.3f}, test {test:.3f} (no plain twin to compare with)"
         clauses.append(text)
@@ -90,6 +98,13 @@ def _paired(students: list[Candidate], twins: list[Candidate], confidence: float
         arms[c.family, c.depth].append(c.seed)
     twin = (twins[0].family, twins[0].depth)
     return compare_to_best(predictions, arms, twin, metric, confidence)[students[0].family, students[0].depth]
+
+
+def _shown(gain: Interval | None) -> str:
+    """`: shown better than its twin` or `: shown worse than its twin` where the interval excludes 0; "" otherwise."""
+    if gain is None or gain.low <= 0 <= gain.high:
+        return ""
+    return f": shown {'better' if gain.low > 0 else 'worse'} than its twin"
 
 
 def _signed(value: float) -> str:

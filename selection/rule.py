@@ -67,9 +67,10 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule, out_of_fold: 
     eligible, unusable, excluded = _eligible(candidates, rule, label)
     scores = aggregate(eligible, rule.metric, rule.cost)
     arms = sorted(scores, key=_order)
-    best = max(arms, key=lambda a: scores[a].mean)  # ties: the shallower depth
-    if out_of_fold is not None and out_of_fold.chooses_best and rule.confidence is not None:
-        best = _best_out_of_fold(arms, out_of_fold, rule.metric) or best  # crossfit: all
+    best, best_on = max(arms, key=lambda a: scores[a].mean), "validation"  # ties: the shallower depth
+    if out_of_fold is not None and out_of_fold.chooses_best and rule.confidence is not None and (
+            found := _best_out_of_fold(arms, out_of_fold, rule.metric)) is not None:
+        best, best_on = found, "out-of-fold"  # every depth judged out of fold: the best chosen there
     scores, evidence, rows = _with_intervals(scores, eligible, best, rule)
     if out_of_fold is not None and rows is not None:
         scores, evidence = _out_of_fold(scores, evidence, best, rule, out_of_fold)
@@ -87,7 +88,8 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule, out_of_fold: 
         among = {a: scores[a] for a in (front if rule.rule == "pareto" else arms)}
         tied = [a for a in among if scores[a].may_ship]
         selected = min(tied, key=lambda a: (among[a].cost, _order(a)))
-        reason, to_resolve = tolerance_reason(selected, best, scores, rule, label, _rows(rows, out_of_fold, pool))
+        reason, to_resolve = tolerance_reason(selected, best, scores, rule, label, _rows(rows, out_of_fold, pool),
+                                              best_on)
     clauses = [reason + _other_families(selected, best, scores, rule.metric)]
     to_label = rows_to_label(list(scores.values()), best, selected, pool, rule.metric) if pool is not None else []
     if unbounded := _unbounded(scores, selected, best):
@@ -120,7 +122,7 @@ def _eligible(
 ) -> tuple[list[Candidate], list[Candidate], dict[Arm, list[str]]]:
     """The candidates the rule chooses among, those it does not consider (screened ones are never candidates), and
     the depths the hard limits exclude, with why; ValueError when no candidate is left."""
-    usable = [c for c in candidates if c.usable]
+    usable = [c for c in candidates if c.usable and not c.kept_twin]  # a student that kept its twin is its twin
     unusable = [c for c in candidates if not c.usable and c.status != "screened"]
     if not usable:
         raise ValueError(f"no candidate depth finished training ({_statuses(candidates, label) or 'no candidates'})")
@@ -172,14 +174,15 @@ def _out_of_fold(scores: dict[Arm, DepthScore], evidence: str, best: Arm, rule: 
 
 
 def _best_out_of_fold(arms: list[Arm], out_of_fold: OutOfFold, metric: str) -> Arm | None:
-    """The depth with the best mean out-of-fold metric over its seeds (ties: the shallower) when cross-fitting
-    predicted every one; None otherwise (the budget left one out), and the validation rows' best stands."""
+    """The depth with the best mean out-of-fold metric over its seeds (ties: the shallower), among those cross-fitting
+    predicted (every depth the validation rows did not show worse: selection.crossfit.judges_every_depth); None when
+    it predicted fewer than two, and the validation rows' best stands."""
     predicted = out_of_fold.predictions.predicted
-    seeds = {arm: [key for key in predicted if key[:2] == arm] for arm in arms}
-    if not all(seeds.values()):
+    seeds = {arm: found for arm in arms if (found := [key for key in predicted if key[:2] == arm])}
+    if len(seeds) < 2:
         return None
     true = out_of_fold.predictions.true
-    return max(arms, key=lambda arm: statistics.fmean(metric_of(true, predicted[key], metric) for key in seeds[arm]))
+    return max(seeds, key=lambda arm: statistics.fmean(metric_of(true, predicted[key], metric) for key in seeds[arm]))
 
 
 def _rows(validation: int | None, out_of_fold: OutOfFold | None, pool: Pool | None) -> dict[str, int]:

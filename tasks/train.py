@@ -145,6 +145,13 @@ class Teacher:
     temperature: float
     alpha: float
     unlabeled: PoolTexts | None = None
+    # (depth, seed, bundle): the trained plain twin each student starts from (sweep.distill_start twin); none: its
+    # initialisation, as the twin started.
+    twins: tuple[tuple[int, int, str], ...] = ()
+
+    def twin_of(self, depth: int, seed: int) -> str | None:
+        """The bundle of the plain twin the student (depth, seed) starts from, or None."""
+        return next((bundle for d, s, bundle in self.twins if (d, s) == (depth, seed)), None)
 
 
 @dataclass(frozen=True)
@@ -173,6 +180,8 @@ def candidate_key(training: Training, depth: int, seed: int) -> str:
             "alpha": training.teacher.alpha} if training.teacher else {}),
         **({"unlabeled": training.teacher.unlabeled.digest} if training.teacher and training.teacher.unlabeled
            else {}),
+        # Started from its trained twin, whose own key the rest of this one decides.
+        **({"start": "twin"} if training.teacher and training.teacher.twin_of(depth, seed) else {}),
     })
 
 
@@ -279,6 +288,11 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     from evidence.bootstrap import save_predictions
 
     train, dataset = training.train, training.dataset
+    twin = None if training.teacher is None else training.teacher.twin_of(depth, train.seed)
+    if twin is not None:  # a student from its trained twin: a restarted schedule at half the peak, as an extension
+        from encoder.module import RESTART_PEAK
+
+        train = train.model_copy(update={"learning_rate": train.learning_rate * RESTART_PEAK})
     name = training.label(depth, train.seed)
     tokenizer = load_tokenizer(training.tokenizer_path)
     frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
@@ -305,6 +319,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         probes=training.probes,
         concurrent=training.concurrent,
         soft_labels=_soft_labels(training, frame),
+        start_from=None if twin is None else Path(twin),
     )
     bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
     predictions = save_predictions(candidate_dir / f"predictions-epochs-{epochs}.npz", trained.val_true,
@@ -325,6 +340,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         screen=_screened(training, trained, candidate_dir, epochs, run_id),
         teacher=f"{training.teacher.label} seed {training.teacher.seed}" if training.teacher else None,
         taught_texts=training.teacher.unlabeled.rows if training.teacher and training.teacher.unlabeled else 0,
+        kept_twin=trained.kept_start,
     )
 
 
@@ -345,10 +361,11 @@ def _screened(training: Training, trained: Any, candidate_dir: Path, epochs: int
 
 @task(cache_policy=NONE)
 def make_teacher(candidate: Candidate, label: str, temperature: float, alpha: float,
-                 unlabeled: PoolTexts | None = None) -> Teacher:
-    """The teacher of the students of a run: `candidate`'s bundle, hashed by content (encoder.distillation), and the
-    unlabelled texts it teaches on besides the train rows."""
+                 unlabeled: PoolTexts | None = None, twins: list[Candidate] = ()) -> Teacher:
+    """The teacher of the students of a run: `candidate`'s bundle, hashed by content (encoder.distillation), the
+    unlabelled texts it teaches on besides the train rows, and the plain `twins` its students start from."""
     from encoder.distillation import bundle_digest
 
     return Teacher(bundle=candidate.bundle, digest=bundle_digest(Path(candidate.bundle)), label=label,
-                   seed=candidate.seed, temperature=temperature, alpha=alpha, unlabeled=unlabeled)
+                   seed=candidate.seed, temperature=temperature, alpha=alpha, unlabeled=unlabeled,
+                   twins=tuple((twin.depth, twin.seed, twin.bundle) for twin in twins if twin.bundle))

@@ -1,7 +1,8 @@
-"""End to end: cross-fitting a tiny sweep whose validation rows cannot settle the cheaper depth (issue 44).
+"""End to end: cross-fitting a tiny sweep whose validation rows cannot settle the cheaper depth.
 
 nested-ops-1 with a tiny encoder trained for a few epochs: depth 2 scores best on the validation rows by noise, and
-depth 1's interval on 60-odd rows reaches far beyond the tolerance both ways; `crossfit: on`, three folds.
+depth 1's interval on 60-odd rows reaches far beyond the tolerance both ways; `crossfit: auto` (the product's
+default, which the rest of the suite turns off), three folds: both depths judged, and the best chosen, out of fold.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ data: {dataset: nested-ops-1, dataset_rows: 600}
 audit: {strict: false}
 model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
 train: {max_epochs: 6, patience: 2, batch_size: 32, learning_rate: 0.003}
-sweep: {depths: [1, 2], crossfit: on, crossfit_folds: 3}
+sweep: {depths: [1, 2], crossfit: auto, crossfit_folds: 3}
 """
 
 
@@ -60,7 +61,7 @@ def test_the_cheaper_depth_is_judged_on_every_train_and_validation_row_out_of_fo
     fit, rule = summary["crossfit"], summary["rule"]
 
     assert codes == [0, 0]
-    assert fit["ran"] is True and fit["folds"] == 3
+    assert fit["ran"] is True and fit["folds"] == 3 and fit["chooses_best"] is True
     assert fit["rows"] == rows["train"] + rows["val"] == rule["out_of_fold_rows"] and rule["folds"] == 3
     assert sorted(fit["depths"]) == [1, 2] and fit["seconds"] > 0 and fit["budget_seconds"] > 0
     best = (rule["best_family"], rule["best_depth"])

@@ -1,4 +1,4 @@
-"""Cross-fitting's statistics on constructed predictions whose truth is known (selection.crossfit, issue 44)."""
+"""Cross-fitting's statistics on constructed predictions whose truth is known (selection.crossfit)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ import pytest
 
 from evidence.bootstrap import Predictions, compare_to_best, save_predictions
 from selection.candidate import Candidate, Cost
-from selection.crossfit import OutOfFold, arms_to_settle, assign_folds, out_of_fold, plan_cross_fit
+from selection.crossfit import (
+    OutOfFold,
+    arms_to_settle,
+    assign_folds,
+    judges_every_depth,
+    out_of_fold,
+    plan_cross_fit,
+)
 from selection.rule import choose_depth
 from selection.settings import SelectionRule
 
@@ -106,7 +113,7 @@ def test_a_depth_the_validation_rows_cannot_settle_ships_when_the_out_of_fold_ro
 
     assert decision.selected_depth == 1 and decision.scores[0].verdict == "within"
     assert decision.scores[0].compared_on == "out-of-fold" and decision.out_of_fold_rows == 2700
-    assert "the 2,700 out-of-fold rows show depth 1 within the 0.01 tolerance" in decision.reason
+    assert "on the 2,700 out-of-fold rows, and those rows show depth 1 within the 0.01 tolerance" in decision.reason
     assert "2,700 out-of-fold train and validation rows (5 folds" in decision.evidence
 
 
@@ -127,13 +134,17 @@ def test_the_budget_takes_the_best_then_the_cheapest_unsettled_depths_it_can_pay
                             cost=Cost(flops_per_example=depth, train_seconds=10.0 * depth)) for depth in (1, 2, 4, 6)]
     best, settle = ("scratch", 6), [("scratch", 1), ("scratch", 2), ("scratch", 4)]
 
-    # The sweep trained 130 s; 5 folds cost 4x a depth's own time: depth 6 240 s, depth 1 40 s, 2 80 s, 4 160 s.
-    plan = plan_cross_fit(settle, best, candidates, folds=5, budget=3.0)  # 390 s
-    assert plan.arms == [best, ("scratch", 1), ("scratch", 2)] and plan.left_out == [("scratch", 4)]
-    assert plan.estimated_seconds == pytest.approx(360.0) and plan.budget_seconds == pytest.approx(390.0)
-    assert plan_cross_fit(settle, best, candidates, folds=5, budget=2.2).arms == [best, ("scratch", 1)]  # 286 s
-    fewer = plan_cross_fit(settle, best, candidates, folds=5, budget=2.0)  # 260 s: 5 folds pay for the best alone
-    assert fewer.folds == 4 and fewer.arms == [best, ("scratch", 1)]  # 4 folds: 180 + 30 s
+    # The sweep trained 130 s; 5 folds cost 4x a depth's own time: depth 6 240 s, depth 1 40 s, 2 80 s, 4 160 s;
+    # 4 folds 3x (180, 30, 60, 120 s), 3 folds 2x (120, 20, 40, 80 s).
+    plan = plan_cross_fit(settle, best, candidates, folds=5, budget=3.0)  # 390 s: 4 folds pay for every depth
+    assert plan.folds == 4 and plan.arms == [best, *settle] and plan.left_out == []
+    assert plan.estimated_seconds == pytest.approx(390.0) and plan.budget_seconds == pytest.approx(390.0)
+    fewest = plan_cross_fit(settle, best, candidates, folds=5, budget=2.2)  # 286 s: only 3 folds pay for all (260 s)
+    assert fewest.folds == 3 and fewest.arms == [best, *settle]
+    short = plan_cross_fit(settle, best, candidates, folds=5, budget=1.5)  # 195 s: 3 folds pay for 6, 1 and 2
+    assert short.folds == 3 and short.arms == [best, *settle[:2]] and short.left_out == settle[2:]
+    short = plan_cross_fit(settle, best, candidates, folds=4, budget=1.8)  # 234 s: 4 folds pay for 6 and 1 (210 s)
+    assert short.folds == 4 and short.arms == [best, ("scratch", 1)] and short.left_out == settle[1:]
     nothing = plan_cross_fit(settle, best, candidates, folds=5, budget=1.0)  # 130 s: 3 folds' best is 120 s
     assert nothing.arms == [] and nothing.left_out == settle and nothing.folds == 5
     assert nothing.wanted_seconds == pytest.approx(520.0)  # what the sentence says it would have cost, on 5 folds
@@ -150,21 +161,65 @@ def test_a_sweep_of_two_depths_is_cross_fitted_within_the_default_budget() -> No
     assert plan.estimated_seconds == pytest.approx(90.0) and plan.budget_seconds == pytest.approx(90.0)
 
 
-def test_auto_cross_fits_only_when_a_cheaper_depth_is_unsettled_and_never_one_shown_worse(tmp_path: Path) -> None:
+def test_auto_judges_every_depth_the_validation_rows_do_not_show_worse(tmp_path: Path) -> None:
     level = choose_depth(sweep(tmp_path, *pair(300, disagree=0.06, gap=0.005, seed=1)), RULE)
     worse = choose_depth(sweep(tmp_path, *pair(3000, disagree=0.2, gap=0.1, seed=1)), RULE)
 
     assert level.scores[0].verdict == "unsettled" and worse.scores[0].verdict == "worse"
     assert arms_to_settle(level, "auto") == arms_to_settle(level, "on") == [("scratch", 1)]
+    assert judges_every_depth("auto", level, [("scratch", 2), ("scratch", 1)])
+    assert not judges_every_depth("on", level, [("scratch", 2), ("scratch", 1)])
     assert arms_to_settle(level, "off") == []
     assert arms_to_settle(worse, "auto") == arms_to_settle(worse, "on") == []
     means_only = choose_depth(sweep(tmp_path, *pair(300, disagree=0.06, gap=0.005, seed=1)),
                               RULE.model_copy(update={"confidence": None}))
-    assert arms_to_settle(means_only, "on") == []
+    assert arms_to_settle(means_only, "auto") == arms_to_settle(means_only, "on") == []
+
+
+def test_a_cheaper_depth_beyond_the_tolerance_by_chance_is_judged_out_of_fold_and_ships(tmp_path: Path) -> None:
+    """The case a chance validation mean decided: on 300 validation rows the cheaper depth's mean falls 0.02 below
+    the best (beyond the tolerance, not shown worse), though in truth the two are level. auto judges it on the
+    out-of-fold rows, which show it within, and it ships."""
+    true, best, cheaper = pair(300, disagree=0.08, gap=0.02, seed=3)
+    candidates = sweep(tmp_path, true, best, cheaper)
+    on_validation = choose_depth(candidates, RULE)
+    assert on_validation.selected_depth == 2 and on_validation.scores[0].verdict == "beyond"
+    settle = arms_to_settle(on_validation, "auto")
+    assert settle == [("scratch", 1)] and judges_every_depth("auto", on_validation, [("scratch", 2), *settle])
+
+    level = pair(2700, disagree=0.06, gap=0.002, seed=4)
+    decision = choose_depth(candidates, RULE, evidence(*level, chooses_best=True))
+
+    assert decision.selected_depth == 1 and decision.scores[0].verdict == "within"
+    assert "the 2,700 out-of-fold rows" in decision.reason and "on the 300 validation rows" in decision.reason
+
+
+def test_auto_orders_the_depths_that_could_change_the_choice_first(tmp_path: Path) -> None:
+    """Four depths, the validation best the deepest but one: the cheaper ones first (cheapest first), the costlier
+    one last (it can change only which depth is best)."""
+    rng = np.random.default_rng(5)
+    true = rng.integers(0, 2, 400)
+    candidates = []
+    for depth, right in ((1, 0.84), (2, 0.86), (4, 0.90), (6, 0.88)):
+        predicted = np.where(rng.random(400) < right, true, 1 - true)
+        path = save_predictions(tmp_path / f"d{depth}.npz", true, predicted)
+        accuracy = float((predicted == true).mean())
+        candidates.append(Candidate(depth=depth, status="trained", metrics={"accuracy": accuracy},
+                                    cost=Cost(flops_per_example=depth, train_seconds=depth), predictions=str(path)))
+    decision = choose_depth(candidates, RULE)
+    not_worse = [(s.family, s.depth) for s in decision.scores
+                 if s.verdict != "worse" and (s.family, s.depth) != (decision.best_family, decision.best_depth)]
+
+    settle = arms_to_settle(decision, "auto")
+
+    assert sorted(settle) == sorted(not_worse) and len(settle) >= 2
+    chosen = decision.selected_depth
+    cheaper = [depth for _, depth in settle if depth < chosen]
+    assert [depth for _, depth in settle] == sorted(cheaper) + sorted(d for _, d in settle if d > chosen)
 
 
 def test_with_every_depth_cross_fitted_the_best_is_chosen_on_the_out_of_fold_rows(tmp_path: Path) -> None:
-    """crossfit: all. A cheaper depth that wins the validation rows by chance ships on them alone; out of fold,
+    """crossfit auto and all. A cheaper depth that wins the validation rows by chance ships on them alone; out of fold,
     where it is truly 0.03 below (three tolerances), the deeper one is the best, and the cheaper one is shown worse."""
     true, better, worse = pair(300, disagree=0.05, gap=0.01, seed=1)
     candidates = sweep(tmp_path, true, best=worse, cheaper=better)  # depth 1 the better on validation
@@ -172,12 +227,14 @@ def test_with_every_depth_cross_fitted_the_best_is_chosen_on_the_out_of_fold_row
 
     alone = choose_depth(candidates, RULE)
     assert alone.selected_depth == 1 == alone.best_depth
-    assert arms_to_settle(alone, "all") == [("scratch", 2)] and arms_to_settle(alone, "auto") == []
+    assert arms_to_settle(alone, "all") == arms_to_settle(alone, "auto") == [("scratch", 2)]
+    assert judges_every_depth("auto", alone, [("scratch", 1), ("scratch", 2)])
 
-    assert choose_depth(candidates, RULE, evidence(folds_true, deep, shallow)).best_depth == 1  # auto, on: kept
+    assert choose_depth(candidates, RULE, evidence(folds_true, deep, shallow)).best_depth == 1  # on: kept
     decision = choose_depth(candidates, RULE, evidence(folds_true, deep, shallow, chooses_best=True))
 
     assert decision.best_depth == decision.selected_depth == 2
     cheap = decision.scores[0]
     assert (cheap.compared_on, cheap.verdict) == ("out-of-fold", "worse")
-    assert "depth 2 ships: it has the best accuracy on the 3,000 out-of-fold rows (validation 0.8" in decision.reason
+    assert "depth 2 ships: it has the best accuracy on the 3,000 out-of-fold rows" in decision.reason
+    assert "; on the 300 validation rows, depth 2 accuracy 0.8" in decision.reason  # a clause of its own
