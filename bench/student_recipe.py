@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-rows", type=int, default=1500)
     parser.add_argument("--val-rows", type=int, default=300)
     parser.add_argument("--accelerator", default="auto")
+    parser.add_argument("--concurrent", type=int, default=1,
+                        help="invocations of this script at once on this machine: each trains on its share of "
+                        "the cores")
     parser.add_argument("--work", type=Path, default=None)
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="student-recipe-"))
@@ -132,7 +135,8 @@ def measure(frame: pd.DataFrame, depths: list[int], teacher_depth: int, seed: in
 
     def train(depth: int, where: str, **student) -> object:
         trained = train_candidate(frame, labels, tokenizer, depth, model, student.pop("train", recipe),
-                                  class_weights=False, out_dir=folder / where, progress=False, family=family, **student)
+                                  class_weights=False, out_dir=folder / where, progress=False, family=family,
+                                  concurrent=args.concurrent, **student)
         return trained, save_bundle(folder / where / "bundle", trained.network, tokenizer, labels)
 
     teacher, teacher_bundle = train(teacher_depth, "teacher")

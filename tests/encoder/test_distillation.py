@@ -263,3 +263,39 @@ def test_any_family_teaches_any_other_whatever_their_tokenizers(tmp_path: Path) 
                for key, value in student.network.state_dict().items())
     served = save_bundle(tmp_path / "student-bundle", student.network, tokenizer, LABELS)
     assert load_bundle(served).predict(["football is fun"])[0] in LABELS  # nothing of the teacher at serving time
+
+
+def test_a_student_from_its_trained_twin_never_ends_below_it_on_validation(tmp_path: Path) -> None:
+    """A student continued from its trained plain twin (sweep.distill_start twin) with soft labels that say the wrong
+    class: started from the twin's initialisation the misled student falls far below its twin; from the twin's weights
+    no taught epoch beats them, so it keeps them (kept_start), weight for weight, and scores what the twin scores. With
+    a teacher that knows more than the noisy labels show, the student from its twin improves on it."""
+    clean = keyword_frame(360)
+    noisy = _noisy(clean)
+    tokenizer = train_tokenizer(clean.loc[clean["split"] == "train", "text"], vocab_size=200)
+    recipe = tiny_train_config(max_epochs=8, patience=8)
+    half = recipe.model_copy(update={"learning_rate": recipe.learning_rate / 2})
+
+    def fit(frame: pd.DataFrame, out: str, soft_labels: SoftLabels | None = None, **given: object):
+        return train_candidate(frame, LABELS, tokenizer, 1, tiny_model_config(), given.pop("train", recipe),
+                               class_weights=False, out_dir=tmp_path / out, progress=False, soft_labels=soft_labels,
+                               **given)
+
+    twin = fit(clean, "twin")
+    twin_bundle = save_bundle(tmp_path / "twin-bundle", twin.network, tokenizer, LABELS)
+    logits = teacher_logits(twin_bundle, bundle_digest(twin_bundle), train_texts(clean), "clean", tmp_path / "work")
+    wrong = SoftLabels(logits=np.roll(logits, 1, axis=1) * 3, temperature=1.0, alpha=1.0)
+    misled = fit(clean, "misled", wrong)
+    kept = fit(clean, "kept", wrong, start_from=twin_bundle, train=half)
+    assert twin.metrics["macro_f1"] > 0.9 and misled.metrics["macro_f1"] < twin.metrics["macro_f1"] - 0.3
+    assert kept.kept_start and kept.metrics == twin.metrics and kept.test_metrics == twin.test_metrics
+    weights = twin.network.state_dict()
+    assert all(torch.equal(value, weights[key]) for key, value in kept.network.state_dict().items())
+
+    noisy_twin = fit(noisy, "noisy-twin")
+    noisy_bundle = save_bundle(tmp_path / "noisy-bundle", noisy_twin.network, tokenizer, LABELS)
+    taught = fit(noisy, "taught", SoftLabels(logits=teacher_logits(twin_bundle, bundle_digest(twin_bundle),
+                                                                   train_texts(noisy), "noisy", tmp_path / "work"),
+                                             temperature=2.0, alpha=0.8), start_from=noisy_bundle, train=half)
+    assert not taught.kept_start
+    assert taught.metrics["macro_f1"] > noisy_twin.metrics["macro_f1"] + 0.1, (taught.metrics, noisy_twin.metrics)

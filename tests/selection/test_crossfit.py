@@ -117,14 +117,18 @@ def test_a_depth_the_validation_rows_cannot_settle_ships_when_the_out_of_fold_ro
     assert "2,700 out-of-fold train and validation rows (5 folds" in decision.evidence
 
 
+@pytest.mark.parametrize("chooses_best", [False, True], ids=["best-on-validation", "best-out-of-fold"])
 @pytest.mark.parametrize("rows", [300, 2700])
-def test_a_depth_truly_beyond_the_tolerance_never_ships_on_out_of_fold_rows(tmp_path: Path, rows: int) -> None:
+def test_a_depth_truly_beyond_the_tolerance_never_ships_on_out_of_fold_rows(tmp_path: Path, rows: int,
+                                                                            chooses_best: bool) -> None:
     """Out-of-fold rows where the cheaper depth is exactly 0.015 below the best, in 20 draws of rows: the mean is
-    beyond the tolerance, and no interval, however it falls, lets it ship; nor when validation says it is level."""
+    beyond the tolerance, and no interval, however it falls, lets it ship; nor when validation says it is level,
+    whether the best is the validation rows' (crossfit: on) or the out-of-fold rows' (auto, every depth judged)."""
     validation = pair(300, disagree=0.2, gap=0.005, seed=0)
     candidates = sweep(tmp_path, *validation)
     for seed in range(20):
-        decision = choose_depth(candidates, RULE, evidence(*pair(rows, disagree=0.1, gap=0.015, seed=seed)))
+        decision = choose_depth(candidates, RULE, evidence(*pair(rows, disagree=0.1, gap=0.015, seed=seed),
+                                                           chooses_best=chooses_best))
         assert decision.selected_depth == 2, decision.reason
         assert decision.scores[0].verdict in ("beyond", "worse")
 

@@ -99,3 +99,18 @@ def test_what_a_student_bought_has_its_paired_interval_on_the_validation_rows(tm
     low = float(sentence.split("plainly (")[1].split("[")[1].split(",")[0].replace("\u2212", "-"))
     assert low > 0.05  # the student is shown better than its twin on these rows
     assert sentence.endswith("([low, high]: 90% paired bootstrap interval on the validation rows)")
+    assert ": shown better than its twin)" in sentence
+
+
+def test_a_student_that_kept_its_twins_weights_is_no_arm_and_the_sentence_says_so() -> None:
+    kept = candidate(2, 0.90, STUDENT).model_copy(update={"kept_twin": True})
+    taught = candidate(1, 0.86, STUDENT)
+    candidates = [*SWEEP, kept, taught]
+    decision = choose_depth(candidates, MEANS)
+
+    assert (STUDENT, 2) not in {(s.family, s.depth) for s in decision.scores}
+    assert (STUDENT, 1) in {(s.family, s.depth) for s in decision.scores}
+    sentence = distillation_sentence(decision, candidates, "macro_f1")
+    assert ("depth 2, distilled from depth 6: no epoch taught beat its plain twin on the validation rows (macro_f1 "
+            "0.900), so it kept the twin's weights and is no candidate of its own") in sentence
+    assert "depth 1, distilled from depth 6: validation macro_f1 0.860 vs 0.800 plainly (+0.060)" in sentence
