@@ -41,6 +41,8 @@ def model_card(summary: RunSummary, fingerprint: dict[str, str]) -> str:
           if summary.crossfit is not None else []),
         *([f"**Distillation.** {_sentence(taught.removeprefix('Distillation: '))}"]
           if (taught := distillation_sentence(rule, summary.candidates, rule.metric)) else []),
+        *([f"**Unlabelled pool.** {summary.pool.sentence().removeprefix('Unlabelled pool: ')}"]
+          if summary.pool is not None else []),
         *([f"**Unlabelled texts.** {pool.removeprefix('Unlabelled texts: ')}"]
           if (pool := pool_sentence(rule, summary.rows_to_label)) else []),
         f"**Audit.** {audit.headline}.",

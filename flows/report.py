@@ -68,6 +68,7 @@ def format_summary(summary: RunSummary) -> str:
         if summary.crossfit is not None:
             lines.append(summary.crossfit.sentence())
         lines += filter(None, [distillation_sentence(summary.rule, summary.candidates, summary.rule.metric)])
+        lines += [summary.pool.sentence()] if summary.pool is not None else []
         lines += filter(None, [pool_sentence(summary.rule, summary.rows_to_label)])
         lines += [f"{check.sentence[0].upper()}{check.sentence[1:]}." for check in summary.lr_check]
         if resumed := resumed_sentence(summary.candidates):
@@ -193,6 +194,7 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
     notes = [summary.rule.reason, evidence_sentence(summary.rule),
              *([summary.crossfit.sentence()] if summary.crossfit is not None else []),
              *filter(None, [distillation_sentence(summary.rule, summary.candidates, summary.rule.metric)]),
+             *([summary.pool.sentence()] if summary.pool is not None else []),
              *filter(None, [pool_sentence(summary.rule, summary.rows_to_label)]),
              *([f"Data: {summary.rows.text()}."] if summary.rows is not None else []),
              *([halving_sentence(summary.halving)] if summary.halving else []),

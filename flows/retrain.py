@@ -61,7 +61,7 @@ from selection.budget import Budget
 from selection.candidate import Candidate, arm_label, base_family, teacher_of
 from selection.crossfit import CrossFit
 from selection.decision import Decision
-from selection.pool import ROWS_TO_LABEL, rows_to_label
+from selection.pool import ROWS_TO_LABEL, PoolUse, rows_to_label
 from selection.rule import choose_depth
 from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
@@ -112,8 +112,8 @@ def retrain(
             check_run(config)
         registry, workdir = config.registry, Path(config.registry.workdir)
         dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
-        pool = prepare_pool(sweep.unlabeled, sweep.labels, sweep.unlabeled_rows, data, dataset,
-                            workdir) if sweep.unlabeled else None
+        unlabeled = prepare_pool(sweep.unlabeled, sweep.labels, sweep.unlabeled_rows, data, dataset, workdir,
+                                 audit.near_duplicate_threshold) if sweep.unlabeled else None
         label_flow_run(name=run_title(registry.model_name, data, dataset.data_hash))
         with one_retrain_at_a_time(registry.model_name, workdir):
             tracking_uri = tidied_store(registry)
@@ -135,22 +135,25 @@ def retrain(
                     report = audit_report(audit_data(config.data, config.audit, workdir, folder / "data_docs",
                                                      dataset=dataset, parent_run=run, return_state=True))
                     summary = audit_summary(config, dataset, run, changed, report)
-                    trainings = trainings_of(config, dataset, families, summary.audit.informs.class_weights, run)
+                    trainings = trainings_of(config, dataset, families, summary.audit.informs.class_weights, run,
+                                             unlabeled)
                     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
                     candidates, halving, searches, budget = sweep_depths(config.sweep, trainings)
-                    teaching, evidence = taught_apart(config.sweep, pool, dataset, workdir)
+                    teaching, evidence = taught_apart(config.sweep, unlabeled, dataset, workdir)
                     students = distill(config.sweep, trainings, candidates, teaching)
                     candidates += students
-                    pool = evidence if students else pool  # a student agrees with its teacher where it was taught
+                    used = pool_use(unlabeled, teaching if students else None)
+                    pool = evidence if students else unlabeled  # a student agrees with its teacher where it was taught
                     decision, crossfit, to_label = decided(candidates, config.sweep, budget, trainings, pool)
-                    chosen, deployment, decision = deployed(candidates, decision, dataset, config.sweep, folder)
+                    chosen, deployment, decision = deployed(candidates, decision, dataset, config.sweep, folder,
+                                                            unlabeled)
                     tags = night_tags(changed) | fingerprint | version_tags(candidates, decision, report, families)
                     registration = register_model(chosen, dataset, run, registry.model_name, config.sweep, tags,
                                                   deployment, changed)
                     summary = summary.model_copy(update={
                         "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision,
                         "halving": halving, "lr_check": lr_check, "deployment": deployment, "search": searches,
-                        "budget": budget, "crossfit": crossfit,
+                        "budget": budget, "crossfit": crossfit, "pool": used,
                         "rows_to_label": str(write_rows_to_label(pool, to_label, folder / ROWS_TO_LABEL).resolve())
                         if to_label else None,
                         **dict(registration)})  # the summary has each field of the registration
@@ -209,16 +212,17 @@ def audit_summary(config: RunConfig, dataset: PreparedData, run: SweepRun, chang
 
 
 def trainings_of(config: RunConfig, dataset: PreparedData, families: list[Family], class_weights: bool,
-                 run: SweepRun) -> list[Training]:
+                 run: SweepRun, pool: PoolTexts | None = None) -> list[Training]:
     """What each family's candidates train with: its tokenizer and its recipe (the settings a family does not use
-    named in the log)."""
+    named in the log), and the unlabelled `pool`, whose tokens the pruned forms keep."""
     if unapplied := unapplied_settings(families, config.model, config.train):
         get_run_logger().warning("%s", unapplied)
     workdir = Path(config.registry.workdir)
     return [Training(family, dataset, prepare_tokenizer(family, dataset, config.model, workdir), config.model,
                      family.recipe(config.train), class_weights, run, workdir,
                      onnx_cost=config.sweep.cost == "onnx_latency_ms_p50", concurrent=config.sweep.workers_per_machine,
-                     onnx_size=config.sweep.asks_size, vocabulary_min_count=config.sweep.vocabulary_min_count)
+                     onnx_size=config.sweep.asks_size, vocabulary_min_count=config.sweep.vocabulary_min_count,
+                     pool=pool)
             for family in families]
 
 
@@ -242,6 +246,15 @@ def decided(candidates: list[Candidate], sweep: SweepConfig, budget: Budget | No
     if budget is not None:  # the sweep's, not the rule's: a replay of the rule gives the same choice without it
         decision = decision.model_copy(update={"reason": f"{decision.reason}; {budget.sentence}"})
     return decision, crossfit, to_label
+
+
+def pool_use(prepared: PoolTexts | None, taught: PoolTexts | None) -> PoolUse | None:
+    """What the run made of its unlabelled texts (None without any): the copies left out, the new texts used and how
+    many of them students were taught on."""
+    if prepared is None:
+        return None
+    return PoolUse(texts=prepared.read, of_held_out=prepared.of_held_out, of_train=prepared.of_train,
+                   used=prepared.rows, taught=taught.rows if taught is not None else 0, labelled=prepared.labelled)
 
 
 def taught_apart(sweep: SweepConfig, pool: PoolTexts | None, dataset: PreparedData,
@@ -386,7 +399,7 @@ def shipped(candidates: list[Candidate], decision: Decision) -> Candidate:
 
 
 def deployed(candidates: list[Candidate], decision: Decision, dataset: PreparedData, sweep: SweepConfig,
-             folder: Path) -> tuple[Candidate, Deployment, Decision]:
+             folder: Path, pool: PoolTexts | None = None) -> tuple[Candidate, Deployment, Decision]:
     """The model that ships, its deployable forms, and the decision: the chosen depth's, unless under a size limit
     (max_size_mb) the gate refused every form of it within the limit (the rule held it to its pruned size): then the
     next depth the rule lets ship whose shipped forms fit, the reason saying why; ValueError (one line) when none
@@ -400,7 +413,7 @@ def deployed(candidates: list[Candidate], decision: Decision, dataset: PreparedD
     for family, depth in arms:
         at = decision.model_copy(update={"selected_family": family, "selected_depth": depth})
         chosen = shipped(candidates, at)
-        deployment = prepare_deployment(chosen, dataset, sweep, str(folder / "deployment"))
+        deployment = prepare_deployment(chosen, dataset, sweep, str(folder / "deployment"), pool)
         smallest = min(v.size_mb for v in deployment.variants if v.shipped)  # torch always ships
         if limit is None or smallest <= limit:
             why = "; ".join(refused)
@@ -471,6 +484,10 @@ def decision_metrics(summary: RunSummary) -> dict[str, float]:
     if rule.unlabeled_rows:
         figures |= {"pool.rows": rule.unlabeled_rows, "pool.labelled": rule.labelled_texts or 0,
                     "pool.to_label": rule.rows_to_label or 0}
+    if summary.pool is not None:
+        figures |= {"pool.texts": summary.pool.texts, "pool.of_held_out": summary.pool.of_held_out,
+                    "pool.of_train": summary.pool.of_train, "pool.used": summary.pool.used,
+                    "pool.taught": summary.pool.taught}
     for rows in summary.rows_apart:  # the test rows promotion reported apart, by standing
         figures |= {f"apart.{rows.standing}.rows": rows.rows, f"apart.{rows.standing}.challenger": rows.challenger,
                     f"apart.{rows.standing}.champion": rows.champion}

@@ -21,6 +21,7 @@ from selection.crossfit import CrossFit
 from selection.decision import Decision
 from selection.halving import Halving
 from selection.learning_rate import RateCheck
+from selection.pool import PoolUse
 from selection.promotion import RowsApart
 from selection.search import Search
 from tracking.records import ModelVersionRef
@@ -85,6 +86,10 @@ class RunSummary(Record):
         None, description="What cross-fitting did (sweep.crossfit): the depths trained on folds, the out-of-fold rows "
         "the rule judged them on, the training time spent against its budget; or why it did not run. None when the "
         "validation rows settled every cheaper depth (or crossfit off)."
+    )
+    pool: PoolUse | None = Field(
+        None, description="What the run made of its unlabelled texts (sweep.unlabeled): the copies of labelled texts "
+        "it left out, and the new texts it taught on and judged on; none without a pool."
     )
     rows_to_label: str | None = Field(
         None, description="CSV of the unlabelled texts whose labels could settle a cheaper depth the pool could not "

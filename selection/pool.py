@@ -18,16 +18,43 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import Field
 
 from evidence.bootstrap import Arm
 from evidence.disagreement import UNLABELLED, PoolBound, pool_bound, worst_per_row
 from evidence.margin import within
+from runtime.records import Record
 from selection.candidate import arm_label
 from selection.decision import Decision, DepthScore, difference_from_best
 from selection.settings import SelectionRule
 
 # The file the texts to label are written to, in the run's folder (the sentence names it).
 ROWS_TO_LABEL = "rows_to_label.csv"
+
+
+class PoolUse(Record):
+    """What the run made of its unlabelled texts (the summary's `pool`): the pool audited like a split, then cut
+    between the students' teaching and the evidence."""
+
+    texts: int = Field(description="Texts in the file of unlabelled texts.")
+    of_held_out: int = Field(
+        description="Of them, copies or near-copies (the audit's near-duplicate measure after its normalisation) of a "
+        "validation or test text: left out, never taught on and never evidence."
+    )
+    of_train: int = Field(description="Copies or near-copies of train texts (and of no evaluation text): left out.")
+    used: int = Field(description="New texts used (a fixed sample of at most sweep.unlabeled_rows of them).")
+    taught: int = Field(0, description="Of those, taught to students with the teacher's soft labels: not evidence.")
+    labelled: int = Field(0, description="Of the evidence, texts given a label (sweep.labels).")
+
+    def sentence(self) -> str:
+        """`Unlabelled pool: 900 texts; left out 312 copies or near-copies of validation or test texts (never taught
+        on, never evidence) and 36 of train texts; 552 new texts used, 276 taught to students, 276 as evidence.`"""
+        left = [f"{self.of_held_out:,} copies or near-copies of validation or test texts (never taught on, never "
+                "evidence)" if self.of_held_out else "", f"{self.of_train:,} of train texts" if self.of_train else ""]
+        left_out = f"; left out {' and '.join(filter(None, left))}" if any(left) else ""
+        use = (f", {self.taught:,} taught to students, {self.used - self.taught:,} as evidence" if self.taught
+               else " as evidence")
+        return f"Unlabelled pool: {self.texts:,} texts{left_out}; {self.used:,} new texts used{use}."
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +16,8 @@ from prefect.cache_policies import NONE
 
 from evidence.disagreement import UNLABELLED
 from expectations.table.config import DataConfig
-from expectations.table.pool import load_text_labels, load_texts, refuse_unknown_labels
+from expectations.table.near_duplicates import DEFAULT_THRESHOLD
+from expectations.table.pool import PoolAudit, audit_pool, load_text_labels, load_texts, refuse_unknown_labels
 from runtime.files import written_whole
 from selection.candidate import Candidate
 from tasks.data import PreparedData
@@ -33,19 +34,24 @@ class PoolTexts:
     digest: str  # of the texts, in order: what their predictions are kept by
     rows: int
     labelled: int
+    read: int = 0  # texts in the file
+    of_held_out: int = 0  # of them, copies or near-copies of validation or test texts: left out
+    of_train: int = 0  # of train texts only: left out
 
 
 @task(cache_policy=NONE)
 def prepare_pool(unlabeled: Path, labels: Path | None, most: int, data: DataConfig, dataset: PreparedData,
-                 workdir: Path) -> PoolTexts:
-    """The pool's texts (those the labelled table does not hold; a fixed sample of `most` of a larger file) and the
-    labels given for some of them, written once per content; ValueError (one line) on a bad file or a label that
-    is not one of the dataset's classes."""
+                 workdir: Path, threshold: float = DEFAULT_THRESHOLD) -> PoolTexts:
+    """The pool's new texts, audited like a split (expectations.table.pool.audit_pool: copies and near-copies of
+    validation or test texts, and of train texts, left out and counted; a fixed sample of `most` of the rest) and the
+    labels given for some of them, written once per content; ValueError (one line) on a bad file, a pool with no new
+    text or a label that is not one of the dataset's classes."""
     texts = load_texts(unlabeled, data.text_col)
-    labelled = set(pd.read_parquet(dataset.path, columns=["text"])["text"])
-    fresh = [text for text in texts if text not in labelled]
-    if not fresh:
-        raise ValueError(f"{unlabeled}: every text is also in the labelled table; give texts the models never saw")
+    audit = audit_pool(texts, pd.read_parquet(dataset.path, columns=["text", "split"]), threshold)
+    if not audit.new:
+        raise ValueError(f"{unlabeled}: every text is a copy or near-copy of a labelled text; give texts the models "
+                         "never saw")
+    fresh = [texts[i] for i in audit.new]
     sample = fresh
     if len(fresh) > most:
         keep = np.sort(np.random.default_rng(SAMPLE_SEED).choice(len(fresh), most, replace=False))
@@ -53,8 +59,8 @@ def prepare_pool(unlabeled: Path, labels: Path | None, most: int, data: DataConf
     given = load_text_labels(labels, data.text_col, data.label_col) if labels is not None else {}
     refuse_unknown_labels(labels, given, set(dataset.labels))
     frame = pd.DataFrame({"text": sample, "label": [given.get(text, "") for text in sample]})
-    _say(unlabeled, len(texts), len(texts) - len(fresh), len(sample), len(set(given) - set(sample)))
-    return _written(frame, workdir)
+    _say(unlabeled, len(texts), audit, len(sample), len(set(given) - set(sample)))
+    return replace(_written(frame, workdir), read=len(texts), of_held_out=audit.of_held_out, of_train=audit.of_train)
 
 
 @task(cache_policy=NONE)
@@ -90,6 +96,11 @@ def predict_pool(candidate: Candidate, pool: PoolTexts, classes: list[str], work
     return str(path)
 
 
+def pool_texts(pool: PoolTexts | None) -> list[str]:
+    """The pool's texts, in order; none without a pool."""
+    return [] if pool is None else pd.read_parquet(pool.path, columns=["text"])["text"].astype(str).tolist()
+
+
 def pool_labels(pool: PoolTexts, classes: list[str]) -> np.ndarray:
     """The pool's given labels as class ids by `classes`' order, UNLABELLED where none."""
     labels = pd.read_parquet(pool.path, columns=["label"])["label"].tolist()
@@ -118,12 +129,16 @@ def write_rows_to_label(pool: PoolTexts, rows: list[int], path: Path) -> Path:
     return path
 
 
-def _say(path: Path, texts: int, seen: int, used: int, unmatched: int) -> None:
+def _say(path: Path, texts: int, audit: PoolAudit, used: int, unmatched: int) -> None:
     """What the run makes of the pool, in the log: what it left out and why."""
     logger = get_run_logger()
     logger.info("Unlabelled texts: %d of the %d in %s", used, texts, path)
-    if seen:
-        logger.warning("%d unlabelled texts are also in the labelled table: left out (the models saw them)", seen)
+    if audit.of_held_out:
+        logger.warning("%d unlabelled texts are copies or near-copies of validation or test texts: left out (never "
+                       "taught on, never evidence)", audit.of_held_out)
+    if audit.of_train:
+        logger.warning("%d unlabelled texts are copies or near-copies of train texts: left out (the models fitted "
+                       "them)", audit.of_train)
     if unmatched:
         logger.warning("%d labelled texts are not among the unlabelled texts used: ignored", unmatched)
 

@@ -17,19 +17,23 @@ from runtime.retries import RETRIES
 from selection.candidate import Candidate
 from selection.settings import SelectionRule
 from tasks.data import PreparedData
+from tasks.pool import PoolTexts, pool_texts
 from tracking.records import KnownVersion, Registration
 from tracking.runs import SweepRun, client_of
 
 
 @task(cache_policy=NONE)
-def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: SelectionRule, folder: str) -> Deployment:
-    """The chosen model's other forms in `folder`: its vocabulary pruned to the train split, its ONNX variants and
+def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: SelectionRule, folder: str,
+                       pool: PoolTexts | None = None) -> Deployment:
+    """The chosen model's other forms in `folder`: its vocabulary pruned to the task's texts (the train and validation
+    splits and the unlabelled `pool`: encoder.vocabulary.vocabulary_texts), its ONNX variants and
     its Hugging Face folder where it is one, each measured on the test split (their latencies checked against the
     candidate's cost table figure) and shipped only within the rule's deployment margin (encoder.deployment); the
     ONNX variants and the folder are made from the pruned model when it ships."""
     from encoder.bundle import save_hf_folder
     from encoder.deployment import measure_deployment, within_size
     from encoder.serving import load_bundle
+    from encoder.vocabulary import vocabulary_texts
 
     model = load_bundle(Path(candidate.bundle))
     texts, labels = _test_split(dataset)
@@ -37,7 +41,7 @@ def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: Select
     deployment = measure_deployment(model.network, model.tokenizer, model.labels, texts, labels, rule.metric,
                                     rule.deployment_margin, Path(folder) / "onnx", rule.confidence,
                                     candidate.cost.latency_ms_p50 if candidate.cost else None,
-                                    train_texts=frame.loc[frame["split"] == "train", "text"].tolist(),
+                                    train_texts=vocabulary_texts(frame, pool_texts(pool)),
                                     min_count=rule.vocabulary_min_count)
     deployment = within_size(deployment, rule.max_size_mb)
     if deployment.bundle is not None:  # the pruned model ships: every form carries its vocabulary

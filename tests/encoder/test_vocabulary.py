@@ -15,7 +15,7 @@ from encoder.bundle import save_bundle
 from encoder.checkpoint import resolve_checkpoint
 from encoder.pretrained import load_truncated
 from encoder.serving import TextClassifier, load_bundle, load_tokenizer
-from encoder.vocabulary import kept_ids, prunable, prune, save_vocab_file, token_counts
+from encoder.vocabulary import kept_ids, prunable, prune, save_vocab_file, token_counts, vocabulary_texts
 from tests.encoder.keyword_task import LABELS, keyword_frame
 from tests.encoder.tiny_checkpoint import WORDS, tiny_checkpoint
 from tests.encoder.tiny_models import TRAIN_TEXTS, tiny_network, tiny_tokenizer
@@ -65,6 +65,22 @@ def test_unseen_words_are_cut_into_kept_pieces_and_still_predict(pretrained) -> 
         assert _words(after.tokens) == _words(before.tokens)  # the same characters, in more pieces
     probs = TextClassifier(pruned, pruned_tokenizer, LABELS).predict_proba(UNSEEN)
     assert probs.shape == (len(UNSEEN), len(LABELS)) and np.allclose(probs.sum(axis=1), 1.0)
+
+
+def test_the_vocabulary_keeps_the_validation_and_pool_texts_words_and_never_the_test_splits(pretrained) -> None:
+    """Pruned to every text the run reads without labels deciding (train, validation, the pool), a word only the
+    validation rows or the pool use keeps its own piece; a word only the test split uses does not."""
+    import pandas as pd
+
+    network, tokenizer = pretrained
+    frame = pd.DataFrame({"text": [*TRAIN, "a pizza", "a computer"], "split": [*["train"] * len(TRAIN), "val",
+                                                                            "test"]})
+    texts = vocabulary_texts(frame, ["zebras and quokkas"])
+    assert texts == [*TRAIN, "a pizza", "zebras and quokkas"]
+    _, pruned_tokenizer = prune(network, tokenizer, texts)
+    for kept in ("pizza", "zebras", "quokkas"):
+        assert pruned_tokenizer.encode(kept).tokens == tokenizer.encode(kept).tokens
+    assert pruned_tokenizer.encode("computer").tokens != tokenizer.encode("computer").tokens  # test's alone: cut
 
 
 def _words(tokens: list[str]) -> str:

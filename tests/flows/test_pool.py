@@ -1,4 +1,5 @@
-"""End to end: unlabelled texts as evidence, the texts to label, and their labels given back (issue 44).
+"""End to end: unlabelled texts as evidence, the texts to label, and their labels given back; the pool audited like a
+split.
 
 nested-ops-1 with a tiny encoder trained for a few epochs, tolerance 0.05: depth 1's mean on 63 validation rows is
 within it and its interval is not (unsettled), and the two tiny depths disagree on most texts, so the pool cannot
@@ -16,7 +17,14 @@ import pytest
 from mlflow import MlflowClient
 
 from cli.main import main
+from expectations.table.config import DataConfig
 from expectations.table.datasets import get_dataset
+from expectations.table.load import load_table
+from expectations.table.normalize import normalize_text
+
+# The labelled table the runs below read (CONFIG's data), whose texts a pool may copy.
+LABELLED = DataConfig(dataset="nested-ops-1", dataset_rows=600)
+PLANTED = 100  # texts of the labelled table planted in the pool, with other case and spacing
 
 CONFIG = """
 data: {dataset: nested-ops-1, dataset_rows: 600}
@@ -35,7 +43,8 @@ def pooled(prefect_server, tmp_path_factory):
     folder = tmp_path_factory.mktemp("pool")
     (folder / "tiny.yaml").write_text(CONFIG)
     truth = get_dataset("nested-ops-1").generate(2600, 7)  # other draws of the same source
-    truth[["text"]].to_csv(folder / "pool.csv", index=False)
+    copies = [f"  {text.upper()} " for text in load_table(LABELLED)["text"][:PLANTED]]
+    pd.DataFrame({"text": [*truth["text"], *copies]}).to_csv(folder / "pool.csv", index=False)
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
         codes = [main(["run", "--config", "tiny.yaml", "--unlabeled", "pool.csv", "--summary-json", "first.json"])]
@@ -66,7 +75,13 @@ def test_an_unsettled_depth_is_bounded_on_the_pool_and_the_texts_to_label_are_wr
 
     assert codes == [0, 0]
     assert cheap["pool"] is not None and cheap["pool"]["rows"] == rule["unlabeled_rows"]
-    assert rule["unlabeled_rows"] == sum(text not in labelled_table for text in truth["text"])
+    pool = summary["pool"]
+    assert pool["texts"] == len(truth) + PLANTED and pool["used"] == rule["unlabeled_rows"]
+    assert pool["used"] == pool["texts"] - pool["of_held_out"] - pool["of_train"]
+    assert pool["of_held_out"] + pool["of_train"] >= PLANTED  # every planted copy left out, and counted
+    used = pd.read_parquet(next(p for p in (folder / ".depthfinder" / "pool").glob("*.parquet")
+                                if len(pd.read_parquet(p)) == pool["used"]))["text"]
+    assert not {normalize_text(text) for text in used} & {normalize_text(text) for text in labelled_table}
     asked = pd.read_csv(summary["rows_to_label"], keep_default_na=False)
     assert list(asked.columns) == ["text", "label"] and (asked["label"] == "").all()
     assert len(asked) == rule["rows_to_label"] == cheap["pool"]["unlabelled_disagreements"] > 0
@@ -76,7 +91,9 @@ def test_an_unsettled_depth_is_bounded_on_the_pool_and_the_texts_to_label_are_wr
     run = client.get_run(summary["mlflow_run_id"])
     assert run.data.metrics["pool.to_label"] == len(asked)
     assert "rows_to_label.csv" in [artifact.path for artifact in client.list_artifacts(run.info.run_id)]
+    assert run.data.metrics["pool.of_held_out"] == pool["of_held_out"]
     card = client.download_artifacts(run.info.run_id, "model_card.md")
+    assert f"**Unlabelled pool.** {pool['texts']:,} texts; left out" in Path(card).read_text()
     assert f"**Unlabelled texts.** {rule['unlabeled_rows']:,}; depth 1 disagreement" in Path(card).read_text()
     assert f"texts to label: {summary['rows_to_label']} ({len(asked):,})" in Path(card).read_text()
 
@@ -101,6 +118,7 @@ def test_labels_given_back_tighten_the_bound_and_nothing_is_retrained(pooled) ->
     (["--unlabeled", "missing.csv"], "missing.csv: no such file"),
     (["--unlabeled", "empty.csv"], "empty.csv: column 'text' holds no texts"),
     (["--unlabeled", "labels.csv", "--labels", "labels.csv"], "label 'banana' is not a class of the labelled table"),
+    (["--unlabeled", "own.csv"], "own.csv: every one of its 600 texts is a copy or near-copy of a labelled text"),
 ])
 def test_bad_pool_files_are_one_line_and_exit_2_before_anything_runs(tmp_path: Path, monkeypatch, capsys,
                                                                      flags: list[str], says: str) -> None:
@@ -108,6 +126,7 @@ def test_bad_pool_files_are_one_line_and_exit_2_before_anything_runs(tmp_path: P
     (tmp_path / "tiny.yaml").write_text(CONFIG)
     (tmp_path / "labels.csv").write_text("text,label\nlast ( 1 2 ),banana\n")
     (tmp_path / "empty.csv").write_text("text\n\"\"\n")
+    load_table(LABELLED).assign(text=lambda t: t["text"].str.upper()).to_csv(tmp_path / "own.csv", index=False)
 
     code = main(["run", "--config", "tiny.yaml", *flags])
 
