@@ -10,7 +10,11 @@ ways, the product's two settings of `sweep.distill_start`:
 - init: from the twin's initialisation (same family, depth and seed), the loss from the first step, the recipe's
   budget;
 - twin: from the trained twin's weights, at half the recipe's peak learning rate, early-stopped on validation with
-  the twin's own weights counted as its first state (a student no taught epoch improved keeps them: `kept`).
+  the twin's own weights counted as its first state (a student no taught epoch improved keeps them: `kept`);
+
+and, as the control that says what the teacher added, `more`: no student, the twin trained on from its weights for as
+long again on the labels alone, the same way (half the peak rate, its weights its first state). A twin-started
+student that beats its twin but not `more` bought its gain with epochs, not with its teacher.
 
 Printed per file, seed and depth: the test macro-F1 of the teacher, the twin and each student, and each student's
 gain over its twin; then per file and recipe the mean gain, the worst and how many students fell below their twin by
@@ -28,6 +32,8 @@ Last line: `RESULT <file>_<recipe>_mean_gain=... <file>_<recipe>_worst=... <file
 from __future__ import annotations
 
 import argparse
+import filecmp
+import json
 import statistics
 import sys
 import tempfile
@@ -40,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 METRIC = "macro_f1"
 TOLERANCE = 0.01
-RECIPES = ("init", "twin")
+RECIPES = ("init", "twin", "more")  # more: no student, the control (module docstring)
 
 
 def table(name: str, data: Path) -> pd.DataFrame:
@@ -97,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                 for recipe in RECIPES:
                     student, kept_twin = found[recipe, depth]
                     gains[recipe].append(student - plain)
-                    kept += kept_twin
+                    kept += kept_twin and recipe == "twin"
                     line += f", {recipe} {student:.3f} ({student - plain:+.3f}{', kept' if kept_twin else ''})"
                 print(line, flush=True)
         stem = Path(name).stem
@@ -107,20 +113,25 @@ def main(argv: list[str] | None = None) -> int:
                   f"{losses} of {len(values)} below their twin by more than {TOLERANCE}")
             fields.append(f"{stem}_{recipe}_mean_gain={statistics.fmean(values):.4f} "
                           f"{stem}_{recipe}_worst={min(values):.4f} {stem}_{recipe}_losses={losses}")
-        fields.append(f"{stem}_kept={kept}")
+        added = [twin - more for twin, more in zip(gains["twin"], gains["more"], strict=True)]
+        print(f"{name}: the teacher added {statistics.fmean(added):+.4f} on average over the twin trained on as long "
+              f"on the labels alone (twin - more; worst {min(added):+.4f}); {kept} twin-started students kept their "
+              "twin's weights")
+        fields.append(f"{stem}_kept={kept} {stem}_teacher_added={statistics.fmean(added):.4f}")
     print("RESULT " + " ".join(fields))
     return 0
 
 
 def measure(frame: pd.DataFrame, depths: list[int], teacher_depth: int, seed: int, args: argparse.Namespace,
             folder: Path) -> dict:
-    """Test macro-F1 of the teacher, each plain twin and each student by recipe (with whether it kept its twin)."""
+    """Test macro-F1 of the teacher, each plain twin and each student by recipe (with whether it kept its twin);
+    each model trained once into `folder` and read back on a rerun."""
     from encoder.bundle import save_bundle
     from encoder.config import ModelConfig, TrainConfig
     from encoder.distillation import SoftLabels, teacher_logits, train_texts
     from encoder.families import open_families
     from encoder.module import RESTART_PEAK
-    from encoder.serving import load_tokenizer
+    from encoder.serving import WEIGHTS_FILE, load_tokenizer
     from encoder.training import train_candidate
 
     model = ModelConfig(pretrained=[str(args.pretrained)]) if args.pretrained else ModelConfig(
@@ -133,25 +144,45 @@ def measure(frame: pd.DataFrame, depths: list[int], teacher_depth: int, seed: in
     recipe = family.recipe(TrainConfig(seed=seed, accelerator=args.accelerator))
     labels = sorted(frame["label"].unique())
 
-    def train(depth: int, where: str, **student) -> object:
-        trained = train_candidate(frame, labels, tokenizer, depth, model, student.pop("train", recipe),
-                                  class_weights=False, out_dir=folder / where, progress=False, family=family,
-                                  concurrent=args.concurrent, **student)
-        return trained, save_bundle(folder / where / "bundle", trained.network, tokenizer, labels)
+    def train(depth: int, where: str, **student) -> tuple[float, bool, Path]:
+        """(test macro-F1, whether it kept the weights it started from, its bundle), trained once and kept."""
+        out = folder / where
+        if (out / "result.json").is_file():
+            kept = json.loads((out / "result.json").read_text())
+            return kept["test"], kept["kept"], out / "bundle"
+        if (out / "bundle").is_dir():  # an earlier version of this script: its bundle, measured again
+            start = student.get("start_from")
+            test, kept = _test_metric(out / "bundle", frame), start is not None and filecmp.cmp(
+                out / "bundle" / WEIGHTS_FILE, Path(start) / WEIGHTS_FILE, shallow=False)
+        else:
+            trained = train_candidate(frame, labels, tokenizer, depth, model, student.pop("train", recipe),
+                                      class_weights=False, out_dir=out, progress=False, family=family,
+                                      concurrent=args.concurrent, **student)
+            save_bundle(out / "bundle", trained.network, tokenizer, labels)
+            test, kept = trained.test_metrics[METRIC], trained.kept_start
+        (out / "result.json").write_text(json.dumps({"test": test, "kept": kept}))
+        return test, kept, out / "bundle"
 
-    teacher, teacher_bundle = train(teacher_depth, "teacher")
+    found = {}
+    found["teacher"], _, teacher_bundle = train(teacher_depth, "teacher")
     logits = teacher_logits(teacher_bundle, f"teacher-{seed}", train_texts(frame), "train", folder)
     soft = SoftLabels(logits=logits, temperature=2.0, alpha=0.5)
-    found = {"teacher": teacher.test_metrics[METRIC]}
     half = recipe.model_copy(update={"learning_rate": recipe.learning_rate * RESTART_PEAK})  # as tasks.train does
     for depth in depths:
-        plain, plain_bundle = train(depth, f"plain-{depth}")
-        found["plain", depth] = plain.test_metrics[METRIC]
-        init, _ = train(depth, f"init-{depth}", soft_labels=soft)
-        found["init", depth] = (init.test_metrics[METRIC], False)
-        twin, _ = train(depth, f"twin-{depth}", soft_labels=soft, start_from=plain_bundle, train=half)
-        found["twin", depth] = (twin.test_metrics[METRIC], twin.kept_start)
+        found["plain", depth], _, plain_bundle = train(depth, f"plain-{depth}")
+        found["init", depth] = train(depth, f"init-{depth}", soft_labels=soft)[:2]
+        found["twin", depth] = train(depth, f"twin-{depth}", soft_labels=soft, start_from=plain_bundle, train=half)[:2]
+        found["more", depth] = train(depth, f"more-{depth}", start_from=plain_bundle, train=half)[:2]
     return found
+
+
+def _test_metric(bundle: Path, frame: pd.DataFrame) -> float:
+    """A saved model's test macro-F1 on `frame`'s test rows, as served."""
+    from encoder.serving import load_bundle
+    from evidence.metrics import classification_metrics
+
+    test = frame[frame["split"] == "test"]
+    return classification_metrics(test["label"].tolist(), load_bundle(bundle).predict(test["text"].tolist()))[METRIC]
 
 
 if __name__ == "__main__":

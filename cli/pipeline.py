@@ -24,6 +24,10 @@ from runtime.files import write_text_whole
 if TYPE_CHECKING:
     from prefect.states import State
 
+# The exit code of a run whose hard size limit (max_size_mb) no form met: nothing registered, the verdict recorded.
+EXIT_UNMET = 3
+UNMET_STATE = "Unmet"  # flows.review.UNMET's state, not imported here: flows import Prefect, the CLI imports it late
+
 
 def load_config(args: argparse.Namespace) -> RunConfig:
     """Validate the config, the input table and the unlabelled texts before any run starts (bad input: exit 2)."""
@@ -88,6 +92,9 @@ def _concluded(state: State, record: type[BaseModel], what: str, config: RunConf
     print(shown(result))
     if FAULTS.withheld:  # a retried write, a failed candidate
         print(f"depthfinder: {FAULTS.withheld} error(s) were logged on the way; {FAULTS.write()}", file=sys.stderr)
+    if state.name == UNMET_STATE:  # a verdict the user's limit asked for, not a fault: its line last
+        print(f"depthfinder: {result.unmet.sentence()}", file=sys.stderr)
+        return EXIT_UNMET
     return 0 if state.is_completed() else 1
 
 

@@ -345,6 +345,47 @@ def _form_label(variant: Variant, pruning: Pruning | None) -> str:
     return f"{label} of the pruned model" if variant.pruned else label
 
 
+class TriedDepth(Record):
+    """A depth none of whose forms met a size limit: every form weighed, and the gate's measurements where it ran."""
+
+    depth: str = Field(description="The depth, as the decision names it (`depth 2`, `MiniLM depth 2`).")
+    sizes_mb: dict[str, float] = Field({}, description="Each form weighed (encoder.size), MiB.")
+    deployment: Deployment | None = Field(
+        None, description="Its forms as the deployment gate measured them on the test split (size, score, interval, "
+        "shipped or refused); none where the rule left the depth out because its smallest form was over the limit."
+    )
+
+
+class UnmetLimit(Record):
+    """The verdict on a size limit that no form meets (the summary's `unmet`): every form tried, at every depth the
+    rule let ship (or, where every depth's smallest form was over the limit, every depth), and nothing registered.
+    An outcome the user set up, not a fault."""
+
+    limit_mb: float = Field(description="The limit, max_size_mb.")
+    tried: list[TriedDepth] = Field(description="Each depth tried, in the order tried.")
+
+    def sentence(self) -> str:
+        """`no form within max_size_mb 8: the smallest, depth 2's onnx-int8-pruned, weighs 5.69 MiB at macro_f1
+        0.951 against the full model's 0.955 (−0.004 [−0.011, +0.001]), refused by the deployment gate; nothing
+        registered (...)`; where the gate never ran, the smallest form weighed."""
+        measured = [(tried.depth, variant, tried.deployment) for tried in self.tried if tried.deployment
+                    for variant in tried.deployment.variants]
+        if measured:
+            depth, small, deployment = min(measured, key=lambda found: found[1].size_mb)
+            full, metric = deployment.variants[0], deployment.metric
+            against = f" ({small.vs_torch.text()})" if small.vs_torch is not None else ""
+            verdict = "shipped by the gate" if small.shipped else "refused by the deployment gate"
+            score = (f" at {metric} {small.metrics[metric]:.3f} against the full model's {full.metrics[metric]:.3f}"
+                     f"{against}, {verdict}" if small is not full else f" at {metric} {small.metrics[metric]:.3f}")
+            name, size = small.name, small.size_mb
+        else:
+            depth, name, size = min(((tried.depth, form, mb) for tried in self.tried
+                                     for form, mb in tried.sizes_mb.items()), key=lambda found: found[2])
+            score = ", over the limit like every form of every depth (none was scored)"
+        return (f"no form within max_size_mb {self.limit_mb:g}: the smallest, {depth}'s {name}, weighs {size:.2f} "
+                f"MiB{score}; nothing registered (raise the limit or the deployment margin)")
+
+
 def within_size(deployment: Deployment, limit: float | None) -> Deployment:
     """The deployment whose sentence says, under a size limit (`max_size_mb`), which shipped form is the smallest and
     whether it is within the limit: the rule held each depth to its smallest form's size before the gate judged the

@@ -244,3 +244,30 @@ def stopped_note(summary: RunSummary, source: str) -> str:
         + (f", or drop them with {' / '.join(drops)}" if drops else "") + ", and rerun.",
     ]) + "\n"
 
+
+
+def unmet_note(summary: RunSummary) -> str:
+    """The MLflow description and Prefect artifact of a night whose size limit no form met: the verdict, every form
+    tried (size, test score against the full model, shipped by the gate or not), and what a person does next."""
+    unmet = summary.unmet
+    rows = []
+    for tried in unmet.tried:
+        if tried.deployment is None:
+            rows += [[tried.depth, form, f"{mb:.2f}", "-", "-", "over the limit"]
+                     for form, mb in tried.sizes_mb.items()]
+            continue
+        metric = tried.deployment.metric
+        for variant in tried.deployment.variants:
+            rows.append([tried.depth, variant.name, f"{variant.size_mb:.2f}", f"{variant.metrics[metric]:.3f}",
+                         variant.vs_torch.text() if variant.vs_torch is not None else "-",
+                         ("over the limit" if variant.size_mb > unmet.limit_mb else "within")
+                         + ("" if variant.shipped else ", refused by the gate")])
+    metric = next((t.deployment.metric for t in unmet.tried if t.deployment is not None), "score")
+    return "\n\n".join([
+        f"# No form within max_size_mb {unmet.limit_mb:g}: nothing registered",
+        f"**Why.** {_sentence(unmet.sentence())}",
+        "**Every form tried.**\n\n" + markdown_table(
+            ["depth", "form", "MiB", f"test {metric}", "vs the full model", "verdict"], rows),
+        "**Next.** Raise `--max-size-mb`, or the deployment margin (`sweep.deployment_margin`) where a form within the "
+        "limit was refused by the gate; or sweep shallower depths.",
+    ]) + "\n"

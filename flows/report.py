@@ -63,7 +63,7 @@ def format_summary(summary: RunSummary) -> str:
         lines.append("")
         for cells in [header, *rows]:
             lines.append("  ".join(cell.rjust(width) for cell, width in zip(cells, widths, strict=True)))
-    if summary.selected_depth is not None:
+    if summary.rule is not None:  # a night that decided (registered, or no form met its size limit)
         lines += ["", f"Decision: {summary.rule.reason}.", evidence_sentence(summary.rule)]
         if summary.crossfit is not None:
             lines.append(summary.crossfit.sentence())
@@ -82,9 +82,14 @@ def format_summary(summary: RunSummary) -> str:
             "promoted to champion" if summary.promoted
             else f"not promoted; champion stays version {summary.champion_version}"
         )
-        lines.append(f"Registered {summary.model.uri} as challenger, {promotion} ({summary.promotion}).")
+        if summary.model is not None:
+            lines.append(f"Registered {summary.model.uri} as challenger, {promotion} ({summary.promotion}).")
         if summary.deployment is not None:
             lines.append(f"Deployment, on the test split: {summary.deployment.sentence}.")
+    if summary.unmet is not None:
+        lines += ["", *(f"Deployment, on the test split: {tried.depth}: {tried.deployment.sentence}."
+                        for tried in summary.unmet.tried if tried.deployment is not None),
+                  f"Outcome: {summary.unmet.sentence()}."]
     lines.append(f"MLflow run: {summary.mlflow_run_id}  data hash: {summary.data_hash}")
     return "\n".join(lines)
 
@@ -155,6 +160,8 @@ def outcome(summary: RunSummary) -> str:
     if summary.skipped:
         return f"skipped: {summary.reason}"
     head = forced_words(summary)
+    if summary.unmet is not None:
+        return head + summary.unmet.sentence()
     if summary.model is None:
         return head + ("stopped before training" if summary.audit is None else "the audit blocked training")
     verdict = "promoted" if summary.promoted else f"not promoted, champion stays version {summary.champion_version}"
@@ -167,6 +174,8 @@ def short_outcome(summary: RunSummary) -> str:
     Prefect UI's artifact cards show a description (about 35 characters; the artifact's heading says the rest)."""
     policy = summary.changes.policy if summary.changes is not None else None
     head = f"{policy.tag}: " if policy is not None and policy.overridden else ""
+    if summary.unmet is not None:
+        return f"{head}No form within max_size_mb {summary.unmet.limit_mb:g}: nothing registered"
     verdict = "promoted" if summary.promoted else f"not promoted (champion stays version {summary.champion_version})"
     text = f"{head}{summary.rule.selected_label} registered as {summary.model.name}/{summary.model.version}, {verdict}"
     return text[0].upper() + text[1:]
@@ -208,6 +217,10 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
         notes.append(f"Served: {served_sentence(summary)}")
     if summary.deployment is not None:
         notes.append(f"Deployment, on the test split: {summary.deployment.sentence}.")
+    if summary.unmet is not None:
+        notes += [f"Deployment, on the test split: {tried.depth}: {tried.deployment.sentence}."
+                  for tried in summary.unmet.tried if tried.deployment is not None]
+        notes.insert(0, f"**Outcome.** {summary.unmet.sentence()[:1].upper()}{summary.unmet.sentence()[1:]}.")
     return (
         f"# {short_outcome(summary)}\n\n" + "\n\n".join(notes)
         + "\n\n## Quality\n\n" + tables[0] + "\n\n## Cost\n\n" + COST_NOTE + "\n\n" + tables[1] + images

@@ -21,7 +21,7 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from encoder.config import ModelConfig, TrainConfig
-from encoder.deployment import Deployment
+from encoder.deployment import Deployment, TriedDepth, UnmetLimit
 from encoder.families import Family, unapplied_settings
 from expectations.audit.config import AuditConfig
 from expectations.audit.report import FOREIGN_ROWS, AuditReport
@@ -37,7 +37,7 @@ from expectations.changes.report import (
 from expectations.table.config import DataConfig
 from expectations.table.load import first_data_line
 from flows.audit import audit_data, audit_informs, audit_report, publish_rows
-from flows.card import model_card, stopped_note
+from flows.card import model_card, stopped_note, unmet_note
 from flows.config import RegistryConfig, RunConfig, SweepConfig, settings_used, without_credentials
 from flows.crossfit import cross_fit
 from flows.distill import distill
@@ -45,6 +45,7 @@ from flows.pool import pool_evidence
 from flows.preflight import check_run
 from flows.report import decision_markdown, outcome, short_outcome
 from flows.review import (
+    UNMET,
     data_source,
     flow_run_name,
     label_flow_run,
@@ -139,14 +140,24 @@ def retrain(
                                              unlabeled)
                     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
                     candidates, halving, searches, budget = sweep_depths(config.sweep, trainings)
+                    if (over := every_depth_over(candidates, config.sweep)) is not None:
+                        return concluded(config, *unmet_night(config, run, summary.model_copy(update={
+                            "candidates": candidates, "halving": halving, "search": searches, "budget": budget,
+                            "unmet": over})))
                     teaching, evidence = taught_apart(config.sweep, unlabeled, dataset, workdir)
                     students = distill(config.sweep, trainings, candidates, teaching)
                     candidates += students
                     used = pool_use(unlabeled, teaching if students else None)
                     pool = evidence if students else unlabeled  # a student agrees with its teacher where it was taught
                     decision, crossfit, to_label = decided(candidates, config.sweep, budget, trainings, pool)
-                    chosen, deployment, decision = deployed(candidates, decision, dataset, config.sweep, folder,
-                                                            unlabeled)
+                    try:
+                        chosen, deployment, decision = deployed(candidates, decision, dataset, config.sweep, folder,
+                                                                unlabeled)
+                    except LimitUnmet as verdict:
+                        return concluded(config, *unmet_night(config, run, summary.model_copy(update={
+                            "candidates": candidates, "selected_depth": None, "rule": decision, "halving": halving,
+                            "search": searches, "budget": budget, "crossfit": crossfit, "pool": used,
+                            "unmet": verdict.verdict})))
                     tags = night_tags(changed) | fingerprint | version_tags(candidates, decision, report, families)
                     registration = register_model(chosen, dataset, run, registry.model_name, config.sweep, tags,
                                                   deployment, changed)
@@ -402,14 +413,14 @@ def deployed(candidates: list[Candidate], decision: Decision, dataset: PreparedD
              folder: Path, pool: PoolTexts | None = None) -> tuple[Candidate, Deployment, Decision]:
     """The model that ships, its deployable forms, and the decision: the chosen depth's, unless under a size limit
     (max_size_mb) the gate refused every form of it within the limit (the rule held it to its pruned size): then the
-    next depth the rule lets ship whose shipped forms fit, the reason saying why; ValueError (one line) when none
-    does, and nothing is registered."""
+    next depth the rule lets ship whose shipped forms fit, the reason saying why; LimitUnmet, with every form tried,
+    when none does (a verdict: nothing is registered)."""
     limit = sweep.max_size_mb
     arms = [(decision.selected_family, decision.selected_depth)]
     if limit is not None:
         arms += sorted(((s.family, s.depth) for s in decision.scores if s.may_ship and (s.family, s.depth) not in arms),
                        key=lambda arm: next(s.cost for s in decision.scores if (s.family, s.depth) == arm))
-    refused = []
+    refused, tried = [], []
     for family, depth in arms:
         at = decision.model_copy(update={"selected_family": family, "selected_depth": depth})
         chosen = shipped(candidates, at)
@@ -421,8 +432,43 @@ def deployed(candidates: list[Candidate], decision: Decision, dataset: PreparedD
                 "reason": f"{decision.reason}; {at.selected_label} ships instead: {why}"})
         refused.append(f"{arm_label(family, depth)}'s smallest form the gate shipped weighs {smallest:.2f} MiB, over "
                        f"max_size_mb {limit:g}")
-    raise ValueError(f"no depth the rule lets ship has a form within max_size_mb {limit:g} that the deployment gate "
-                     f"ships: {'; '.join(refused)}; raise the limit, or the deployment margin")
+        tried.append(TriedDepth(depth=at.selected_label, sizes_mb=chosen.cost.sizes_mb if chosen.cost else {},
+                                deployment=deployment))
+    raise LimitUnmet(UnmetLimit(limit_mb=limit, tried=tried))
+
+
+def every_depth_over(candidates: list[Candidate], sweep: SweepConfig) -> UnmetLimit | None:
+    """The verdict when the smallest form of every depth that trained is over max_size_mb (the rule could choose
+    none: its forms were weighed, none reached the gate), each depth's best seed's sizes; None otherwise."""
+    limit = sweep.max_size_mb
+    usable = [c for c in candidates if c.usable and c.cost is not None and c.cost.size_mb is not None]
+    if limit is None or not usable or any(c.cost.size_mb <= limit for c in usable):
+        return None
+    named = {base_family(c.family) for c in usable} != {"scratch"}
+    arms = sorted({(c.family, c.depth) for c in usable}, key=lambda arm: (arm[1], arm[0]))
+    return UnmetLimit(limit_mb=limit, tried=[TriedDepth(depth=arm_label(*arm, named=named), sizes_mb=max(
+        (c for c in usable if (c.family, c.depth) == arm), key=lambda c: c.metrics[sweep.metric]).cost.sizes_mb)
+        for arm in arms])
+
+
+class LimitUnmet(Exception):
+    """No form the deployment gate ships meets the size limit, at any depth the rule lets ship: the verdict."""
+
+    def __init__(self, verdict: UnmetLimit) -> None:
+        super().__init__(verdict.sentence())
+        self.verdict = verdict
+
+
+def unmet_night(config: RunConfig, run: SweepRun, summary: RunSummary) -> tuple[RunSummary, State]:
+    """A night whose size limit no form met: its summary (every form tried) on the parent run, which ends FINISHED,
+    and as the `depth-decision` artifact; nothing registered; a completed state of its own, Unmet (the CLI exits 3)."""
+    note = unmet_note(summary)
+    log_summary(run, summary.to_dict(), {"depthfinder.outcome": "limit unmet"}, [], {})
+    describe_stop(run, note, run_title(config.registry.model_name, config.data, summary.data_hash,
+                                       night_marks(summary)))
+    create_markdown_artifact(key="depth-decision", markdown=note, description="No form within the size limit")
+    get_run_logger().warning("%s", summary.unmet.sentence())
+    return summary, Completed(name=UNMET.capitalize(), message=outcome(summary), data=summary)
 
 
 def night_tags(changes: ChangeReport | None) -> dict[str, str]:

@@ -26,6 +26,7 @@ from flows.summary import RunSummary
 # The marks of a night that ended before training on purpose: the comparison with the champion stopped it, or
 # the audit blocked it. Each is also its Prefect state's name (capitalised), a tag, and its message's first word.
 STOPPED, BLOCKED = "stopped", "blocked"
+UNMET = "unmet"  # a hard size limit no form met: the flow run's state name and the night's mark
 
 
 def run_title(model_name: str, data: DataConfig | dict, data_hash: str | None = None, marks: Sequence[str] = ()) -> str:
@@ -48,10 +49,12 @@ def forced(summary: RunSummary) -> bool:
 
 def night_marks(summary: RunSummary) -> list[str]:
     """What sets the night apart from a plain retrain: `forced`, then `stopped` or `blocked` where it ended before
-    training (none for a night that trained, or skipped, as asked)."""
+    training, `unmet` where no form met its size limit (none for a night that registered, or skipped, as asked)."""
     marks = [FORCED] if forced(summary) else []
     if summary.skipped or summary.model is not None:
         return marks
+    if summary.unmet is not None:
+        return [*marks, UNMET]
     return [*marks, STOPPED if summary.audit is None else BLOCKED]
 
 
@@ -79,7 +82,9 @@ def outcome_tags(summary: RunSummary, model_name: str) -> list[str]:
     if summary.audit is None:  # and what stopped it, where the flow run's page shows its tags: beside its name
         return [*tags, STOPPED, f"{STOPPED}: {', '.join(decisive(summary.changes))}"]
     tags.append(f"audit-{summary.audit.verdict.replace(' ', '-')}")
-    if summary.rule is not None:
+    if summary.unmet is not None:
+        tags.append(f"{UNMET}: max_size_mb {summary.unmet.limit_mb:g}")
+    elif summary.rule is not None:
         tags.append(summary.rule.selected_label.replace(" ", "-"))
         tags.append("promoted" if summary.promoted else "not-promoted")
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from encoder.deployment import Deployment
+from encoder.deployment import Deployment, UnmetLimit
 from evidence.bootstrap import Interval
 from expectations.audit.report import AuditReport
 from expectations.changes.report import ChangeReport
@@ -100,6 +100,10 @@ class RunSummary(Record):
     deployment: Deployment | None = Field(
         None, description="The chosen model's forms (torch, ONNX, int8 ONNX): each one's test metric, latency at "
         "batch 1 and 32 and size, and which ship with the version (within the deployment margin of torch)."
+    )
+    unmet: UnmetLimit | None = Field(
+        None, description="The verdict on a size limit (max_size_mb) that no form the deployment gate ships met, with "
+        "every form tried (size, test score, interval, shipped or refused); nothing was registered."
     )
     model: ModelVersionRef | None = Field(None, description="The version registered (or, when skipped, reused).")
     promoted: bool | None = Field(None, description="Whether it became champion.")

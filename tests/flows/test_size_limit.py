@@ -1,12 +1,18 @@
-"""A hard size limit holds after the deployment gate (issue 46): the rule holds each depth to its smallest form,
-and when the gate refuses the forms that fit, the next depth the rule lets ship whose shipped forms fit ships
-instead, or nothing is registered."""
+"""A hard size limit holds after the deployment gate: the rule holds each depth to its smallest form, and when the
+gate refuses the forms that fit, the next depth the rule lets ship whose shipped forms fit ships instead; when none
+does, or every depth's smallest form is over the limit, the run ends in a verdict (every form tried recorded, exit 3,
+a completed flow run named Unmet, the MLflow run FINISHED) and nothing is registered."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+from mlflow import MlflowClient
 
 import flows.retrain as retrain
+from cli.main import main
 from encoder.deployment import Deployment, Variant
 from flows.config import SweepConfig
 from selection.candidate import Candidate, Cost
@@ -49,15 +55,59 @@ def test_the_next_depth_whose_shipped_forms_fit_ships_when_the_gate_refuses_the_
                                     "MiB, over max_size_mb 8")
 
 
-def test_no_depth_within_the_limit_after_the_gate_is_one_line_and_nothing_ships(gate, tmp_path) -> None:
+def test_no_depth_within_the_limit_after_the_gate_is_a_verdict_with_every_form_tried(gate, tmp_path) -> None:
     """At 7 MiB the rule excludes depths 2 and 3 (their smallest forms weigh 7.5 and 10 MiB); depth 1's fitting form
     is refused by the gate."""
-    with pytest.raises(ValueError, match="no depth the rule lets ship has a form within max_size_mb 7 .*depth 1's "
-                                         "smallest form the gate shipped weighs 20.00 MiB"):
+    with pytest.raises(retrain.LimitUnmet) as unmet:
         _deployed(7.0, tmp_path)
+
+    verdict = unmet.value.verdict
+    assert verdict.limit_mb == 7.0 and [tried.depth for tried in verdict.tried] == ["depth 1"]
+    assert [(v.name, v.size_mb, v.shipped) for v in verdict.tried[0].deployment.variants] == [
+        ("torch", 20.0, True), ("onnx-int8", 6.0, False)]
+    assert verdict.sentence() == (
+        "no form within max_size_mb 7: the smallest, depth 1's onnx-int8, weighs 6.00 MiB at macro_f1 0.900 against "
+        "the full model's 0.900, refused by the deployment gate; nothing registered (raise the limit or the deployment "
+        "margin)")
 
 
 def test_without_a_limit_the_chosen_depth_ships_whatever_its_size(gate, tmp_path) -> None:
     chosen, _, decision = _deployed(None, tmp_path)
 
     assert chosen.depth == decision.selected_depth == 1 and "instead" not in decision.reason
+
+
+def test_a_limit_no_depth_meets_ends_in_a_verdict_not_a_fault(prefect_server, tmp_path: Path, monkeypatch,
+                                                               capsys) -> None:
+    """64 wide, depths 1 and 2: at int8 depth 1 weighs about 0.07 MiB, so 0.05 MiB (above the preflight's bound of one
+    byte per weight outside the embeddings, 0.03) is met by no form of any depth."""
+    from tests.flows.prefect_api import flow_runs_named
+
+    (tmp_path / "run.yaml").write_text(
+        "data: {dataset: topics, dataset_rows: 400}\n"
+        "model: {d_model: 64, n_heads: 2, d_ff: 128, vocab_size: 300, max_len: 32}\n"
+        "train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}\n"
+        "sweep: {depths: [1, 2], tolerance: 1.0}\n")
+    monkeypatch.chdir(tmp_path)
+
+    code = main(["run", "--config", "run.yaml", "--max-size-mb", "0.05", "--summary-json", "s.json"])
+
+    out, err = capsys.readouterr()
+    summary = json.loads((tmp_path / "s.json").read_text())
+    unmet = summary["unmet"]
+    assert code == 3 and summary["model"] is None and summary["selected_depth"] is None
+    assert unmet["limit_mb"] == 0.05 and [t["depth"] for t in unmet["tried"]] == ["depth 1", "depth 2"]
+    assert all(min(t["sizes_mb"].values()) > 0.05 for t in unmet["tried"])
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("depthfinder: no form within max_size_mb 0.05: the smallest, depth 1's ") and "MiB" in line
+    assert "Traceback" not in err and "the run failed" not in err
+    assert "Outcome: no form within max_size_mb 0.05" in out
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (run,) = [r for r in client.search_runs(client.get_experiment_by_name("depthfinder").experiment_id)
+              if "depthfinder.outcome" in r.data.tags]
+    assert run.info.status == "FINISHED" and run.data.tags["depthfinder.outcome"] == "limit unmet"
+    assert run.data.tags["mlflow.note.content"].startswith("# No form within max_size_mb 0.05: nothing registered")
+    assert not client.search_model_versions("name='depthfinder'")
+    (flow_run,) = flow_runs_named(run.info.run_name)
+    assert flow_run.state.type.value == "COMPLETED" and flow_run.state.name == "Unmet"
+    assert flow_run.name.startswith("unmet · ") and "unmet: max_size_mb 0.05" in flow_run.tags
