@@ -1,0 +1,104 @@
+"""Which int8 recipe keeps a small encoder's accuracy? Each form of trained models, weighed and scored on test.
+
+For every bundle given (a trained candidate's folder, `encoder.bundle.save_bundle`: bench/student_recipe.py's
+`plain-<depth>/bundle` of all-MiniLM-L6-v2, say) and its table (`table.parquet` beside the bundle's folder: `text`,
+`label`, `split`), the vocabulary is pruned to the texts the run may read without labels (train and validation:
+encoder.vocabulary.vocabulary_texts), and each form is made from the pruned model and from the full one:
+
+- torch (float32), the reference;
+- dynamic int8 as depthfinder ships it today (ONNX Runtime `quantize_dynamic`, per-tensor QInt8 weights, the
+  embedding table quantised too);
+- dynamic int8 with per-channel weights (`per_channel=True`: one scale per output row of each matrix);
+- per-channel, the embedding tables left in float32 (`nodes_to_exclude` the Gather nodes): more MiB, the rows a
+  broad vocabulary's rare words look up kept exact.
+
+Printed per bundle and form: MiB of its file, test macro-F1, the paired difference from the full torch model with
+its 90 % interval (evidence.bootstrap.paired_interval, the deployment gate's), and whether that difference is shown
+within the deployment margin (0.01). Last line: `RESULT <bundle>_<form>_mib=... <bundle>_<form>_drop=...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+METRIC, MARGIN, CONFIDENCE = "macro_f1", 0.01, 0.9
+RECIPES = ("int8", "int8-per-channel", "int8-per-channel-fp32-embeddings")
+
+
+def quantized(fp32: Path, out: Path, recipe: str) -> Path:
+    """`fp32` quantised by `recipe` (module docstring) into `out`."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    prepared = out.with_suffix(".prepared.onnx")
+    quant_pre_process(str(fp32), str(prepared), skip_symbolic_shape=True)
+    gathers = [node.name for node in onnx.load(str(prepared)).graph.node if node.op_type == "Gather"]
+    quantize_dynamic(str(prepared), str(out), weight_type=QuantType.QInt8, per_channel=recipe != "int8",
+                     nodes_to_exclude=gathers if recipe.endswith("fp32-embeddings") else [])
+    prepared.unlink()
+    return out
+
+
+def forms(bundle: Path, folder: Path) -> dict[str, tuple[object, float]]:
+    """Each form's classifier and MiB: torch full and pruned, and every recipe of each."""
+    import pandas as pd
+
+    from encoder.deployment import OnnxNetwork, export_onnx
+    from encoder.serving import TextClassifier, load_bundle
+    from encoder.size import weights_mb
+    from encoder.vocabulary import prune, vocabulary_texts
+
+    model = load_bundle(bundle)
+    frame = pd.read_parquet(bundle.parent.parent / "table.parquet", columns=["text", "split"])
+    pruned, tokenizer = prune(model.network, model.tokenizer, vocabulary_texts(frame))
+    found = {}
+    for name, network, tok in (("full", model.network, model.tokenizer), ("pruned", pruned, tokenizer)):
+        found[f"torch-{name}"] = (TextClassifier(network, tok, model.labels), weights_mb(network))
+        fp32 = export_onnx(network, folder / f"{name}.onnx")
+        for recipe in RECIPES:
+            path = quantized(fp32, folder / f"{name}-{recipe}.onnx", recipe)
+            found[f"{recipe}-{name}"] = (TextClassifier(OnnxNetwork(path, network.cfg), tok, model.labels),
+                                         path.stat().st_size / 2**20)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    import pandas as pd
+
+    from evidence.bootstrap import paired_interval
+    from evidence.margin import within
+    from evidence.metrics import classification_metrics
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bundles", type=Path, nargs="+", help="bundle folders, each beside ../table.parquet")
+    args = parser.parse_args(argv)
+    fields = []
+    for bundle in args.bundles:
+        name = f"{bundle.parent.parent.name}-{bundle.parent.name}"
+        test = pd.read_parquet(bundle.parent.parent / "table.parquet").query("split == 'test'")
+        texts, truths = test["text"].astype(str).tolist(), test["label"].astype(str).tolist()
+        with tempfile.TemporaryDirectory() as folder:
+            made = forms(bundle, Path(folder))
+            predicted = {form: classifier.predict(texts) for form, (classifier, _) in made.items()}
+        reference = predicted["torch-full"]
+        print(f"\n{name}: {len(texts):,} test rows; test {METRIC} of each form against the full torch model "
+              f"({CONFIDENCE:.0%} paired interval), margin {MARGIN}")
+        for form, (_, mib) in made.items():
+            score = classification_metrics(truths, predicted[form])[METRIC]
+            gap = paired_interval(truths, predicted[form], reference, METRIC, CONFIDENCE)
+            shown = within(gap.difference, MARGIN, gap.low)
+            verdict = "within" if shown else "not shown within"
+            print(f"  {form:<42} {mib:7.2f} MiB  {score:.3f}  {gap.text()}  {verdict}")
+            fields.append(f"{name}_{form}_mib={mib:.2f} {name}_{form}_drop={-gap.difference:.4f}")
+    print("RESULT " + " ".join(fields))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
