@@ -57,9 +57,9 @@ class CrossFitRun:
     wall_seconds: float
 
 
-def crossfit_trained(work: Path, quick: bool, data: Path, mode: str = "on") -> list[CrossFitRun]:
-    """`depthfinder run --crossfit MODE` (on, or all) on nested-ops-1 and sms_spam.csv (with --quick: nested-ops-1
-    alone, tiny, one seed), each in its own folder under `work`."""
+def crossfit_trained(work: Path, quick: bool, data: Path, mode: str = "on", budget: str = BUDGET) -> list[CrossFitRun]:
+    """`depthfinder run --crossfit MODE` (auto, on or all) with `--crossfit-budget BUDGET` on nested-ops-1 and
+    sms_spam.csv (with --quick: nested-ops-1 alone, tiny, one seed), each in its own folder under `work`."""
     work.mkdir(parents=True, exist_ok=True)
     config = work / "crossfit.yaml"
     config.write_text(QUICK_CONFIG if quick else CONFIG)
@@ -75,7 +75,7 @@ def crossfit_trained(work: Path, quick: bool, data: Path, mode: str = "on") -> l
         if not saved.is_file():
             folder.mkdir(parents=True, exist_ok=True)
             run = run_depthfinder(source, DEPTHS, folder, "--config", str(config), "--seeds", "1" if quick else SEEDS,
-                                  "--halving", "off", "--crossfit", mode, "--crossfit-budget", BUDGET)
+                                  "--halving", "off", "--crossfit", mode, "--crossfit-budget", budget)
             saved.write_text(json.dumps({"seconds": run["seconds"], "summary": run["summary"]}))
         run = json.loads(saved.read_text())
         runs.append(replayed(name, run["summary"], run["seconds"]))
@@ -146,13 +146,15 @@ def main() -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--mode", choices=["on", "all"], default="on")
+    parser.add_argument("--mode", choices=["auto", "on", "all"], default="on")
+    parser.add_argument("--budget", default=BUDGET, help="--crossfit-budget (the product's default: 3)")
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1] / "data")
     parser.add_argument("--tolerance", type=float, default=0.01)
     args = parser.parse_args()
-    print("RESULT" + report_runs(crossfit_trained(args.work, args.quick, args.data, args.mode), args.tolerance))
+    runs = crossfit_trained(args.work, args.quick, args.data, args.mode, args.budget)
+    print("RESULT" + report_runs(runs, args.tolerance))
 
 
 if __name__ == "__main__":
