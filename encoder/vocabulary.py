@@ -4,8 +4,9 @@ A task's texts use a few thousand of a checkpoint's 30k-250k tokens, and the emb
 model's size (all-MiniLM-L6-v2: 11.7 M of the 15.5 M parameters of depth 2). Pruning keeps
 
 - every token the task's texts use at least `min_count` times (as the original tokenizer cuts them): every text the
-  run may read without its label deciding anything (`vocabulary_texts`: the train and validation splits and the
-  unlabelled pool; never the test split, which stands for the texts the model will meet). Pruned to the train split
+  run may read without its label deciding anything (`vocabulary_texts`: the train and validation splits, and for the
+  deployed form the unlabelled pool too; the cost table weighs each candidate without it, so that adding a pool
+  retrains nothing; never the test split, which stands for the texts the model will meet). Pruned to the train split
   alone, a broader test vocabulary was cut into pieces the network never learned (a 6-class question file lost
   0.033 macro-F1 on test);
 - the special tokens (every added token: [PAD], [UNK], [CLS], [SEP], [MASK]), and

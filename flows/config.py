@@ -154,6 +154,7 @@ class SweepConfig(SelectionRule):
         "seed), its teacher's soft labels refining it at half the recipe's peak learning rate, early-stopped on "
         "validation (docs/benchmarks.md: students from their initialisation lost to their twins where the teacher was "
         "far better); init = from the twin's initialisation, trained on the distillation loss from the start.",
+        json_schema_extra={"flag": "--distill-start"},
     )
     distill_unlabeled: float = Field(
         1.0, ge=0, description="With --unlabeled: students also learn the teacher's soft labels on this many of the "

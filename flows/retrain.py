@@ -136,8 +136,7 @@ def retrain(
                     report = audit_report(audit_data(config.data, config.audit, workdir, folder / "data_docs",
                                                      dataset=dataset, parent_run=run, return_state=True))
                     summary = audit_summary(config, dataset, run, changed, report)
-                    trainings = trainings_of(config, dataset, families, summary.audit.informs.class_weights, run,
-                                             unlabeled)
+                    trainings = trainings_of(config, dataset, families, summary.audit.informs.class_weights, run)
                     lr_check = check_learning_rates(config.sweep, trainings) if config.sweep.check_lr else []
                     candidates, halving, searches, budget = sweep_depths(config.sweep, trainings)
                     if (over := every_depth_over(candidates, config.sweep)) is not None:
@@ -223,17 +222,16 @@ def audit_summary(config: RunConfig, dataset: PreparedData, run: SweepRun, chang
 
 
 def trainings_of(config: RunConfig, dataset: PreparedData, families: list[Family], class_weights: bool,
-                 run: SweepRun, pool: PoolTexts | None = None) -> list[Training]:
+                 run: SweepRun) -> list[Training]:
     """What each family's candidates train with: its tokenizer and its recipe (the settings a family does not use
-    named in the log), and the unlabelled `pool`, whose tokens the pruned forms keep."""
+    named in the log)."""
     if unapplied := unapplied_settings(families, config.model, config.train):
         get_run_logger().warning("%s", unapplied)
     workdir = Path(config.registry.workdir)
     return [Training(family, dataset, prepare_tokenizer(family, dataset, config.model, workdir), config.model,
                      family.recipe(config.train), class_weights, run, workdir,
                      onnx_cost=config.sweep.cost == "onnx_latency_ms_p50", concurrent=config.sweep.workers_per_machine,
-                     onnx_size=config.sweep.asks_size, vocabulary_min_count=config.sweep.vocabulary_min_count,
-                     pool=pool)
+                     onnx_size=config.sweep.asks_size, vocabulary_min_count=config.sweep.vocabulary_min_count)
             for family in families]
 
 

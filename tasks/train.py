@@ -34,7 +34,7 @@ from runtime.interrupt import Interrupted
 from runtime.retries import RETRIES
 from selection.candidate import DISTILLED, Candidate, Cost, arm_label, student_family
 from tasks.data import TRAINING_COLUMNS, PreparedData
-from tasks.pool import PoolTexts, pool_texts
+from tasks.pool import PoolTexts
 from tracking.runs import (
     EPOCH_CURVES,
     SweepRun,
@@ -116,7 +116,6 @@ class Training:
     concurrent: int = 1  # candidates training at once on one machine: each takes its share of the cores
     fold: Fold | None = None  # a fold of cross-fitting (its dataset holds that fold's rows as its test split)
     teacher: Teacher | None = None  # its candidates are students of this teacher (encoder.distillation)
-    pool: PoolTexts | None = None  # unlabelled texts of the task: the pruned forms keep their tokens too
 
     @property
     def name(self) -> str:
@@ -176,7 +175,6 @@ def candidate_key(training: Training, depth: int, seed: int) -> str:
         **({"onnx_cost": True} if training.onnx_cost else {}), **({"probes": True} if training.probes else {}),
         **({"onnx_size": True} if training.onnx_size else {}),
         **({"vocabulary_min_count": n} if (n := training.vocabulary_min_count) != 1 else {}),
-        **({"vocabulary_pool": training.pool.digest} if training.pool is not None else {}),
         # A student: by its teacher's content (not its path or label) and the recipe that weighed its soft labels.
         **({"teacher": training.teacher.digest, "temperature": training.teacher.temperature,
             "alpha": training.teacher.alpha} if training.teacher else {}),
@@ -330,7 +328,9 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     test_predictions = save_predictions(candidate_dir / f"test-predictions-epochs-{epochs}.npz", trained.test_true,
                                         trained.test_predicted)
     size = sum(path.stat().st_size for path in bundle.iterdir()) / 2**20
-    sizes = form_sizes(trained.network, tokenizer, vocabulary_texts(frame, pool_texts(training.pool)),
+    # The train and validation texts' tokens: a pool's (kept by the deployed form too) would make every candidate's
+    # key depend on the pool, and adding unlabelled texts retrain them all.
+    sizes = form_sizes(trained.network, tokenizer, vocabulary_texts(frame),
                        onnx=training.onnx_size, min_count=training.vocabulary_min_count)
     cost = Cost(**measure_cost(trained.network, trained.median_length, onnx=training.onnx_cost),
                 train_seconds=trained.train_seconds, bundle_mb=size, sizes_mb=sizes, size_mb=smallest(sizes))

@@ -127,7 +127,7 @@ def taught_on_a_pool(distilled):
         patch.setattr(flows.distill, "choose_depth", lambda candidates, rule: choose_depth(candidates, rule).model_copy(
             update={"best_family": "scratch", "best_depth": 2}))
         code = main(["run", "--config", "tiny.yaml", "--unlabeled", "pool.csv", "--summary-json", "pool.json"])
-    return folder, code, len(pd.read_csv(folder / "pool.csv").drop_duplicates("text"))
+    return folder, code, len(pd.read_csv(folder / "pool.csv"))
 
 
 def test_a_student_also_learns_on_half_the_pool_and_the_other_half_stays_evidence(taught_on_a_pool) -> None:
@@ -139,7 +139,9 @@ def test_a_student_also_learns_on_half_the_pool_and_the_other_half_stays_evidenc
     assert {c.status for c in summary.candidates if c.teacher is None} == {"cached"}
     run = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}").get_run(student.mlflow_run_id)
     taught = int(run.data.params["distill_unlabeled_texts"])
-    assert taught == pool_rows // 2  # a train row each would be more than half the pool: half
+    pool = summary.pool  # the texts it used: those that copy no labelled text (the same source repeats some)
+    assert pool.texts == pool_rows and pool.used == pool.texts - pool.of_held_out - pool.of_train
+    assert pool.taught == taught == pool.used // 2  # a train row each would be more than half the pool: half
     assert student.taught_texts == taught
     (twin,) = [c for c in summary.candidates if c.teacher is None and c.depth == student.depth]
     assert student.cost.flops_per_example == twin.cost.flops_per_example  # served alike, whatever it was taught on
@@ -150,4 +152,4 @@ def test_a_student_also_learns_on_half_the_pool_and_the_other_half_stays_evidenc
     assert len(caches) == 1 and np.load(caches[0]).shape[0] == taught  # the teacher labelled them once
     # the pool as read, the texts taught on, and the rest, the evidence a rule asking the pool would read
     parts = sorted(len(pd.read_parquet(path)) for path in (folder / ".depthfinder" / "pool").glob("*.parquet"))
-    assert parts == sorted([pool_rows, taught, pool_rows - taught])
+    assert parts == sorted([pool.used, taught, pool.used - taught])
