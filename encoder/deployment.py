@@ -71,13 +71,13 @@ class Variant(Record):
         "confidence (every variant but torch; none by means only)."
     )
     pruned: bool = Field(
-        False, description="It carries the vocabulary pruned to the train split (torch-pruned, and the ONNX variants "
+        False, description="It carries the vocabulary pruned to the task's texts (train and validation, and the pool; torch-pruned, and the ONNX variants "
         "when torch-pruned ships: they are made from it)."
     )
 
 
 class Pruning(Record):
-    """What pruning the vocabulary to the train split kept and saved (the torch-pruned variant says how it scored)."""
+    """What pruning the vocabulary to the task's texts kept and saved (the torch-pruned variant says how it scored)."""
 
     kept: int = Field(description="Tokens the pruned vocabulary keeps: those the train split uses min_count times or "
                       "more, the special tokens and every single character and continuation.")

@@ -59,7 +59,7 @@ class Cost(Record):
     )
     sizes_mb: dict[str, float] = Field(
         {}, description="The weights of each form it could ship in, MiB (encoder.size): torch, torch-pruned (the "
-        "vocabulary pruned to the train split; WordPiece tokenizers), and, when the rule asks for size and ONNX "
+        "vocabulary pruned to the train and validation texts; WordPiece tokenizers), and, when the rule asks for size and ONNX "
         "Runtime is installed, onnx-int8 and onnx-int8-pruned; before the deployment gate judges any of them."
     )
     size_mb: float | None = Field(
