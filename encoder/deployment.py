@@ -71,7 +71,8 @@ class Variant(Record):
         "confidence (every variant but torch; none by means only)."
     )
     pruned: bool = Field(
-        False, description="It carries the vocabulary pruned to the task's texts (train and validation, and the pool; torch-pruned, and the ONNX variants "
+        False, description="It carries the vocabulary pruned to the task's texts (train and validation, and the pool; "
+        "torch-pruned, and the ONNX variants "
         "when torch-pruned ships: they are made from it)."
     )
 

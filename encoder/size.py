@@ -1,11 +1,11 @@
 """What a candidate weighs in each form it could ship in, before the deployment gate judges any of them.
 
 The torch form's size is its float32 (or whatever precision it holds) parameters; its pruned form's, the same with
-the vocabulary pruned to the train and validation texts (encoder.vocabulary). The int8 ONNX forms are exported and quantised as the
-deployment makes them (encoder.deployment) and weighed by their files: ONNX Runtime's dynamic quantisation keeps
-biases and norms in float32 and may leave a matrix unquantised, so no formula stands in for the file. Exporting
-costs seconds per candidate, so the ONNX forms are weighed only when the rule asks for size (`--cost size_mb` or
-`--max-size-mb`) and ONNX Runtime is installed.
+the vocabulary pruned to the train and validation texts (encoder.vocabulary). The int8 ONNX forms are exported and
+quantised as the deployment makes them (encoder.deployment) and weighed by their files: ONNX Runtime's dynamic
+quantisation keeps biases and norms in float32 and may leave a matrix unquantised, so no formula stands in for the
+file. Exporting costs seconds per candidate, so the ONNX forms are weighed only when the rule asks for size (`--cost
+size_mb` or `--max-size-mb`) and ONNX Runtime is installed.
 """
 
 from __future__ import annotations

@@ -152,7 +152,8 @@ COSTS = ("family", "depth", "seed", "params", "MFLOPs/ex", "p50 ms", "p95 ms", "
 # network is another measure (encoder.deployment.two_latencies).
 COST_NOTE = ("p50 / p95 ms: each network's forward alone at batch 1 on one input of the median train length, timed "
              "as its depth finished training. MiB: the weights of its smallest form (torch or, when the rule asks for "
-             "size, int8 ONNX; its vocabulary pruned to the train and validation texts or not), before the deployment gate.")
+             "size, int8 ONNX; its vocabulary pruned to the train and validation texts or not), before the deployment "
+             "gate.")
 
 
 def outcome(summary: RunSummary) -> str:
