@@ -354,6 +354,10 @@ class TriedDepth(Record):
 
     depth: str = Field(description="The depth, as the decision names it (`depth 2`, `MiniLM depth 2`).")
     sizes_mb: dict[str, float] = Field({}, description="Each form weighed (encoder.size), MiB.")
+    over: list[str] = Field(
+        [], description="The hard limits it exceeds before the gate (`latency_ms_p50 7.2 > max_latency_ms 5`), where "
+        "the rule left it out; none where the gate measured its forms."
+    )
     deployment: Deployment | None = Field(
         None, description="Its forms as the deployment gate measured them on the test split (size, score, interval, "
         "shipped or refused); none where the rule left the depth out because its smallest form was over the limit."
@@ -361,11 +365,12 @@ class TriedDepth(Record):
 
 
 class UnmetLimit(Record):
-    """The verdict on a size limit that no form meets (the summary's `unmet`): every form tried, at every depth the
-    rule let ship (or, where every depth's smallest form was over the limit, every depth), and nothing registered.
-    An outcome the user set up, not a fault."""
+    """The verdict on hard limits that no depth meets (the summary's `unmet`): a size limit no form the gate ships
+    meets at any depth the rule let ship, or limits (size, latency, parameters) every depth exceeds before the gate;
+    every form or depth tried, and nothing registered. An outcome the user set up, not a fault."""
 
-    limit_mb: float = Field(description="The limit, max_size_mb.")
+    limit_mb: float | None = Field(None, description="The size limit, max_size_mb, where one was set.")
+    limits: str = Field("", description="Every hard limit set, `max_latency_ms=5, max_size_mb=8`.")
     tried: list[TriedDepth] = Field(description="Each depth tried, in the order tried.")
 
     def sentence(self) -> str:
@@ -382,10 +387,13 @@ class UnmetLimit(Record):
             score = (f" at {metric} {small.metrics[metric]:.3f} against the full model's {full.metrics[metric]:.3f}"
                      f"{against}, {verdict}" if small is not full else f" at {metric} {small.metrics[metric]:.3f}")
             name, size = small.name, small.size_mb
-        else:
+        elif self.limit_mb is not None and all(any(v.startswith("size_mb") for v in t.over) for t in self.tried):
             depth, name, size = min(((tried.depth, form, mb) for tried in self.tried
                                      for form, mb in tried.sizes_mb.items()), key=lambda found: found[2])
             score = ", over the limit like every form of every depth (none was scored)"
+        else:  # another limit, or several, leave out every depth
+            over = "; ".join(f"{tried.depth} ({' and '.join(tried.over)})" for tried in self.tried)
+            return f"no depth within the hard limits {self.limits}: {over}; nothing registered (raise the limits)"
         return (f"no form within max_size_mb {self.limit_mb:g}: the smallest, {depth}'s {name}, weighs {size:.2f} "
                 f"MiB{score}; nothing registered (raise the limit or the deployment margin)")
 

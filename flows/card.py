@@ -253,8 +253,9 @@ def unmet_note(summary: RunSummary) -> str:
     rows = []
     for tried in unmet.tried:
         if tried.deployment is None:
-            rows += [[tried.depth, form, f"{mb:.2f}", "-", "-", "over the limit"]
-                     for form, mb in tried.sizes_mb.items()]
+            over = " and ".join(tried.over) or "over the limit"
+            rows += [[tried.depth, form, f"{mb:.2f}", "-", "-", over] for form, mb in tried.sizes_mb.items()] or [
+                [tried.depth, "-", "-", "-", "-", over]]
             continue
         metric = tried.deployment.metric
         for variant in tried.deployment.variants:
@@ -264,10 +265,11 @@ def unmet_note(summary: RunSummary) -> str:
                          + ("" if variant.shipped else ", refused by the gate")])
     metric = next((t.deployment.metric for t in unmet.tried if t.deployment is not None), "score")
     return "\n\n".join([
-        f"# No form within max_size_mb {unmet.limit_mb:g}: nothing registered",
+        f"# No depth within {unmet.limits}: nothing registered",
         f"**Why.** {_sentence(unmet.sentence())}",
         "**Every form tried.**\n\n" + markdown_table(
             ["depth", "form", "MiB", f"test {metric}", "vs the full model", "verdict"], rows),
-        "**Next.** Raise `--max-size-mb`, or the deployment margin (`sweep.deployment_margin`) where a form within the "
-        "limit was refused by the gate; or sweep shallower depths.",
+        "**Next.** Raise the limit (`--max-size-mb`, `--max-latency-ms`, `--max-params`), or the deployment margin "
+        "(`sweep.deployment_margin`) where a form within the size limit was refused by the gate; or sweep shallower "
+        "depths.",
     ]) + "\n"

@@ -176,7 +176,7 @@ def short_outcome(summary: RunSummary) -> str:
     policy = summary.changes.policy if summary.changes is not None else None
     head = f"{policy.tag}: " if policy is not None and policy.overridden else ""
     if summary.unmet is not None:
-        return f"{head}No form within max_size_mb {summary.unmet.limit_mb:g}: nothing registered"
+        return f"{head}No depth within {summary.unmet.limits}: nothing registered"
     verdict = "promoted" if summary.promoted else f"not promoted (champion stays version {summary.champion_version})"
     text = f"{head}{summary.rule.selected_label} registered as {summary.model.name}/{summary.model.version}, {verdict}"
     return text[0].upper() + text[1:]

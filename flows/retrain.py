@@ -63,7 +63,7 @@ from selection.candidate import Candidate, arm_label, base_family, teacher_of
 from selection.crossfit import CrossFit
 from selection.decision import Decision
 from selection.pool import ROWS_TO_LABEL, PoolUse, rows_to_label
-from selection.rule import choose_depth
+from selection.rule import choose_depth, limit_violations, limits_text
 from tasks.changes import compare_with_champion, find_champion_table
 from tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
 from tasks.pool import PoolTexts, prepare_pool, teaching_texts, write_rows_to_label
@@ -432,21 +432,26 @@ def deployed(candidates: list[Candidate], decision: Decision, dataset: PreparedD
                        f"max_size_mb {limit:g}")
         tried.append(TriedDepth(depth=at.selected_label, sizes_mb=chosen.cost.sizes_mb if chosen.cost else {},
                                 deployment=deployment))
-    raise LimitUnmet(UnmetLimit(limit_mb=limit, tried=tried))
+    raise LimitUnmet(UnmetLimit(limit_mb=limit, limits=limits_text(sweep), tried=tried))
 
 
 def every_depth_over(candidates: list[Candidate], sweep: SweepConfig) -> UnmetLimit | None:
-    """The verdict when the smallest form of every depth that trained is over max_size_mb (the rule could choose
-    none: its forms were weighed, none reached the gate), each depth's best seed's sizes; None otherwise."""
-    limit = sweep.max_size_mb
-    usable = [c for c in candidates if c.usable and c.cost is not None and c.cost.size_mb is not None]
-    if limit is None or not usable or any(c.cost.size_mb <= limit for c in usable):
-        return None
-    named = {base_family(c.family) for c in usable} != {"scratch"}
+    """The verdict when every depth that trained exceeds a hard limit (max_size_mb, max_latency_ms, max_params) before
+    the gate, so the rule could choose none: each depth's best seed's sizes and the limits it exceeds (a depth is out
+    when any seed is, as the rule has it); None otherwise."""
+    usable = [c for c in candidates if c.usable and not c.kept_twin]
+    over = {(c.family, c.depth): why for c in usable if (why := limit_violations(c, sweep))}
     arms = sorted({(c.family, c.depth) for c in usable}, key=lambda arm: (arm[1], arm[0]))
-    return UnmetLimit(limit_mb=limit, tried=[TriedDepth(depth=arm_label(*arm, named=named), sizes_mb=max(
-        (c for c in usable if (c.family, c.depth) == arm), key=lambda c: c.metrics[sweep.metric]).cost.sizes_mb)
-        for arm in arms])
+    if not arms or any(arm not in over for arm in arms):
+        return None
+    named = {base_family(family) for family, _ in arms} != {"scratch"}
+
+    def best_of(arm: tuple[str, int]) -> Candidate:
+        return max((c for c in usable if (c.family, c.depth) == arm), key=lambda c: c.metrics.get(sweep.metric, 0))
+
+    return UnmetLimit(limit_mb=sweep.max_size_mb, limits=limits_text(sweep), tried=[
+        TriedDepth(depth=arm_label(*arm, named=named), over=over[arm],
+                   sizes_mb=best_of(arm).cost.sizes_mb if best_of(arm).cost else {}) for arm in arms])
 
 
 class LimitUnmet(Exception):

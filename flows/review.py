@@ -83,7 +83,7 @@ def outcome_tags(summary: RunSummary, model_name: str) -> list[str]:
         return [*tags, STOPPED, f"{STOPPED}: {', '.join(decisive(summary.changes))}"]
     tags.append(f"audit-{summary.audit.verdict.replace(' ', '-')}")
     if summary.unmet is not None:
-        tags.append(f"{UNMET}: max_size_mb {summary.unmet.limit_mb:g}")
+        tags.append(f"{UNMET}: {summary.unmet.limits.replace('=', ' ')}")
     elif summary.rule is not None:
         tags.append(summary.rule.selected_label.replace(" ", "-"))
         tags.append("promoted" if summary.promoted else "not-promoted")

@@ -316,6 +316,17 @@ def _limits(rule: SelectionRule) -> dict[str, tuple[str, float]]:
     return limits
 
 
+def limit_violations(candidate: Candidate, rule: SelectionRule) -> list[str]:
+    """The hard limits of `rule` (max_latency_ms, max_params, max_size_mb) `candidate` exceeds, each as
+    `latency_ms_p50 7.2 > max_latency_ms 5`; none when it meets them all, or when none is set."""
+    return _violations(candidate, _limits(rule))
+
+
+def limits_text(rule: SelectionRule) -> str:
+    """`max_latency_ms=5, max_size_mb=8`: the hard limits set; "" for none."""
+    return _limits_text(_limits(rule))
+
+
 def _violations(candidate: Candidate, limits: dict[str, tuple[str, float]]) -> list[str]:
     """The hard limits this candidate exceeds, each as 'key value > limit_name limit'."""
     return [

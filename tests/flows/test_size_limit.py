@@ -106,8 +106,23 @@ def test_a_limit_no_depth_meets_ends_in_a_verdict_not_a_fault(prefect_server, tm
     (run,) = [r for r in client.search_runs(client.get_experiment_by_name("depthfinder").experiment_id)
               if "depthfinder.outcome" in r.data.tags]
     assert run.info.status == "FINISHED" and run.data.tags["depthfinder.outcome"] == "limit unmet"
-    assert run.data.tags["mlflow.note.content"].startswith("# No form within max_size_mb 0.05: nothing registered")
+    assert run.data.tags["mlflow.note.content"].startswith("# No depth within max_size_mb=0.05: nothing registered")
     assert not client.search_model_versions("name='depthfinder'")
     (flow_run,) = flow_runs_named(run.info.run_name)
     assert flow_run.state.type.value == "COMPLETED" and flow_run.state.name == "Unmet"
     assert flow_run.name.startswith("unmet · ") and "unmet: max_size_mb 0.05" in flow_run.tags
+
+
+def test_a_latency_limit_every_depth_exceeds_is_the_same_verdict() -> None:
+    """Not only size: every depth over max_latency_ms (measured once trained) leaves the rule nothing to choose."""
+    candidates = [Candidate(depth=depth, status="trained", metrics={"macro_f1": 0.9},
+                            cost=Cost(flops_per_example=float(depth), latency_ms_p50=2.0 * depth)) for depth in (1, 2)]
+    verdict = retrain.every_depth_over(candidates, SweepConfig(max_latency_ms=1.5))
+
+    assert [tried.over for tried in verdict.tried] == [["latency_ms_p50 2 > max_latency_ms 1.5"],
+                                                       ["latency_ms_p50 4 > max_latency_ms 1.5"]]
+    assert verdict.sentence() == (
+        "no depth within the hard limits max_latency_ms=1.5: depth 1 (latency_ms_p50 2 > max_latency_ms 1.5); depth 2 "
+        "(latency_ms_p50 4 > max_latency_ms 1.5); nothing registered (raise the limits)")
+    assert retrain.every_depth_over(candidates, SweepConfig(max_latency_ms=3.0)) is None  # depth 1 meets it
+    assert retrain.every_depth_over(candidates, SweepConfig()) is None
