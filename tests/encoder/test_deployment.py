@@ -51,6 +51,21 @@ def test_the_onnx_graph_computes_what_the_torch_network_computes(model, tmp_path
     assert np.allclose(onnx_model.predict_proba(texts), torch_model.predict_proba(texts), atol=1e-4)
 
 
+def test_the_int8_form_scales_each_output_channel_of_a_matrix_apart(model, tmp_path: Path) -> None:
+    """One scale per output channel (per-channel weights): a matrix whose rows differ in size keeps its small rows,
+    where one scale per matrix rounds them to a few levels (bench/quantization.py measured what it keeps)."""
+    import onnx
+    from onnx import numpy_helper
+
+    _, network, _, _, _ = model
+    int8 = encoder.deployment.quantize(export_onnx(network, tmp_path / "fp32.onnx"), tmp_path / "int8.onnx")
+    graph = onnx.load(str(int8)).graph
+    scales = [numpy_helper.to_array(t) for t in graph.initializer if t.name.endswith("_scale")]
+    weights = [t for t in graph.initializer if t.data_type == onnx.TensorProto.INT8]
+    assert weights, "no weight was quantised to int8"
+    assert any(scale.size > 1 for scale in scales), [scale.shape for scale in scales]
+
+
 def test_variants_within_the_tolerance_ship_and_a_damaged_one_does_not(model, tmp_path: Path, monkeypatch) -> None:
     _, network, tokenizer, texts, labels = model
     truths = TextClassifier(network, tokenizer, LABELS).predict(texts)  # the torch model scores 1.0 on these
