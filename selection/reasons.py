@@ -154,12 +154,24 @@ def depth_verdicts(decision: Decision, scores: list[DepthScore]) -> str:
     one) and the verdict the rule gave it."""
     named = len({base_family(score.family) for score in decision.scores}) > 1
     best = next(s for s in decision.scores if (s.family, s.depth) == (decision.best_family, decision.best_depth))
+    mixed = len({score.compared_on for score in scores}) > 1  # then each clause names its rows, validation's too
     clauses = []
     for score in scores:
         difference = (score.vs_best.text() if score.vs_best is not None
                       else f"{score.mean - best.mean:+.3f}".replace("-", "\u2212"))
-        clauses.append(f"{arm_label(score.family, score.depth, named)} {difference} ({VERDICT_WORDS[score.verdict]})")
+        rows = _verdict_rows(decision, score.compared_on) if mixed or score.compared_on != "validation" else ""
+        clauses.append(f"{arm_label(score.family, score.depth, named)} {difference}{rows} "
+                       f"({VERDICT_WORDS[score.verdict]})")
     return ", ".join(clauses)
+
+
+def _verdict_rows(decision: Decision, compared_on: str) -> str:
+    """` on the 2,698 out-of-fold rows`: the rows a depth's verdict rests on, where its clause must say so."""
+    if compared_on == "out-of-fold" and decision.out_of_fold_rows:
+        return f" on the {decision.out_of_fold_rows:,} out-of-fold rows"
+    if compared_on == "unlabeled" and decision.unlabeled_rows:
+        return f" on the {decision.unlabeled_rows:,} unlabelled texts"
+    return f" on the {decision.validation_rows:,} validation rows" if decision.validation_rows else ""
 
 
 def interval_words(score: DepthScore, arm: Arm, best: Arm, rule: SelectionRule, label: Label) -> str:

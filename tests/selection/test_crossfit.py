@@ -17,6 +17,7 @@ from selection.crossfit import (
     out_of_fold,
     plan_cross_fit,
 )
+from selection.reasons import depth_verdicts
 from selection.rule import choose_depth
 from selection.settings import SelectionRule
 
@@ -196,6 +197,9 @@ def test_a_cheaper_depth_beyond_the_tolerance_by_chance_is_judged_out_of_fold_an
 
     assert decision.selected_depth == 1 and decision.scores[0].verdict == "within"
     assert "the 2,700 out-of-fold rows" in decision.reason and "on the 300 validation rows" in decision.reason
+    said = depth_verdicts(decision, decision.scores[:1])  # the terminal's, the artifact's and the card's words
+    assert said.startswith("depth 1 ") and said.endswith(" on the 2,700 out-of-fold rows (shown within the tolerance, "
+                                                         "may ship)")
 
 
 def test_auto_orders_the_depths_that_could_change_the_choice_first(tmp_path: Path) -> None:
