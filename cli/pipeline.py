@@ -24,9 +24,8 @@ from runtime.files import write_text_whole
 if TYPE_CHECKING:
     from prefect.states import State
 
-# The exit code of a run whose hard size limit (max_size_mb) no form met: nothing registered, the verdict recorded.
+# The exit code of a run whose hard limits no depth met: nothing registered, the verdict recorded.
 EXIT_UNMET = 3
-UNMET_STATE = "Unmet"  # flows.review.UNMET's state, not imported here: flows import Prefect, the CLI imports it late
 
 
 def load_config(args: argparse.Namespace) -> RunConfig:
@@ -92,6 +91,8 @@ def _concluded(state: State, record: type[BaseModel], what: str, config: RunConf
     print(shown(result))
     if FAULTS.withheld:  # a retried write, a failed candidate
         print(f"depthfinder: {FAULTS.withheld} error(s) were logged on the way; {FAULTS.write()}", file=sys.stderr)
+    from flows.review import UNMET_STATE  # the flow has run: Prefect is loaded already
+
     if state.name == UNMET_STATE:  # a verdict the user's limit asked for, not a fault: its line last
         print(f"depthfinder: {result.unmet.sentence()}", file=sys.stderr)
         return EXIT_UNMET

@@ -45,7 +45,7 @@ from flows.pool import pool_evidence
 from flows.preflight import check_run
 from flows.report import decision_markdown, outcome, short_outcome
 from flows.review import (
-    UNMET,
+    UNMET_STATE,
     data_source,
     flow_run_name,
     label_flow_run,
@@ -445,13 +445,11 @@ def every_depth_over(candidates: list[Candidate], sweep: SweepConfig) -> UnmetLi
     if not arms or any(arm not in over for arm in arms):
         return None
     named = {base_family(family) for family, _ in arms} != {"scratch"}
-
-    def best_of(arm: tuple[str, int]) -> Candidate:
-        return max((c for c in usable if (c.family, c.depth) == arm), key=lambda c: c.metrics.get(sweep.metric, 0))
-
+    best = {arm: max((c for c in usable if (c.family, c.depth) == arm), key=lambda c: c.metrics.get(sweep.metric, 0))
+            for arm in arms}
     return UnmetLimit(limit_mb=sweep.max_size_mb, limits=limits_text(sweep), tried=[
         TriedDepth(depth=arm_label(*arm, named=named), over=over[arm],
-                   sizes_mb=best_of(arm).cost.sizes_mb if best_of(arm).cost else {}) for arm in arms])
+                   sizes_mb=best[arm].cost.sizes_mb if best[arm].cost else {}) for arm in arms])
 
 
 class LimitUnmet(Exception):
@@ -463,15 +461,16 @@ class LimitUnmet(Exception):
 
 
 def unmet_night(config: RunConfig, run: SweepRun, summary: RunSummary) -> tuple[RunSummary, State]:
-    """A night whose size limit no form met: its summary (every form tried) on the parent run, which ends FINISHED,
-    and as the `depth-decision` artifact; nothing registered; a completed state of its own, Unmet (the CLI exits 3)."""
+    """A night whose hard limits no depth met: its summary (every form or depth tried) on the parent run, which ends
+    FINISHED, and as the `depth-decision` artifact; nothing registered; a completed state of its own, Unmet (the CLI
+    exits 3)."""
     note = unmet_note(summary)
     log_summary(run, summary.to_dict(), {"depthfinder.outcome": "limit unmet"}, [], {})
     describe_stop(run, note, run_title(config.registry.model_name, config.data, summary.data_hash,
                                        night_marks(summary)))
-    create_markdown_artifact(key="depth-decision", markdown=note, description="No form within the size limit")
+    create_markdown_artifact(key="depth-decision", markdown=note, description=short_outcome(summary))
     get_run_logger().warning("%s", summary.unmet.sentence())
-    return summary, Completed(name=UNMET.capitalize(), message=outcome(summary), data=summary)
+    return summary, Completed(name=UNMET_STATE, message=outcome(summary), data=summary)
 
 
 def night_tags(changes: ChangeReport | None) -> dict[str, str]:

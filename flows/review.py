@@ -26,7 +26,8 @@ from flows.summary import RunSummary
 # The marks of a night that ended before training on purpose: the comparison with the champion stopped it, or
 # the audit blocked it. Each is also its Prefect state's name (capitalised), a tag, and its message's first word.
 STOPPED, BLOCKED = "stopped", "blocked"
-UNMET = "unmet"  # a hard size limit no form met: the flow run's state name and the night's mark
+UNMET = "unmet"  # hard limits no depth met: the night's mark
+UNMET_STATE = UNMET.capitalize()  # and its flow run's state (the CLI exits 3 on it)
 
 
 def run_title(model_name: str, data: DataConfig | dict, data_hash: str | None = None, marks: Sequence[str] = ()) -> str:
