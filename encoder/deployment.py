@@ -18,7 +18,10 @@ Given the train split's texts, the model with its vocabulary pruned to them (enc
 `torch-pruned`, judged against the torch model by the same gate. When it ships, it is what the version registers
 (its bundle, `Deployment.bundle`) and every other form is made from it: the ONNX files, with the pruned
 tokenizer.json beside them, and the Hugging Face folder. Every form is judged against the unpruned torch model, so
-pruning and quantisation together never lose more than the one margin.
+pruning and quantisation together never lose more than the one margin. When it does not ship (texts the model
+meets hold words the task's texts never used, which pruning cuts into pieces the network never learned), the int8
+ONNX form with those words' embedding rows coded (encoder.coded: the whole vocabulary and tokenizer, a byte per
+four numbers of a rare row) is judged too: the form an edge device can hold where pruning loses.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import torch
 from pydantic import Field, model_validator
 from tokenizers import Tokenizer
 
+from encoder.coded import Coding, coded_network
 from encoder.latency import NOISY, ROUNDS, Measured, measure
 from encoder.serving import TOKENIZER_FILE, Network, TextClassifier, encode_texts, pad_batch
 from encoder.vocabulary import kept_ids, prunable, prune_network, prune_tokenizer, token_counts
@@ -38,10 +42,11 @@ from evidence.margin import within
 from evidence.metrics import classification_metrics
 from runtime.records import Record
 
-ONNX_FILE, INT8_FILE = "model.onnx", "model-int8.onnx"
-PRUNED, PRUNED_BUNDLE = "torch-pruned", "pruned-bundle"
+ONNX_FILE, INT8_FILE, CODED_FILE = "model.onnx", "model-int8.onnx", "model-int8-coded.onnx"
+PRUNED, PRUNED_BUNDLE, CODED = "torch-pruned", "pruned-bundle", "onnx-int8-coded"
 # How the sentence names each form judged against the torch model, in the order it gives them.
-FORM_LABELS = {PRUNED: "pruned vocabulary", "onnx-int8": "int8 ONNX", "onnx": "ONNX"}
+FORM_LABELS = {PRUNED: "pruned vocabulary", "onnx-int8": "int8 ONNX", CODED: "int8 ONNX with the unused rows coded",
+               "onnx": "ONNX"}
 BATCHES = (1, 32)
 # Timed forwards per variant per round of the latency harness, by batch size, over the test split's texts in turn.
 REPEATS = {1: 7, 32: 2}
@@ -51,7 +56,7 @@ OPSET = 17
 class Variant(Record):
     """One form of the chosen model, measured on the test split."""
 
-    name: str = Field(description="torch, onnx (fp32) or onnx-int8.")
+    name: str = Field(description="torch, torch-pruned, onnx (fp32), onnx-int8 or onnx-int8-coded.")
     metrics: dict[str, float] = Field(description="Test accuracy, balanced accuracy, macro-F1.")
     latency_ms: dict[str, float] = Field(
         description="At batch 1 and 32 (b1_p50, ...), ms, per forward of test texts as served (padded, taken in "
@@ -116,6 +121,10 @@ class Deployment(Record):
     )
     tokenizer_file: str | None = Field(
         None, description="The tokenizer.json the ONNX files take (pruned with them when torch-pruned ships)."
+    )
+    coding: Coding | None = Field(
+        None, description="What the onnx-int8-coded form kept exact and coded (encoder.coded); none when it was not "
+        "made (no texts of the task given, no ONNX Runtime, or the pruned vocabulary shipped: its forms are smaller)."
     )
 
     @model_validator(mode="before")
@@ -219,6 +228,9 @@ def measure_deployment(
                 bundle = save_bundle(folder / PRUNED_BUNDLE, pruned.network, pruned.tokenizer, labels)
                 pruning, base = pruning.model_copy(update={"bundle": str(bundle.resolve())}), pruned
     files, tokenizer_file = _onnx_forms(base, labels, folder, classifiers)
+    coding = None
+    if files and train_texts is not None and base is classifiers["torch"]:  # the full vocabulary ships
+        coding, files[CODED], classifiers[CODED] = _coded_form(base, train_texts, folder)
     if not files:
         notes.append("ONNX variants not measured: onnxruntime is not installed (pip install 'depthfinder[onnx]')")
     for name, classifier in classifiers.items():
@@ -238,7 +250,7 @@ def measure_deployment(
                                  metric_low=low, metric_high=high,
                                  pruned=name == PRUNED or (name in files and base is not classifiers["torch"]))
     judged = _judged(measured, metric, margin, "; ".join(notes), timed[1].noisy, pruning)
-    judged = judged.model_copy(update={"pruning": pruning, "tokenizer_file": tokenizer_file})
+    judged = judged.model_copy(update={"pruning": pruning, "tokenizer_file": tokenizer_file, "coding": coding})
     return beside_cost_table(judged, expected_ms)
 
 
@@ -292,6 +304,15 @@ def _onnx_forms(base: TextClassifier, labels: list[str], folder: Path, classifie
         classifiers[name] = TextClassifier(OnnxNetwork(path, base.network.cfg), base.tokenizer, labels)
     base.tokenizer.save(str(folder / TOKENIZER_FILE))
     return files, str(folder / TOKENIZER_FILE)
+
+
+def _coded_form(base: TextClassifier, texts: list[str], folder: Path) -> tuple[Coding, Path, TextClassifier]:
+    """The int8 ONNX file of `base` with the embedding rows `texts` never use coded (encoder.coded): the whole
+    vocabulary, for the texts pruning would cut into pieces; its coding, file and classifier (the same tokenizer)."""
+    network, coding = coded_network(base.network, base.tokenizer, texts)
+    path = quantize(export_onnx(network, folder / "coded.onnx"), folder / CODED_FILE)
+    (folder / "coded.onnx").unlink()
+    return coding, path, TextClassifier(OnnxNetwork(path, network.cfg), base.tokenizer, base.labels)
 
 
 def _size_mb(classifier: TextClassifier, path: Path | None) -> float:

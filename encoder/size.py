@@ -23,6 +23,7 @@ from encoder.vocabulary import prunable, prune
 MIB = 2**20
 # Each form's name, as the cost table and the deployment call it.
 TORCH, TORCH_PRUNED, INT8, INT8_PRUNED = "torch", "torch-pruned", "onnx-int8", "onnx-int8-pruned"
+INT8_CODED = "onnx-int8-coded"
 
 
 def weights_mb(network: Network) -> float:
@@ -33,14 +34,18 @@ def weights_mb(network: Network) -> float:
 def form_sizes(network: Network, tokenizer: Tokenizer, train_texts: Iterable[str], onnx: bool = False,
                min_count: int = 1) -> dict[str, float]:
     """MiB of each form the network could ship in: torch, torch with the vocabulary pruned to `train_texts` (tokens
-    used `min_count` times or more; WordPiece only), and with `onnx` their int8 ONNX files. The network is not
-    changed (the forms are made from a CPU copy)."""
-    network = copy.deepcopy(network).cpu().eval()
+    used `min_count` times or more; WordPiece only), and with `onnx` their int8 ONNX files and the int8 file with the
+    embedding rows `train_texts` never use coded (encoder.coded; its size is its shapes', so it is weighed unfitted).
+    The network is not changed (the forms are made from a CPU copy)."""
+    from encoder.coded import coded_network
+
+    network, train_texts = copy.deepcopy(network).cpu().eval(), list(train_texts)
     forms = {TORCH: network}
     if prunable(tokenizer, network) is None:
         forms[TORCH_PRUNED] = prune(network, tokenizer, train_texts, min_count)[0]
     sizes = {name: weights_mb(form) for name, form in forms.items()}
     if onnx and _has_onnxruntime():
+        forms[INT8_CODED] = coded_network(network, tokenizer, train_texts, fit=False)[0]
         sizes |= _int8_sizes(forms)
     return sizes
 
@@ -49,7 +54,7 @@ def _int8_sizes(forms: dict[str, Network]) -> dict[str, float]:
     """The int8 ONNX file of each torch form, weighed and deleted."""
     from encoder.deployment import export_onnx, quantize
 
-    names = {TORCH: INT8, TORCH_PRUNED: INT8_PRUNED}
+    names = {TORCH: INT8, TORCH_PRUNED: INT8_PRUNED, INT8_CODED: INT8_CODED}
     sizes = {}
     with tempfile.TemporaryDirectory(prefix="depthfinder-size-") as folder:
         for name, form in forms.items():

@@ -85,7 +85,7 @@ def promotion_rows(summary: RunSummary) -> str | None:
 
 # The forms of a version, as the card and the decision name them.
 FORM_NAMES = {"torch": "torch", "torch-pruned": "torch with the pruned vocabulary", "onnx": "ONNX (fp32)",
-              "onnx-int8": "int8 ONNX"}
+              "onnx-int8": "int8 ONNX", "onnx-int8-coded": "int8 ONNX with the unused embedding rows coded"}
 
 
 def served_sentence(summary: RunSummary) -> str:

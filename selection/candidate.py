@@ -60,7 +60,8 @@ class Cost(Record):
     sizes_mb: dict[str, float] = Field(
         {}, description="The weights of each form it could ship in, MiB (encoder.size): torch, torch-pruned (the "
         "vocabulary pruned to the train and validation texts; WordPiece tokenizers), and, when the rule asks for size "
-        "and ONNX Runtime is installed, onnx-int8 and onnx-int8-pruned; before the deployment gate judges any of them."
+        "and ONNX Runtime is installed, onnx-int8, onnx-int8-pruned and onnx-int8-coded (the rows the texts never use "
+        "coded, encoder.coded); before the deployment gate judges any of them."
     )
     size_mb: float | None = Field(
         None, description="The smallest of sizes_mb, MiB: what it could ship at if the deployment gate passes that "

@@ -190,21 +190,6 @@ def test_export_writes_each_form_of_a_registered_model_and_refuses_what_it_lacks
     assert not (tmp_path / "out-bare").exists()
 
 
-@pytest.fixture(scope="module")
-def varied(tmp_path_factory):
-    """A mean-pooled network whose strong random head gives the classes in turn (its labels depend on every token),
-    its tokenizer (trained on more words than the texts use), the texts it is trained on and 60 texts to label."""
-    root = tmp_path_factory.mktemp("prune")
-    frame = keyword_frame(180)
-    extra = ["zebras and quokkas graze", "wombats dig tunnels at dusk"] * 5
-    checkpoint = resolve_checkpoint(str(tiny_checkpoint(root / "bert", [*frame["text"], *extra], layers=2)))
-    network = load_truncated(checkpoint, 1, n_classes=len(LABELS), max_len=32, pooling="mean")
-    with torch.no_grad():
-        network.head.weight.normal_(std=30.0, generator=torch.Generator().manual_seed(0))
-    return network.eval(), load_tokenizer(checkpoint.tokenizer_path), frame["text"].head(120).tolist(), \
-        frame["text"].tail(60).tolist()
-
-
 def test_the_pruned_model_ships_within_the_margin_and_every_form_is_made_from_it(varied, tmp_path: Path) -> None:
     from encoder.serving import load_bundle
 

@@ -10,7 +10,7 @@ from tokenizers import Tokenizer, models
 from encoder.checkpoint import resolve_checkpoint
 from encoder.pretrained import load_truncated
 from encoder.serving import load_tokenizer
-from encoder.size import INT8, INT8_PRUNED, TORCH, TORCH_PRUNED, form_sizes, smallest, weights_mb
+from encoder.size import INT8, INT8_CODED, INT8_PRUNED, TORCH, TORCH_PRUNED, form_sizes, smallest, weights_mb
 from encoder.vocabulary import kept_ids, token_counts
 from tests.encoder.keyword_task import LABELS, keyword_frame
 from tests.encoder.tiny_checkpoint import WORDS, tiny_checkpoint
@@ -46,10 +46,23 @@ def test_the_int8_forms_are_weighed_by_their_files(pretrained) -> None:
     pytest.importorskip("onnxruntime")
     network, tokenizer = pretrained
     sizes = form_sizes(network, tokenizer, TRAIN, onnx=True)
-    assert set(sizes) == {TORCH, TORCH_PRUNED, INT8, INT8_PRUNED}
+    assert set(sizes) == {TORCH, TORCH_PRUNED, INT8, INT8_PRUNED, INT8_CODED}
     assert sizes[INT8_PRUNED] < sizes[INT8] < sizes[TORCH]
     assert sizes[INT8_PRUNED] < sizes[TORCH_PRUNED]
     assert smallest(sizes) == sizes[INT8_PRUNED]
+
+
+def test_the_coded_form_is_weighed_as_the_deployment_makes_it(pretrained, tmp_path) -> None:
+    """Weighed unfitted (its codes all zero), it weighs what the fitted file the deployment ships weighs."""
+    pytest.importorskip("onnxruntime")
+    from encoder.coded import coded_network
+    from encoder.deployment import export_onnx, quantize
+
+    network, tokenizer = pretrained
+    fitted, _ = coded_network(network, tokenizer, TRAIN)
+    file = quantize(export_onnx(fitted, tmp_path / "coded.onnx"), tmp_path / "coded-int8.onnx")
+    assert form_sizes(network, tokenizer, TRAIN, onnx=True)[INT8_CODED] == pytest.approx(
+        file.stat().st_size / 2**20, rel=0.01)
 
 
 def test_a_tokenizer_that_cannot_be_pruned_has_no_pruned_form(pretrained) -> None:

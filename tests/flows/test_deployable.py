@@ -129,7 +129,7 @@ def test_the_rule_can_choose_and_limit_by_the_size_of_the_smallest_form(prefect_
     summary = json.loads((tmp_path / "s.json").read_text())
     costs = {c["depth"]: c["cost"] for c in summary["candidates"]}
     for cost in costs.values():
-        assert set(cost["sizes_mb"]) == {"torch", "torch-pruned", "onnx-int8", "onnx-int8-pruned"}
+        assert set(cost["sizes_mb"]) == {"torch", "torch-pruned", "onnx-int8", "onnx-int8-pruned", "onnx-int8-coded"}
         assert cost["size_mb"] == min(cost["sizes_mb"].values()) < cost["sizes_mb"]["torch"]
     assert costs[1]["size_mb"] <= 0.095 < costs[2]["size_mb"], costs  # else the limit below tests nothing
     assert summary["selected_depth"] == 1 and "depth 2 (size_mb" in summary["rule"]["reason"]
