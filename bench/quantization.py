@@ -10,7 +10,9 @@ encoder.vocabulary.vocabulary_texts), and each form is made from the pruned mode
   embedding table quantised too);
 - dynamic int8 with per-channel weights (`per_channel=True`: one scale per output row of each matrix);
 - per-channel, the embedding tables left in float32 (`nodes_to_exclude` the Gather nodes): more MiB, the rows a
-  broad vocabulary's rare words look up kept exact.
+  broad vocabulary's rare words look up kept exact;
+- and, from the full model only, the coded form depthfinder ships where the pruned vocabulary is refused
+  (encoder.coded: the rows the train and validation texts never use product-quantised, then per-channel int8).
 
 Printed per bundle and form: MiB of its file, test macro-F1, the paired difference from the full torch model with
 its 90 % interval (evidence.bootstrap.paired_interval, the deployment gate's), and whether that difference is shown
@@ -49,7 +51,8 @@ def forms(bundle: Path, folder: Path) -> dict[str, tuple[object, float]]:
     """Each form's classifier and MiB: torch full and pruned, and every recipe of each."""
     import pandas as pd
 
-    from encoder.deployment import OnnxNetwork, export_onnx
+    from encoder.coded import coded_network
+    from encoder.deployment import OnnxNetwork, export_onnx, quantize
     from encoder.serving import TextClassifier, load_bundle
     from encoder.size import weights_mb
     from encoder.vocabulary import prune, vocabulary_texts
@@ -65,6 +68,10 @@ def forms(bundle: Path, folder: Path) -> dict[str, tuple[object, float]]:
             path = quantized(fp32, folder / f"{name}-{recipe}.onnx", recipe)
             found[f"{recipe}-{name}"] = (TextClassifier(OnnxNetwork(path, network.cfg), tok, model.labels),
                                          path.stat().st_size / 2**20)
+    coded, _ = coded_network(model.network, model.tokenizer, vocabulary_texts(frame))
+    path = quantize(export_onnx(coded, folder / "coded.onnx"), folder / "coded-int8.onnx")
+    found["int8-per-channel-coded"] = (TextClassifier(OnnxNetwork(path, coded.cfg), model.tokenizer, model.labels),
+                                       path.stat().st_size / 2**20)
     return found
 
 

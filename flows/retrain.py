@@ -3,7 +3,8 @@ register, read top to bottom in `retrain`'s body.
 
 The flow only orchestrates: every step is a task (tasks/) or, for the audit, the audit flow run as a subflow
 (flows/audit.py), every decision a plain function (selection, expectations/audit), and the MLflow parent run is a
-context manager that ends FINISHED, FAILED (the audit blocked, or a step failed) or KILLED (a signal).
+context manager that ends FINISHED (also when the audit blocked or the comparison stopped the night: an outcome, so
+MLflow's lists do not mark it as a crash), FAILED (a step failed) or KILLED (a signal).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from flows.review import (
 from flows.summary import RowsUsed, RunAudit, RunSummary
 from flows.sweep import check_learning_rates, sweep_depths
 from runtime.guard import process_guard
+from runtime.interrupt import StoppedOnPurpose
 from runtime.lock import one_retrain_at_a_time
 from selection.budget import Budget
 from selection.candidate import Candidate, arm_label, base_family, teacher_of
@@ -73,6 +75,7 @@ from tasks.tracking import (
     describe_model,
     describe_stop,
     log_changes,
+    log_dataset,
     log_summary,
     start_sweep_run,
 )
@@ -280,13 +283,13 @@ def stop(config: RunConfig, run: SweepRun, summary: RunSummary, reason: str) -> 
     (`stopped · ...`, `blocked · ...`), with what stopped it and what to do next as its description; raises
     Blocked."""
     marks = night_marks(summary)
-    log_summary(run, summary.to_dict(), {}, [])
+    log_summary(run, summary.to_dict(), {"depthfinder.outcome": marks[-1]}, [])
     describe_stop(run, stopped_note(summary, data_source(config.data)),
                   run_title(config.registry.model_name, config.data, summary.data_hash, marks))
     raise Blocked(marks[-1], reason, summary)
 
 
-class Blocked(Exception):
+class Blocked(StoppedOnPurpose):
     """The run stopped before training on purpose (`stopped`: the comparison with the champion; `blocked`: the
     audit), why, and its summary so far."""
 
@@ -338,8 +341,8 @@ def what_changed(
 
 @contextlib.contextmanager
 def sweep_run(config: RunConfig, dataset: PreparedData, marks: Sequence[str] = ()) -> Iterator[SweepRun]:
-    """The sweep's MLflow parent run (named `forced · ...` when --force overrode the comparison), ended FINISHED,
-    FAILED or KILLED by how the block ends."""
+    """The sweep's MLflow parent run (named `forced · ...` when --force overrode the comparison), ended FINISHED
+    (also when the night stopped or was blocked on purpose), FAILED or KILLED by how the block ends."""
     registry = config.registry
     run = start_sweep_run(
         registry.tracking_uri, registry.experiment, registry.model_name,
@@ -348,6 +351,7 @@ def sweep_run(config: RunConfig, dataset: PreparedData, marks: Sequence[str] = (
         night=night(dataset.data_hash),
     )
     with ending(run.client, run.run_id):
+        log_dataset(run, dataset.path, data_source(config.data), dataset.data_hash)
         yield run
 
 

@@ -20,6 +20,11 @@ class Interrupted(Exception):
     """Training stopped because the process was asked to stop; nothing after it should run."""
 
 
+class StoppedOnPurpose(Exception):  # noqa: N818 (an outcome, not an error)
+    """The run stopped before training by its own rules (the audit blocked, the comparison with the champion said
+    stop): an outcome the user set up, so its MLflow run ends FINISHED, not with a crash's mark."""
+
+
 class StopRequest:
     """A process-wide flag: which signal asked the process to stop, and what it interrupted."""
 

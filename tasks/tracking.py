@@ -38,6 +38,12 @@ def start_sweep_run(
 
 
 @task(**RETRIES)
+def log_dataset(parent_run: SweepRun, table_path: str, name: str, digest: str) -> None:
+    """The run's data, one MLflow dataset per split (tracking.runs.log_dataset)."""
+    runs.log_dataset(parent_run, table_path, name, digest)
+
+
+@task(**RETRIES)
 def record_cached_candidate(parent_run: SweepRun, candidate: Candidate, run_id: str | None = None) -> Candidate:
     """Record a candidate reused from an earlier sweep as a child run of this one."""
     return runs.log_cached_candidate(parent_run, candidate, run_id)

@@ -16,6 +16,7 @@ import sqlite3
 import tempfile
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
 from runtime.credentials import store_uri
-from runtime.interrupt import Interrupted
+from runtime.interrupt import Interrupted, StoppedOnPurpose
 from runtime.liveness import ProcessIdentity, this_process
 from selection.candidate import DISTILLED, Candidate, arm_label
 
@@ -229,6 +230,25 @@ def create_sweep_run(
     return sweep
 
 
+def log_dataset(sweep: SweepRun, table_path: str, name: str, digest: str) -> None:
+    """The run's data as MLflow datasets (`mlflow.log_input`'s record: the runs list's Dataset column), one per split,
+    each `name` with the training data's `digest` and its rows, its context the split. `table_path` is the prepared
+    table (text, label, split), a local file."""
+    import pandas as pd
+    from mlflow.entities import DatasetInput, InputTag
+
+    table = pd.read_parquet(table_path, columns=["text", "label", "split"])
+    inputs = []
+    for split, part in table.groupby("split", sort=False):
+        with warnings.catch_warnings():  # "the source can be interpreted in multiple ways": a local file, either way
+            warnings.simplefilter("ignore", UserWarning)
+            dataset = mlflow.data.from_pandas(part.reset_index(drop=True), source=str(Path(table_path).resolve()),
+                                              targets="label", name=name, digest=f"{digest[:10]}-{split}")
+        inputs.append(DatasetInput(dataset._to_mlflow_entity(),
+                                   tags=[InputTag(key="mlflow.data.context", value=str(split))]))
+    sweep.client.log_inputs(sweep.run_id, datasets=inputs)
+
+
 def start_child_run(sweep: SweepRun, run_name: str, tags: dict[str, str]) -> str:
     """Create a child run under the sweep's parent run and return its id."""
     tags = {PARENT_TAG: sweep.run_id, RUN_NAME_TAG: run_name, MODEL_TAG: sweep.model_name, **_process_tag(), **tags}
@@ -252,17 +272,19 @@ def _process_of(tags: dict[str, str]) -> ProcessIdentity | None:
 
 
 def end_status(exc: BaseException | None) -> str:
-    """The MLflow status a run ends with: FINISHED; KILLED when the process was asked to stop (a training
-    thread's Interrupted, or what is not an Exception: KeyboardInterrupt for SIGINT, Prefect's
-    TerminationSignal for SIGTERM); FAILED otherwise."""
-    if exc is None:
+    """The MLflow status a run ends with: FINISHED, also for a night stopped on purpose (StoppedOnPurpose: MLflow's
+    lists mark FAILED as a crash); KILLED when the process was asked to stop (a training thread's Interrupted, or
+    what is not an Exception: KeyboardInterrupt for SIGINT, Prefect's TerminationSignal for SIGTERM); FAILED
+    otherwise."""
+    if exc is None or isinstance(exc, StoppedOnPurpose):
         return "FINISHED"
     return "KILLED" if isinstance(exc, Interrupted) or not isinstance(exc, Exception) else "FAILED"
 
 
 @contextlib.contextmanager
 def ending(client: MlflowClient, run_id: str) -> Iterator[None]:
-    """End the run `run_id` with a status that says how the block ended: FINISHED, KILLED or FAILED."""
+    """End the run `run_id` with a status that says how the block ended: FINISHED (or stopped on purpose), KILLED or
+    FAILED."""
     try:
         yield
     except BaseException as exc:

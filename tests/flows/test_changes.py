@@ -64,7 +64,7 @@ def test_unchanged_skips_new_rows_retrain_another_domain_stops_unless_forced(
     assert "error(s) were logged" not in said  # a stopped night is an outcome, not a fault
     assert registered_before_new_rows == 1  # the stop registered nothing
     stopped = client.get_run(other["mlflow_run_id"])
-    assert stopped.info.status == "FAILED" and stopped.data.tags["depthfinder.changes"] == "stop"
+    assert stopped.info.status == "FINISHED" and stopped.data.tags["depthfinder.changes"] == "stop"  # not a crash
     assert stopped.data.metrics["changes.drift_auc"] == other["changes"]["drift_auc"]
     assert_a_stopped_night_says_why_and_what_next(client, other, other_table, tmp_path)
 

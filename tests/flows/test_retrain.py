@@ -86,6 +86,12 @@ def test_mlflow_has_a_parent_run_with_one_child_per_depth(sweep) -> None:
     # A built-in dataset's generated rows are the rows used, in the params and the summary alike.
     assert parent.data.params["data.dataset_rows"] == parent.data.params["data.rows"] == "600"
     assert summary["rows"]["total"] == 600 == sum(summary["rows"][split] for split in ("train", "val", "test"))
+    inputs = {next(t.value for t in i.tags if t.key == "mlflow.data.context"): i.dataset
+              for i in parent.inputs.dataset_inputs}  # MLflow's Dataset column: the data, one per split
+    assert set(inputs) == {"train", "val", "test"}
+    for split, dataset in inputs.items():
+        assert dataset.name == "topics" and dataset.digest == f"{summary['data_hash'][:10]}-{split}"
+        assert json.loads(dataset.profile)["num_rows"] == summary["rows"][split]
     assert sorted(run.data.tags["depthfinder.depth"] for run in children) == ["1", "2"]
     by_run = {c["mlflow_run_id"]: c for c in summary["candidates"]}
     for child in children:
@@ -174,7 +180,8 @@ def test_the_audit_gate_blocks_a_cross_split_duplicate(prefect_server, tmp_path,
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert client.search_registered_models() == []
     run = client.get_run(summary["mlflow_run_id"])
-    assert run.info.status == "FAILED"
+    assert run.info.status == "FINISHED"  # an outcome: MLflow's lists mark FAILED as a crash
+    assert run.data.tags["depthfinder.outcome"] == "blocked"
     assert_the_blocking_rows_are_listed_with_their_file_lines(client, run, tmp_path)
     assert_the_rows_used_are_the_files(summary, run, out)
 
