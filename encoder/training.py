@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import time
 import warnings
 from collections import Counter
@@ -179,7 +180,7 @@ def train_candidate(
             # One progress bar at a time: rich's live display is the process's one console (two trainings in
             # threads broke it: IndexError in Console.clear_live), and bars from processes would interleave.
             trainer = _build_trainer(train_cfg, [stop, early_stopping, checkpoint, state, *callbacks], epochs,
-                                     out_dir, logger, progress and concurrent == 1, batches)
+                                     out_dir, logger, progress_bars(progress, concurrent), batches)
             trainer.fit(module, datamodule=data, ckpt_path=resume_from, weights_only=True)
         if not checkpoint.best_model_path:
             raise RuntimeError(f"depth {depth}: no checkpoint was saved; was {MONITOR!r} ever logged?")
@@ -410,6 +411,13 @@ class EarlyStoppingFrom(EarlyStopping):
         yield
         if trainer.current_epoch + 1 < self.min_epochs:
             trainer.should_stop = should_stop
+
+
+def progress_bars(progress: bool, concurrent: int) -> bool:
+    """Whether Lightning draws its progress bars: asked for, one training at a time (rich's live display is the
+    process's one console), and stderr a terminal: written to a file or a pipe, a bar's redraws land as wrapped
+    fragments, and the epoch's one line in the log (tasks.train) says the same."""
+    return progress and concurrent == 1 and sys.stderr.isatty()
 
 
 def _build_trainer(

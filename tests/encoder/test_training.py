@@ -277,3 +277,20 @@ def test_two_trainings_at_once_in_threads_both_finish(frame, tokenizer, tmp_path
         trained = list(pool.map(one, (1, 2)))
     assert [candidate.depth for candidate in trained] == [1, 2]
     assert all(candidate.metrics["macro_f1"] > 0.5 for candidate in trained)
+
+
+def test_progress_bars_are_drawn_only_on_a_terminal(monkeypatch) -> None:
+    """Written to a file or a pipe, a bar's redraws land as wrapped fragments: off a terminal there are none (the
+    epoch's log line says the same), and never two trainings' at once."""
+    import io
+
+    from encoder.training import progress_bars
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    assert not progress_bars(True, 1)
+    monkeypatch.setattr("sys.stderr", Terminal())
+    assert progress_bars(True, 1) and not progress_bars(True, 2) and not progress_bars(False, 1)
