@@ -1,4 +1,4 @@
-"""Cross-fitting in the real product, measured: bench/tolerance_risk.py's `--crossfit-trained` (issue 44).
+"""Cross-fitting in the real product, measured: bench/tolerance_risk.py's `--crossfit-trained`.
 
 `depthfinder run --crossfit on` on the scratch known-depth problem `nested-ops-1` and on `sms_spam.csv`, with a small
 scratch encoder (`CONFIG`: 32 wide, depths 1 and 2, one seed, early stopping), each in its own folder (a folder

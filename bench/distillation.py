@@ -1,4 +1,4 @@
-"""Distillation against plain training, depth by depth (issue 45): what a student of the best candidate buys.
+"""Distillation against plain training, depth by depth: what a student of the best candidate buys.
 
 For each data source and seed, one `depthfinder run --distill on --halving off` (every depth trained plainly, then
 every depth cheaper than the best trained again as a student of the best, from the same initialisation): printed per

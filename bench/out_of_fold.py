@@ -1,4 +1,4 @@
-"""What cross-fitting's evidence buys, and what it spends: bench/tolerance_risk.py's out-of-fold paths (issue 44).
+"""What cross-fitting's evidence buys, and what it spends: bench/tolerance_risk.py's out-of-fold paths.
 
 In each constructed cell, beside the validation-only decision on each validation size (the rule's non-inferiority,
 `non_inferior`), the same sweep decided with out-of-fold rows: 9 x the validation size (train 80 %, validation 10 %:

@@ -14,7 +14,7 @@ Decisions: for each validation size (`--sizes`, e.g. 100, 300 and all), `--draws
 (drawn at random) on a random subset of the validation rows of that size (all: every row), each decided by
 every policy on the same paired bootstrap (2,000 resamples, as the rule):
 
-- lenient: the rule before issue 30, "not shown worse" (the upper end of the interval at the confidence at
+- lenient: the old rule, "not shown worse" (the upper end of the interval at the confidence at
   least −tolerance); it breaks the promise by construction and is shown for reference only;
 - means: the mean within the tolerance (evidence.margin.within, no interval);
 - one_se: the mean minus one bootstrap standard error (the 15.9th percentile) within it too;
@@ -34,7 +34,7 @@ keeps it in every (dataset, size) cell, unless a looser one that keeps it too is
 by more than twice the standard error of the paired difference (the decisions are the same draws for every policy)
 and by at least 0.01 (two policies differ on few decisions, so their paired error is tiny: only a gain that
 matters counts). lenient, means and best_mean are shown, never chosen: lenient breaks the promise by construction,
-means is the fixed margin that ties on noise (the failure the bootstrap was brought in for, which issue 30 keeps
+means is the fixed margin that ties on noise (the failure the bootstrap was brought in for, which the rule keeps
 fixed), best_mean is the floor.
 
 Constructed cells (`--gaps`, multiples of the tolerance: 0.5, 1.1, 1.25, 1.5, 2, 3; negative, the deepest depth the
@@ -50,7 +50,7 @@ make a looser policy the default (their mix is this script's choice, not a sampl
 `RESULT default=<policy> worst_risk=<policy:risk,...> constructed_worst_risk=<policy:risk,...>
 thrift=<policy:share,...> decisions=<n> constructed_decisions=<n>` (thrift and decisions: the trained datasets').
 
-Out-of-fold evidence (issue 44; bench/out_of_fold.py): in the constructed cells, each sweep is also decided with
+Out-of-fold evidence (bench/out_of_fold.py): in the constructed cells, each sweep is also decided with
 out-of-fold rows, 9 x the validation size (the train and validation rows cross-fitting predicts when validation is
 10 % of the data and train 80 %), drawn from a pool of 200,000 built like the validation rows: `out_of_fold`, the
 rule's decision made on those rows; `crossfit_auto` and `crossfit_on`, what the product ships with `crossfit: auto`
@@ -99,7 +99,7 @@ POLICIES = ("lenient", "means", "one_se", "one_sided", "non_inferior", "best_mea
 # The candidates for the default, strictest first. Shown, never the default: lenient breaks the promise by
 # construction, best_mean is its floor, and means is the fixed margin that ties on noise (a depth truly 0.03 worse
 # that lands within 0.01 on 300 rows by luck ties: tests/evidence/test_bootstrap.py,
-# test_a_tie_is_never_declared_on_noise), which issue 30 keeps fixed.
+# test_a_tie_is_never_declared_on_noise), which the rule keeps fixed.
 STRICTEST_FIRST = ("non_inferior", "one_sided", "one_se")
 # A looser policy ships a depth at least as cheap as a stricter one on every decision, so the two differ on few
 # decisions and the paired error is tiny: it replaces the stricter only for a gain that matters, a decision in a

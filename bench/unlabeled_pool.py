@@ -1,4 +1,4 @@
-"""What unlabelled texts buy the depth rule, and how many labels settle the rest (issue 44: `--unlabeled`, `--labels`).
+"""What unlabelled texts buy the depth rule, and how many labels settle the rest (`--unlabeled`, `--labels`).
 
 Constructed cells, whose truth is exact: balanced binary labels; the best depth right on 90 % of the rows; a cheaper
 depth (half its FLOPs) `gap` x the tolerance below it in truth (macro-F1 = accuracy here: the errors are symmetric),

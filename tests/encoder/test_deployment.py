@@ -100,7 +100,7 @@ def test_variants_within_the_tolerance_ship_and_a_damaged_one_does_not(model, tm
 
 
 def test_the_gate_is_the_rules_predicate_a_variant_the_test_rows_do_not_show_within_does_not_ship() -> None:
-    """An int8 model 0.005 below torch on the mean (the gate before issue 30 shipped it) but disagreeing with it on
+    """An int8 model 0.005 below torch on the mean (the gate by means alone shipped it) but disagreeing with it on
     so many rows that its paired interval reaches −0.03: the rows do not show it within 0.01, and it stays out;
     one whose interval clears −0.01 ships."""
     from encoder.deployment import Variant, _judged

@@ -1,4 +1,4 @@
-"""The disagreement bound on constructed predictions whose truth is known (evidence.disagreement, issue 44)."""
+"""The disagreement bound on constructed predictions whose truth is known (evidence.disagreement)."""
 
 from __future__ import annotations
 

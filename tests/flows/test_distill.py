@@ -1,4 +1,4 @@
-"""End to end: students distilled from the best candidate after the sweep (issue 45).
+"""End to end: students distilled from the best candidate after the sweep.
 
 A tiny sweep of depths 1 and 2 with `distill: on`. Which depth is best on so few rows is chance, so the test fixes
 the premise: the decision that plans distillation is the rule's with depth 2 as the best (flows.distill reads it

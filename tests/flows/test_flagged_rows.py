@@ -14,7 +14,7 @@ from tests.expectations.planting import topics_table
 
 
 def test_the_rows_the_noise_check_counts_are_the_rows_the_flagged_rows_table_lists(monkeypatch) -> None:
-    """Issue 42: the noise check said "2 rows flagged" below its warning while the flagged-rows table said "all 3"
+    """The noise check said "2 rows flagged" below its warning while the flagged-rows table said "all 3"
     and listed none of them (a passing check had no suspects). The table lists every row each check counts, and
     says how many each check flagged."""
     noisy, _ = flip(topics_table(2000), 0.01, seed=4)  # about 1 %: below the 2 % warning

@@ -18,7 +18,7 @@ def form(name: str, p50: float) -> Variant:
 
 
 def test_the_decision_page_says_what_each_latency_of_the_chosen_network_measures() -> None:
-    """Issue 42: the cost table said 3.58 ms and the deployment 7.79 ms for one model, with nothing to tell the
+    """The cost table said 3.58 ms and the deployment 7.79 ms for one model, with nothing to tell the
     reader they measure different things."""
     candidates = [Candidate(depth=depth, status="trained", metrics={"macro_f1": 0.9}, test_metrics={"macro_f1": 0.9},
                             cost=Cost(params=1e6 * depth, flops_per_example=1e7 * depth, latency_ms_p50=3.58 * depth))
@@ -48,7 +48,7 @@ def test_the_decision_page_says_what_each_latency_of_the_chosen_network_measures
 
 
 def test_the_decision_pages_heading_is_the_outcome_and_the_promotions_reason_is_below_it() -> None:
-    """Issue 42, retaking the screenshots: the heading was the whole promotion sentence, six lines of title."""
+    """The heading was the whole promotion sentence, six lines of title."""
     candidates = [Candidate(depth=1, status="trained", metrics={"macro_f1": 0.9}, test_metrics={"macro_f1": 0.9},
                             cost=Cost(params=1e6, flops_per_example=1e7, latency_ms_p50=1.0))]
     reason = "challenger +0.010 [-0.004, +0.024] vs champion on the champion's own 302 test rows"

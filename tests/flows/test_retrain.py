@@ -56,7 +56,7 @@ def test_summary_reports_every_depth_and_the_decision(sweep) -> None:
             candidate["cost"]
         )
     assert summary["candidates"][1]["cost"]["flops_per_example"] > summary["candidates"][0]["cost"]["flops_per_example"]
-    for cost in (candidate["cost"] for candidate in summary["candidates"]):  # pruned to the train split (issue 46)
+    for cost in (candidate["cost"] for candidate in summary["candidates"]):  # pruned to the train split
         assert set(cost["sizes_mb"]) == {"torch", "torch-pruned"} and cost["size_mb"] == min(cost["sizes_mb"].values())
     assert summary["selected_depth"] in (1, 2)
     assert summary["rule"]["name"] == "tolerance" and summary["rule"]["metric"] == "macro_f1"
@@ -187,7 +187,7 @@ def test_the_audit_gate_blocks_a_cross_split_duplicate(prefect_server, tmp_path,
 
 
 def assert_the_rows_used_are_the_files(summary: dict, run, terminal: str) -> None:
-    """Issue 42: `data.dataset_rows 3000` (a built-in dataset's default) was logged on runs of a file of other
+    """`data.dataset_rows 3000` (a built-in dataset's default) was logged on runs of a file of other
     sizes, and the rows trained on were shown nowhere. The file's 81 rows (60 train, 10 val, 11 test) are what the
     summary, the MLflow params and the terminal say, and no param claims another count."""
     assert summary["rows"] == {"total": 81, "train": 60, "val": 10, "test": 11}

@@ -26,7 +26,7 @@ def saved_candidate(folder: Path, depth: int, true: np.ndarray, predicted: np.nd
 def test_a_cheap_depth_worse_by_more_than_the_tolerance_never_ships_on_few_rows_or_many(tmp_path: Path) -> None:
     """A cheap depth truly (and observed) worse by 0.03: on 300 rows its interval is wider than that, on 20,000
     it is shown worse; either way its mean is beyond the 0.01 tolerance and the best is kept (the rule before
-    issue 30 shipped it on 300 rows: "cannot show it worse")."""
+    the old rule shipped it on 300 rows: "cannot show it worse")."""
     rng = np.random.default_rng(7)
     for rows, expected in ((300, 4), (20_000, 4)):
         folder = tmp_path / str(rows)
@@ -80,7 +80,7 @@ def test_predictions_of_other_rows_or_missing_files_fall_back_to_the_means(tmp_p
 def test_a_depth_truly_worse_by_more_than_the_tolerance_rarely_ties_with_the_best(tmp_path: Path) -> None:
     """The tie's share of the promise's risk on 300 rows: a cheap depth truly 0.02 below the best, over 100 fresh
     validation splits, ships in the best's place (tied, with a lower mean) in at most 5 % of them by the rule; by
-    "not shown worse" (the rule before issue 30) in most. (When its mean is the best by chance it ships as the
+    "not shown worse" (the old rule) in most. (When its mean is the best by chance it ships as the
     best under any tie rule: that part of the risk is the validation split's, which the sentence's resolution
     speaks to.)"""
     rng = np.random.default_rng(10)

@@ -128,7 +128,7 @@ def legend(decision, folder: Path) -> list[str]:
 
 
 def test_a_depth_whose_mean_is_beyond_the_tolerance_is_not_called_shown_worse(tmp_path: Path) -> None:
-    """Issue 42's depth: its mean 0.03 below the best's, its interval reaching above −tolerance (the plot drew it
+    """A reported depth: its mean 0.03 below the best's, its interval reaching above −tolerance (the plot drew it
     up to 0.000 and called it "shown worse than the tolerance"). It cannot ship because of its mean, and the plot
     says so; "shown worse" is what an interval wholly below −tolerance shows."""
     from selection.plots import depth_points

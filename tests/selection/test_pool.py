@@ -1,4 +1,4 @@
-"""Unlabelled texts as the rule's evidence, on constructed predictions whose truth is known (selection.pool, issue 44).
+"""Unlabelled texts as the rule's evidence, on constructed predictions whose truth is known (selection.pool).
 """
 
 from __future__ import annotations

@@ -212,7 +212,7 @@ def test_a_decision_holds_the_rule_it_chose_by_and_writes_its_settings_as_summar
 def test_seeds_are_averaged_and_their_standard_error_never_widens_the_tolerance() -> None:
     # depth 6 is best on average (0.950) but noisy: sample std 0.0283, SE = 0.0283 / sqrt(2) = 0.02
     # > tolerance 0.01. Depth 2's mean, 0.937, is 0.013 below: beyond the tolerance, so it does not ship
-    # (the rule before issue 30 widened the tolerance to the SE and shipped it).
+    # (the old rule widened the tolerance to the SE and shipped it).
     seeds = [
         candidate(1, 0.900, 1e8), candidate(1, 0.900, 1e8),
         candidate(2, 0.936, 2e8), candidate(2, 0.938, 2e8),
@@ -369,7 +369,7 @@ PAIRED = SelectionRule(metric="accuracy", tolerance=0.01)
 def test_a_depth_whose_mean_is_beyond_the_tolerance_never_ships_however_wide_its_interval(
         tmp_path: Path, newly_wrong: int, newly_right: int) -> None:
     """Depth 1 is 0.03 below depth 4 on 300 rows, its interval wider and wider; "not shown worse" (the upper end at
-    least −0.01, the rule before issue 30) would ship it from the second width on."""
+    least −0.01, the old rule) would ship it from the second width on."""
     decision = choose_depth(paired_sweep(tmp_path, 300, newly_wrong, newly_right), PAIRED)
     shallow = decision.scores[0]
 

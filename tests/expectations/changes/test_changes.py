@@ -119,7 +119,7 @@ def test_a_shifted_label_mix_is_tested_and_retrains(champion, reviews) -> None:
 
 
 def test_the_label_mix_table_shows_each_sides_own_shares_of_its_rows(champion, reviews) -> None:
-    """Issue 42: `added_rows 0` beside `added_share 0.0017` (the share smoothed for the PSI). A class no row added
+    """`added_rows 0` beside `added_share 0.0017` (the share smoothed for the PSI). A class no row added
     carries has share 0, and every share is its rows over its side's rows, in the table and in the observed mix."""
     positives = reviews.iloc[2000:][lambda t: t["label"] == "positive"].iloc[:90]
     check = judge(champion, pd.concat([reviews.iloc[:2000], positives])).check("label_shift")
@@ -220,7 +220,7 @@ def test_a_block_of_another_task_is_found_row_by_row_even_when_in_domain_rows_di
 
 
 def test_the_foreign_share_says_of_what_it_is_a_share(champion, reviews) -> None:
-    """Issue 42: `foreign_share 0.173` is a share of the champion's table, read as one of the rows added (0.867).
+    """`foreign_share 0.173` is a share of the champion's table, read as one of the rows added (0.867).
     Both shares are reported, each named for its base, and the headline's words match the figures."""
     news = DATASETS["topics"].generate(300, seed=3).assign(label="positive")
 
