@@ -33,7 +33,7 @@ import torch
 from pydantic import Field, model_validator
 from tokenizers import Tokenizer
 
-from encoder.coded import Coding, coded_network
+from encoder.coded import CODED, Coding, coded_network
 from encoder.latency import NOISY, ROUNDS, Measured, measure
 from encoder.serving import TOKENIZER_FILE, Network, TextClassifier, encode_texts, pad_batch
 from encoder.vocabulary import kept_ids, prunable, prune_network, prune_tokenizer, token_counts
@@ -43,7 +43,7 @@ from evidence.metrics import classification_metrics
 from runtime.records import Record
 
 ONNX_FILE, INT8_FILE, CODED_FILE = "model.onnx", "model-int8.onnx", "model-int8-coded.onnx"
-PRUNED, PRUNED_BUNDLE, CODED = "torch-pruned", "pruned-bundle", "onnx-int8-coded"
+PRUNED, PRUNED_BUNDLE = "torch-pruned", "pruned-bundle"
 # How the sentence names each form judged against the torch model, in the order it gives them.
 FORM_LABELS = {PRUNED: "pruned vocabulary", "onnx-int8": "int8 ONNX", CODED: "int8 ONNX with the unused rows coded",
                "onnx": "ONNX"}

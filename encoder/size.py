@@ -17,13 +17,14 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from encoder.coded import CODED, coded_network
 from encoder.serving import Network
 from encoder.vocabulary import prunable, prune
 
 MIB = 2**20
 # Each form's name, as the cost table and the deployment call it.
 TORCH, TORCH_PRUNED, INT8, INT8_PRUNED = "torch", "torch-pruned", "onnx-int8", "onnx-int8-pruned"
-INT8_CODED = "onnx-int8-coded"
+INT8_CODED = CODED
 
 
 def weights_mb(network: Network) -> float:
@@ -37,8 +38,6 @@ def form_sizes(network: Network, tokenizer: Tokenizer, train_texts: Iterable[str
     used `min_count` times or more; WordPiece only), and with `onnx` their int8 ONNX files and the int8 file with the
     embedding rows `train_texts` never use coded (encoder.coded; its size is its shapes', so it is weighed unfitted).
     The network is not changed (the forms are made from a CPU copy)."""
-    from encoder.coded import coded_network
-
     network, train_texts = copy.deepcopy(network).cpu().eval(), list(train_texts)
     forms = {TORCH: network}
     if prunable(tokenizer, network) is None:

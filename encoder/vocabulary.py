@@ -63,17 +63,25 @@ def prunable(tokenizer: Tokenizer, network: Network | None = None) -> str | None
         return (f"its tokenizer is {kind}, and vocabulary pruning supports WordPiece (BERT, MiniLM, ELECTRA, "
                 "DistilBERT) only: it ships with its full vocabulary")
     tokens = tokenizer.get_vocab_size(with_added_tokens=True)
-    if network is not None and tokens > (rows := _embedding(network).num_embeddings):
+    if network is not None and tokens > (rows := word_embedding(network).num_embeddings):
         return (f"its tokenizer holds {tokens:,} tokens and its embedding {rows:,} rows, so the ids past them have no "
                 "row to keep: it ships with its full vocabulary")
     return None
 
 
-def _embedding(network: Network) -> nn.Embedding:
+def word_embedding(network: Network) -> nn.Embedding:
     """The network's word embedding, either family's."""
     if isinstance(network, PretrainedEncoderClassifier):
         return network.encoder.get_input_embeddings()
     return network.tok_emb
+
+
+def set_word_embedding(network: Network, embedding: nn.Module) -> None:
+    """Put `embedding` in the network's word embedding's place, either family's."""
+    if isinstance(network, PretrainedEncoderClassifier):
+        network.encoder.set_input_embeddings(embedding)
+    else:
+        network.tok_emb = embedding
 
 
 def token_counts(tokenizer: Tokenizer, texts: Iterable[str]) -> Counter[int]:
@@ -144,9 +152,9 @@ def prune_network(network: Network, kept: list[int]) -> Network:
     the new vocabulary size and token ids; the original is left as it was."""
     network = copy.deepcopy(network)
     new_id = {old: new for new, old in enumerate(kept)}
+    set_word_embedding(network, _gathered(word_embedding(network), kept, new_id))
     if isinstance(network, PretrainedEncoderClassifier):
         model = network.encoder
-        model.set_input_embeddings(_gathered(_embedding(network), kept, new_id))
         ids = {key: new_id.get(value) for key, value in network.cfg.encoder.items()
                if key in TOKEN_ID_KEYS and isinstance(value, int)}
         for key, value in {"vocab_size": len(kept), **ids}.items():
@@ -154,7 +162,6 @@ def prune_network(network: Network, kept: list[int]) -> Network:
         encoder = {**network.cfg.encoder, "vocab_size": len(kept), **ids}
         network.cfg = dataclasses.replace(network.cfg, encoder=encoder, pad_id=new_id[network.cfg.pad_id])
     else:
-        network.tok_emb = _gathered(network.tok_emb, kept, new_id)
         network.cfg = dataclasses.replace(network.cfg, vocab_size=len(kept), pad_id=new_id[network.cfg.pad_id])
     return network
 

@@ -13,7 +13,7 @@ import torch
 from encoder.coded import CENTROIDS, coded_network, product_quantise
 from encoder.deployment import CODED, OnnxNetwork, measure_deployment
 from encoder.serving import TextClassifier, load_tokenizer
-from encoder.vocabulary import _embedding, token_counts
+from encoder.vocabulary import token_counts, word_embedding
 from tests.encoder.keyword_task import LABELS
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning")
@@ -48,7 +48,7 @@ def test_the_rows_the_task_uses_stay_exact_and_the_tokenizer_does_not_change(var
     assert coding.coded > 0
     original, compact = TextClassifier(network, tokenizer, LABELS), TextClassifier(coded, tokenizer, LABELS)
     assert np.allclose(compact.predict_proba(train), original.predict_proba(train), atol=1e-5)
-    assert _embedding(network).weight.shape[0] == tokenizer.get_vocab_size()  # the original is left as it was
+    assert word_embedding(network).weight.shape[0] == tokenizer.get_vocab_size()  # the original is left as it was
     assert f"kept {coding.exact:,} embedding rows exact, coded {coding.coded:,}" in coding.text()
 
 
