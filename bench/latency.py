@@ -64,7 +64,8 @@ def _name(candidate: dict) -> str:
 
 def form_latencies(summary: dict, texts: list[str], rounds: int) -> dict[str, float]:
     """The chosen model's forms at batch 1 on the test texts, all in the same rounds; ms by form."""
-    from encoder.deployment import OnnxNetwork, _timed
+    from encoder.deployment import _timed
+    from encoder.export import OnnxNetwork
     from encoder.serving import TextClassifier, load_bundle
 
     chosen = next(c for c in summary["candidates"] if c["mlflow_run_id"] == _chosen_run(summary))

@@ -52,7 +52,7 @@ def forms(bundle: Path, folder: Path) -> dict[str, tuple[object, float]]:
     import pandas as pd
 
     from encoder.coded import coded_network
-    from encoder.deployment import OnnxNetwork, export_onnx, quantize
+    from encoder.export import OnnxNetwork, export_onnx, quantize
     from encoder.serving import TextClassifier, load_bundle
     from encoder.size import weights_mb
     from encoder.vocabulary import prune, vocabulary_texts

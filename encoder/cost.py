@@ -96,7 +96,7 @@ def _latencies(network: EncoderClassifier, single: Batch, repeats: int, onnx: bo
     forwards = {"torch": lambda _: network(*single)}
     if not onnx:
         return measure(forwards, "torch", repeats=repeats).latencies
-    from encoder.deployment import OnnxNetwork, export_onnx, quantize
+    from encoder.export import OnnxNetwork, export_onnx, quantize
 
     with tempfile.TemporaryDirectory(prefix="depthfinder-onnx-") as folder:
         int8 = quantize(export_onnx(network, Path(folder) / "model.onnx"), Path(folder) / "model-int8.onnx")

@@ -26,7 +26,7 @@ four numbers of a rare row) is judged too: the form an edge device can hold wher
 
 from __future__ import annotations
 
-import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -34,8 +34,10 @@ from pydantic import Field, model_validator
 from tokenizers import Tokenizer
 
 from encoder.coded import CODED, Coding, coded_network
+from encoder.export import OnnxNetwork, export_onnx, quantize
 from encoder.latency import NOISY, ROUNDS, Measured, measure
 from encoder.serving import TOKENIZER_FILE, Network, TextClassifier, encode_texts, pad_batch
+from encoder.size import INT8_PRUNED, weights_mb
 from encoder.vocabulary import kept_ids, prunable, prune_network, prune_tokenizer, token_counts
 from evidence.bootstrap import Interval, metric_interval, paired_interval
 from evidence.margin import within
@@ -50,7 +52,6 @@ FORM_LABELS = {PRUNED: "pruned vocabulary", "onnx-int8": "int8 ONNX", CODED: "in
 BATCHES = (1, 32)
 # Timed forwards per variant per round of the latency harness, by batch size, over the test split's texts in turn.
 REPEATS = {1: 7, 32: 2}
-OPSET = 17
 
 
 class Variant(Record):
@@ -149,69 +150,30 @@ class Deployment(Record):
         return self.pruning.bundle if self.pruning is not None and pruned is not None and pruned.shipped else None
 
 
-class OnnxNetwork:
-    """An ONNX Runtime session that takes the torch network's place in a TextClassifier: same inputs, logits out."""
+@dataclass
+class _Forms:
+    """Every form of a network made for one gate, with its predictions of the gate's texts: the classifiers (torch
+    first), their files (the ONNX forms), their paired intervals against torch, what pruning kept, what coding
+    coded, the forms' base (the pruned model when the gate passed it), and what was not tried and why."""
 
-    def __init__(self, path: Path, cfg: object) -> None:
-        import onnxruntime
-
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = torch.get_num_threads()  # as many threads as the torch model gets
-        options.log_severity_level = 3
-        self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.cfg = cfg
-
-    def to(self, device: str) -> OnnxNetwork:
-        return self
-
-    def eval(self) -> OnnxNetwork:
-        return self
-
-    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        feeds = {"input_ids": input_ids.numpy(), "attention_mask": attention_mask.numpy()}
-        return torch.from_numpy(self.session.run(None, feeds)[0])
+    classifiers: dict[str, TextClassifier]
+    predicted: dict[str, list[str]]
+    intervals: dict[str, Interval | None]
+    files: dict[str, Path]
+    tokenizer_file: str | None
+    pruning: Pruning | None
+    coding: Coding | None
+    pruned_base: bool
+    notes: list[str]
 
 
-def export_onnx(network: Network, path: Path) -> Path:
-    """The network as an ONNX graph with dynamic batch and sequence axes."""
-    ids = torch.full((2, 8), 1, dtype=torch.long)
-    mask = torch.ones(2, 8, dtype=torch.bool)
-    axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"}, "logits": {0: "batch"}}
-    network = network.to("cpu").eval()
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # tracer notes on shape-dependent Python code, expected here
-        torch.onnx.export(network, (ids, mask), str(path), input_names=["input_ids", "attention_mask"],
-                          output_names=["logits"], dynamic_axes=axes, opset_version=OPSET, dynamo=False)
-    return path
-
-
-def quantize(fp32: Path, int8: Path) -> Path:
-    """int8 weights by ONNX Runtime's dynamic quantisation (activations quantised on the fly), one scale per output
-    channel of each matrix, after its recommended pre-processing (shape inference, graph optimisation). Per-channel
-    scales kept all-MiniLM-L6-v2's test macro-F1 within 0.003 of float32 on three fine-tuned models of two files,
-    each shown within the 0.01 margin, where one scale per matrix moved it by up to 0.009 and left one interval
-    unsettled (−0.002 [−0.014, +0.010]), for 0.03 MiB more (bench/quantization.py)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.quantization.shape_inference import quant_pre_process
-
-    prepared = int8.with_suffix(".prepared.onnx")
-    quant_pre_process(str(fp32), str(prepared), skip_symbolic_shape=True)  # symbolic inference fails on masks
-    quantize_dynamic(str(prepared), str(int8), weight_type=QuantType.QInt8, per_channel=True)
-    prepared.unlink()
-    return int8
-
-
-def measure_deployment(
-    network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str], metric: str,
-    margin: float, folder: Path, confidence: float | None = 0.9, expected_ms: float | None = None,
-    train_texts: list[str] | None = None, min_count: int = 1,
-) -> Deployment:
-    """Prune, export and quantise the network into `folder`, measure every variant on the labelled test texts (their
-    latencies in the same rounds, checked against `expected_ms`, the cost table's batch-1 p50 of the torch model),
-    and say which ship (within `margin`, the deployment margin, of the torch model's `metric`, by the paired
-    bootstrap at `confidence`; None: by the metric alone). With `train_texts`, the vocabulary is pruned to the
-    tokens they use `min_count` times or more; when that form ships, its bundle is written to `folder` and the ONNX
-    variants are made from it."""
+def _made_forms(network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str],
+                metric: str, margin: float, folder: Path, confidence: float | None, train_texts: list[str] | None,
+                min_count: int) -> _Forms:
+    """Prune (to the tokens `train_texts` use `min_count` times or more), export and quantise the network into
+    `folder`, and label `texts` with every form: the ONNX forms are made from the pruned model when it is within
+    `margin` of torch on them, and the int8 form with the unused rows coded is made when the full vocabulary is the
+    base."""
     classifiers = {"torch": TextClassifier(network, tokenizer, labels)}
     predicted = {"torch": classifiers["torch"].predict(texts)}
     intervals: dict[str, Interval | None] = {}
@@ -237,6 +199,24 @@ def measure_deployment(
         predicted.setdefault(name, classifier.predict(texts))
         if name != "torch" and name not in intervals:
             intervals[name] = _vs_torch(truths, predicted, name, metric, confidence)
+    return _Forms(classifiers, predicted, intervals, files, tokenizer_file, pruning, coding,
+                  base is not classifiers["torch"], notes)
+
+
+def measure_deployment(
+    network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str], metric: str,
+    margin: float, folder: Path, confidence: float | None = 0.9, expected_ms: float | None = None,
+    train_texts: list[str] | None = None, min_count: int = 1,
+) -> Deployment:
+    """Prune, export and quantise the network into `folder`, measure every variant on the labelled test texts (their
+    latencies in the same rounds, checked against `expected_ms`, the cost table's batch-1 p50 of the torch model),
+    and say which ship (within `margin`, the deployment margin, of the torch model's `metric`, by the paired
+    bootstrap at `confidence`; None: by the metric alone). With `train_texts`, the vocabulary is pruned to the
+    tokens they use `min_count` times or more; when that form ships, its bundle is written to `folder` and the ONNX
+    variants are made from it."""
+    forms = _made_forms(network, tokenizer, labels, texts, truths, metric, margin, folder, confidence, train_texts,
+                        min_count)
+    classifiers, predicted, files = forms.classifiers, forms.predicted, forms.files
     timed = {batch: _timed(classifiers, texts, batch, expected_ms if batch == 1 else None) for batch in BATCHES}
     measured = {}
     for name, classifier in classifiers.items():
@@ -246,12 +226,32 @@ def measure_deployment(
                         else (None, None, None))
         measured[name] = Variant(name=name, metrics=classification_metrics(truths, predicted[name]),
                                  latency_ms=latency, size_mb=_size_mb(classifier, files.get(name)), shipped=False,
-                                 file=str(files[name]) if name in files else None, vs_torch=intervals.get(name),
+                                 file=str(files[name]) if name in files else None, vs_torch=forms.intervals.get(name),
                                  metric_low=low, metric_high=high,
-                                 pruned=name == PRUNED or (name in files and base is not classifiers["torch"]))
-    judged = _judged(measured, metric, margin, "; ".join(notes), timed[1].noisy, pruning)
-    judged = judged.model_copy(update={"pruning": pruning, "tokenizer_file": tokenizer_file, "coding": coding})
+                                 pruned=name == PRUNED or (name in files and forms.pruned_base))
+    judged = _judged(measured, metric, margin, "; ".join(forms.notes), timed[1].noisy, forms.pruning)
+    judged = judged.model_copy(update={"pruning": forms.pruning, "tokenizer_file": forms.tokenizer_file,
+                                       "coding": forms.coding})
     return beside_cost_table(judged, expected_ms)
+
+
+def forms_passed(
+    network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str], metric: str,
+    margin: float, confidence: float | None, train_texts: list[str], min_count: int = 1,
+) -> list[str]:
+    """The forms (encoder.size's names) the deployment gate passes on the labelled `texts`, torch always among them:
+    a candidate's validation rows, so that the rule knows which depth can ship within a size limit before it
+    chooses. The forms are those the deployment makes (the vocabulary pruned to `train_texts`, which should not hold
+    `texts`, as the deployed vocabulary does not hold the test split; int8 ONNX, of the pruned model when it passes;
+    int8 with the unused rows coded otherwise), judged by the same gate, without their latencies; their files are
+    made in a temporary folder and deleted."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="depthfinder-gate-") as folder:
+        forms = _made_forms(network, tokenizer, labels, texts, truths, metric, margin, Path(folder), confidence,
+                            train_texts, min_count)
+    return [INT8_PRUNED if name == "onnx-int8" and forms.pruned_base else name for name in forms.classifiers
+            if name == "torch" or _ships(forms.predicted, forms.intervals[name], truths, name, metric, margin)]
 
 
 def _pruned(network: Network, tokenizer: Tokenizer, labels: list[str], train_texts: list[str], min_count: int
@@ -259,8 +259,6 @@ def _pruned(network: Network, tokenizer: Tokenizer, labels: list[str], train_tex
     """The model with its vocabulary pruned to the train texts and what that keeps and saves; or why it is not
     tried (a tokenizer that is not WordPiece or holds more tokens than the embedding, or a train split that uses
     every token)."""
-    from encoder.size import weights_mb
-
     if (why := prunable(tokenizer, network)) is not None:
         return None, None, f"vocabulary not pruned: {why}"
     kept = kept_ids(tokenizer, token_counts(tokenizer, train_texts), min_count)
@@ -317,9 +315,7 @@ def _coded_form(base: TextClassifier, texts: list[str], folder: Path) -> tuple[C
 
 def _size_mb(classifier: TextClassifier, path: Path | None) -> float:
     """The size of a variant's weights: its file, or the torch network's parameters."""
-    if path is not None:
-        return path.stat().st_size / 2**20
-    return sum(p.numel() * p.element_size() for p in classifier.network.parameters()) / 2**20
+    return path.stat().st_size / 2**20 if path is not None else weights_mb(classifier.network)
 
 
 def _timed(classifiers: dict[str, TextClassifier], texts: list[str], batch: int, expected_ms: float | None,
@@ -375,6 +371,9 @@ class TriedDepth(Record):
 
     depth: str = Field(description="The depth, as the decision names it (`depth 2`, `MiniLM depth 2`).")
     sizes_mb: dict[str, float] = Field({}, description="Each form weighed (encoder.size), MiB.")
+    passed_mb: dict[str, float] = Field(
+        {}, description="Those of them the deployment gate passed on the validation rows (Cost.passed_mb), MiB."
+    )
     over: list[str] = Field(
         [], description="The hard limits it exceeds before the gate (`latency_ms_p50 7.2 > max_latency_ms 5`), where "
         "the rule left it out; none where the gate measured its forms."
@@ -409,9 +408,15 @@ class UnmetLimit(Record):
                      f"{against}, {verdict}" if small is not full else f" at {metric} {small.metrics[metric]:.3f}")
             name, size = small.name, small.size_mb
         elif self.limit_mb is not None and all(any(v.startswith("size_mb") for v in t.over) for t in self.tried):
+            judged = any(tried.passed_mb for tried in self.tried)
             depth, name, size = min(((tried.depth, form, mb) for tried in self.tried
-                                     for form, mb in tried.sizes_mb.items()), key=lambda found: found[2])
-            score = ", over the limit like every form of every depth (none was scored)"
+                                     for form, mb in (tried.passed_mb if judged else tried.sizes_mb).items()),
+                                    key=lambda found: found[2])
+            refused = sorted({form for tried in self.tried for form, mb in tried.sizes_mb.items()
+                              if mb <= self.limit_mb and form not in tried.passed_mb})
+            passed = ", the smallest the deployment gate passed on the validation rows"
+            score = (f"{passed} (it refused {', '.join(refused)} within the limit)" if judged and refused else
+                     ", over the limit like every form of every depth" + ("" if judged else " (none was scored)"))
         else:  # another limit, or several, leave out every depth
             over = "; ".join(f"{tried.depth} ({' and '.join(tried.over)})" for tried in self.tried)
             return f"no depth within the hard limits {self.limits}: {over}; nothing registered (raise the limits)"

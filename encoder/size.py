@@ -2,7 +2,7 @@
 
 The torch form's size is its float32 (or whatever precision it holds) parameters; its pruned form's, the same with
 the vocabulary pruned to the train and validation texts (encoder.vocabulary). The int8 ONNX forms are exported and
-quantised as the deployment makes them (encoder.deployment) and weighed by their files: ONNX Runtime's dynamic
+quantised as the deployment makes them (encoder.export) and weighed by their files: ONNX Runtime's dynamic
 quantisation keeps biases and norms in float32 and may leave a matrix unquantised, so no formula stands in for the
 file. Exporting costs seconds per candidate, so the ONNX forms are weighed only when the rule asks for size (`--cost
 size_mb` or `--max-size-mb`) and ONNX Runtime is installed.
@@ -51,7 +51,7 @@ def form_sizes(network: Network, tokenizer: Tokenizer, train_texts: Iterable[str
 
 def _int8_sizes(forms: dict[str, Network]) -> dict[str, float]:
     """The int8 ONNX file of each torch form, weighed and deleted."""
-    from encoder.deployment import export_onnx, quantize
+    from encoder.export import export_onnx, quantize
 
     names = {TORCH: INT8, TORCH_PRUNED: INT8_PRUNED, INT8_CODED: INT8_CODED}
     sizes = {}

@@ -8,6 +8,7 @@ its numbers; what each deployable form scored and costs; the hashes a version is
 
 from __future__ import annotations
 
+from encoder.deployment import TriedDepth
 from expectations.audit.report import cell, markdown_table
 from expectations.changes.report import FORCED
 from flows.summary import RunSummary
@@ -246,6 +247,15 @@ def stopped_note(summary: RunSummary, source: str) -> str:
 
 
 
+def _unjudged_verdict(tried: TriedDepth, form: str, mb: float, limit: float | None, over: str) -> str:
+    """A form of a depth the rule left out before the test split's gate: over the limit, or refused by the gate on
+    the validation rows (under a size limit each form is judged there first)."""
+    if tried.passed_mb and form not in tried.passed_mb:
+        return ("within" if limit is not None and mb <= limit else "over the limit") + (
+            ", refused by the gate on the validation rows")
+    return over if limit is None or mb > limit else "within"
+
+
 def unmet_note(summary: RunSummary) -> str:
     """The MLflow description and Prefect artifact of a night whose size limit no form met: the verdict, every form
     tried (size, test score against the full model, shipped by the gate or not), and what a person does next."""
@@ -254,8 +264,9 @@ def unmet_note(summary: RunSummary) -> str:
     for tried in unmet.tried:
         if tried.deployment is None:
             over = " and ".join(tried.over) or "over the limit"
-            rows += [[tried.depth, form, f"{mb:.2f}", "-", "-", over] for form, mb in tried.sizes_mb.items()] or [
-                [tried.depth, "-", "-", "-", "-", over]]
+            rows += [[tried.depth, form, f"{mb:.2f}", "-", "-", _unjudged_verdict(tried, form, mb, unmet.limit_mb,
+                                                                                 over)]
+                     for form, mb in tried.sizes_mb.items()] or [[tried.depth, "-", "-", "-", "-", over]]
             continue
         metric = tried.deployment.metric
         for variant in tried.deployment.variants:

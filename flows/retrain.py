@@ -79,7 +79,7 @@ from tasks.tracking import (
     log_summary,
     start_sweep_run,
 )
-from tasks.train import Training, open_families, prepare_tokenizer
+from tasks.train import FormGate, Training, open_families, prepare_tokenizer
 from tracking.records import KnownVersion, ModelVersionRef
 from tracking.runs import SweepRun, code_version, ending, flatten, resolve_tracking_uri
 
@@ -234,8 +234,18 @@ def trainings_of(config: RunConfig, dataset: PreparedData, families: list[Family
     return [Training(family, dataset, prepare_tokenizer(family, dataset, config.model, workdir), config.model,
                      family.recipe(config.train), class_weights, run, workdir,
                      onnx_cost=config.sweep.cost == "onnx_latency_ms_p50", concurrent=config.sweep.workers_per_machine,
-                     onnx_size=config.sweep.asks_size, vocabulary_min_count=config.sweep.vocabulary_min_count)
+                     onnx_size=config.sweep.asks_size, vocabulary_min_count=config.sweep.vocabulary_min_count,
+                     gate=form_gate(config.sweep))
             for family in families]
+
+
+def form_gate(sweep: SweepConfig) -> FormGate | None:
+    """Under a size limit, the gate each candidate's forms are judged by on its validation rows, so that the rule
+    knows which depth can ship within the limit (the deployment judges the chosen depth's again on the test split);
+    None without one."""
+    if sweep.max_size_mb is None:
+        return None
+    return FormGate(metric=sweep.metric, margin=sweep.deployment_margin, confidence=sweep.confidence)
 
 
 def decided(candidates: list[Candidate], sweep: SweepConfig, budget: Budget | None, trainings: list[Training],
@@ -435,7 +445,7 @@ def deployed(candidates: list[Candidate], decision: Decision, dataset: PreparedD
         refused.append(f"{arm_label(family, depth)}'s smallest form the gate shipped weighs {smallest:.2f} MiB, over "
                        f"max_size_mb {limit:g}")
         tried.append(TriedDepth(depth=at.selected_label, sizes_mb=chosen.cost.sizes_mb if chosen.cost else {},
-                                deployment=deployment))
+                                passed_mb=chosen.cost.passed_mb if chosen.cost else {}, deployment=deployment))
     raise LimitUnmet(UnmetLimit(limit_mb=limit, limits=limits_text(sweep), tried=tried))
 
 
@@ -453,7 +463,8 @@ def every_depth_over(candidates: list[Candidate], sweep: SweepConfig) -> UnmetLi
             for arm in arms}
     return UnmetLimit(limit_mb=sweep.max_size_mb, limits=limits_text(sweep), tried=[
         TriedDepth(depth=arm_label(*arm, named=named), over=over[arm],
-                   sizes_mb=best[arm].cost.sizes_mb if best[arm].cost else {}) for arm in arms])
+                   sizes_mb=best[arm].cost.sizes_mb if best[arm].cost else {},
+                   passed_mb=best[arm].cost.passed_mb if best[arm].cost else {}) for arm in arms])
 
 
 class LimitUnmet(Exception):

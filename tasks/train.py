@@ -115,6 +115,7 @@ class Training:
     probes: bool = False  # the search strategy's screen: a probe on each layer (encoder.probes)
     concurrent: int = 1  # candidates training at once on one machine: each takes its share of the cores
     fold: Fold | None = None  # a fold of cross-fitting (its dataset holds that fold's rows as its test split)
+    gate: FormGate | None = None  # under a size limit: its forms judged on the validation rows (Cost.passed_mb)
     teacher: Teacher | None = None  # its candidates are students of this teacher (encoder.distillation)
 
     @property
@@ -155,6 +156,16 @@ class Teacher:
 
 
 @dataclass(frozen=True)
+class FormGate:
+    """The deployment gate a candidate's forms are judged by on its validation rows under a size limit: the rule's
+    metric, the deployment margin and the rule's confidence (None: by the metric alone)."""
+
+    metric: str
+    margin: float
+    confidence: float | None
+
+
+@dataclass(frozen=True)
 class Fold:
     """Which fold of cross-fitting a training is: the `index`-th of `folds` (from 1)."""
 
@@ -175,6 +186,7 @@ def candidate_key(training: Training, depth: int, seed: int) -> str:
         **({"onnx_cost": True} if training.onnx_cost else {}), **({"probes": True} if training.probes else {}),
         **({"onnx_size": True} if training.onnx_size else {}),
         **({"vocabulary_min_count": n} if (n := training.vocabulary_min_count) != 1 else {}),
+        **({"gate": [training.gate.metric, training.gate.margin, training.gate.confidence]} if training.gate else {}),
         # A student: by its teacher's content (not its path or label) and the recipe that weighed its soft labels.
         **({"teacher": training.teacher.digest, "temperature": training.teacher.temperature,
             "alpha": training.teacher.alpha} if training.teacher else {}),
@@ -332,8 +344,10 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     # key depend on the pool, and adding unlabelled texts retrain them all.
     sizes = form_sizes(trained.network, tokenizer, vocabulary_texts(frame),
                        onnx=training.onnx_size, min_count=training.vocabulary_min_count)
+    passed = _passed_sizes(training, trained.network, tokenizer, frame, sizes) if training.gate else {}
     cost = Cost(**measure_cost(trained.network, trained.median_length, onnx=training.onnx_cost),
-                train_seconds=trained.train_seconds, bundle_mb=size, sizes_mb=sizes, size_mb=smallest(sizes))
+                train_seconds=trained.train_seconds, bundle_mb=size, sizes_mb=sizes, passed_mb=passed,
+                size_mb=smallest(passed or sizes))
     return Candidate(
         depth=depth, family=training.name, seed=train.seed, status="trained", metrics=trained.metrics,
         test_metrics=trained.test_metrics, cost=cost, epochs=trained.epochs, finished=trained.finished,
@@ -345,6 +359,22 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         taught_texts=training.teacher.unlabeled.rows if training.teacher and training.teacher.unlabeled else 0,
         kept_twin=trained.kept_start,
     )
+
+
+def _passed_sizes(training: Training, network: Any, tokenizer: Any, frame: pd.DataFrame,
+                  sizes: dict[str, float]) -> dict[str, float]:
+    """The weighed forms (`sizes`) the deployment gate passes on the candidate's validation rows, its vocabulary
+    pruned to the train split alone (encoder.deployment.forms_passed)."""
+    import copy
+
+    from encoder.deployment import forms_passed
+
+    gate, val = training.gate, frame[frame["split"] == "val"]
+    train = frame.loc[frame["split"] == "train", "text"].astype(str).tolist()
+    passed = forms_passed(copy.deepcopy(network).cpu().eval(), tokenizer, training.dataset.labels,
+                          val["text"].astype(str).tolist(), val["label"].tolist(), gate.metric, gate.margin,
+                          gate.confidence, train, training.vocabulary_min_count)
+    return {name: sizes[name] for name in passed if name in sizes}
 
 
 def _screened(training: Training, trained: Any, candidate_dir: Path, epochs: int, run_id: str) -> list[Candidate]:

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from encoder.coded import CENTROIDS, coded_network, product_quantise
-from encoder.deployment import CODED, OnnxNetwork, measure_deployment
+from encoder.deployment import CODED, measure_deployment
+from encoder.export import OnnxNetwork
 from encoder.serving import TextClassifier, load_tokenizer
 from encoder.vocabulary import token_counts, word_embedding
 from tests.encoder.keyword_task import LABELS

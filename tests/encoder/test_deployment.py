@@ -19,7 +19,8 @@ import encoder.deployment
 from cli.main import main
 from encoder.bundle import save_bundle, save_hf_folder
 from encoder.checkpoint import resolve_checkpoint
-from encoder.deployment import OnnxNetwork, export_onnx, measure_deployment
+from encoder.deployment import forms_passed, measure_deployment
+from encoder.export import OnnxNetwork, export_onnx
 from encoder.pretrained import load_truncated
 from encoder.serving import TextClassifier, load_tokenizer
 from tests.encoder.keyword_task import LABELS, keyword_frame
@@ -66,6 +67,18 @@ def test_the_int8_form_scales_each_output_channel_of_a_matrix_apart(model, tmp_p
     assert any(scale.size > 1 for scale in scales), [scale.shape for scale in scales]
 
 
+def _zeroed(fp32: Path, int8: Path) -> Path:
+    """A quantisation that zeroes every weight: the graph runs, and says the same class for every text."""
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(fp32))
+    for tensor in graph.graph.initializer:
+        tensor.CopyFrom(numpy_helper.from_array(np.zeros_like(numpy_helper.to_array(tensor)), tensor.name))
+    onnx.save(graph, str(int8))
+    return int8
+
+
 def test_variants_within_the_tolerance_ship_and_a_damaged_one_does_not(model, tmp_path: Path, monkeypatch) -> None:
     _, network, tokenizer, texts, labels = model
     truths = TextClassifier(network, tokenizer, LABELS).predict(texts)  # the torch model scores 1.0 on these
@@ -73,18 +86,7 @@ def test_variants_within_the_tolerance_ship_and_a_damaged_one_does_not(model, tm
 
     sound = measure_deployment(network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, tmp_path / "sound")
 
-    def damaged(fp32: Path, int8: Path) -> Path:
-        """A quantisation that zeroes every weight: the graph runs, and says the same class for every text."""
-        import onnx
-        from onnx import numpy_helper
-
-        graph = onnx.load(str(fp32))
-        for tensor in graph.graph.initializer:
-            tensor.CopyFrom(numpy_helper.from_array(np.zeros_like(numpy_helper.to_array(tensor)), tensor.name))
-        onnx.save(graph, str(int8))
-        return int8
-
-    monkeypatch.setattr(encoder.deployment, "quantize", damaged)
+    monkeypatch.setattr(encoder.deployment, "quantize", _zeroed)
     broken = measure_deployment(network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, tmp_path / "broken")
 
     assert [(v.name, v.shipped) for v in sound.variants] == [("torch", True), ("onnx-int8", True), ("onnx", True)]
@@ -97,6 +99,23 @@ def test_variants_within_the_tolerance_ship_and_a_damaged_one_does_not(model, tm
     assert "int8 ONNX: macro_f1" in broken.sentence and "not shipped (it loses more than the tolerance 0.05)" in \
         broken.sentence
 
+
+def test_the_forms_the_gate_passes_on_validation_rows_leave_a_damaged_one_out(model, monkeypatch) -> None:
+    """Under a size limit each candidate's forms are judged on its validation rows, so that the rule knows which depth
+    can ship: the int8 forms pass where they label the rows as torch does and are left out where quantisation broke
+    them; torch always passes."""
+    _, network, tokenizer, texts, _ = model
+    truths = TextClassifier(network, tokenizer, LABELS).predict(texts)
+    train = keyword_frame(120)["text"].tail(70).tolist()  # the vocabulary's texts: not the rows judged on
+    args = (network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, 0.9, train)
+
+    sound = forms_passed(*args)
+    monkeypatch.setattr(encoder.deployment, "quantize", _zeroed)
+    broken = forms_passed(*args)
+
+    assert sound[0] == "torch" and any(name.startswith("onnx-int8") for name in sound), sound
+    assert broken[0] == "torch" and not any(name.startswith("onnx-int8") for name in broken), broken
+    assert set(broken) - {"torch", "torch-pruned", "onnx"} == set(), broken
 
 
 def test_the_gate_is_the_rules_predicate_a_variant_the_test_rows_do_not_show_within_does_not_ship() -> None:

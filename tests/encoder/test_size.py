@@ -56,7 +56,7 @@ def test_the_coded_form_is_weighed_as_the_deployment_makes_it(pretrained, tmp_pa
     """Weighed unfitted (its codes all zero), it weighs what the fitted file the deployment ships weighs."""
     pytest.importorskip("onnxruntime")
     from encoder.coded import coded_network
-    from encoder.deployment import export_onnx, quantize
+    from encoder.export import export_onnx, quantize
 
     network, tokenizer = pretrained
     fitted, _ = coded_network(network, tokenizer, TRAIN)

@@ -114,8 +114,9 @@ def test_the_rule_can_choose_by_the_latency_of_what_will_run(prefect_server, tmp
 
 def test_the_rule_can_choose_and_limit_by_the_size_of_the_smallest_form(prefect_server, tmp_path: Path,
                                                                          monkeypatch) -> None:
-    """--cost size_mb with --max-size-mb: every form of every depth weighed, int8 ONNX ones too; the rule chooses
-    by the smallest, the limit leaves out the depth above it, and the deployment says which shipped form fits."""
+    """--cost size_mb with --max-size-mb: every form of every depth weighed, int8 ONNX ones too, and judged on the
+    validation rows; the rule chooses by the smallest that passed, the limit leaves out the depth above it, and the
+    deployment says which shipped form fits."""
     (tmp_path / "run.yaml").write_text(
         "data: {dataset: topics, dataset_rows: 400}\n"
         "model: {d_model: 64, n_heads: 2, d_ff: 128, vocab_size: 300, max_len: 32}\n"
@@ -130,7 +131,10 @@ def test_the_rule_can_choose_and_limit_by_the_size_of_the_smallest_form(prefect_
     costs = {c["depth"]: c["cost"] for c in summary["candidates"]}
     for cost in costs.values():
         assert set(cost["sizes_mb"]) == {"torch", "torch-pruned", "onnx-int8", "onnx-int8-pruned", "onnx-int8-coded"}
-        assert cost["size_mb"] == min(cost["sizes_mb"].values()) < cost["sizes_mb"]["torch"]
+        # Under the limit the rule holds each depth to the smallest form the gate passed on its validation rows.
+        assert "torch" in cost["passed_mb"] and set(cost["passed_mb"]) <= set(cost["sizes_mb"])
+        assert all(cost["passed_mb"][form] == cost["sizes_mb"][form] for form in cost["passed_mb"])
+        assert cost["size_mb"] == min(cost["passed_mb"].values()) < cost["sizes_mb"]["torch"]
     assert costs[1]["size_mb"] <= 0.095 < costs[2]["size_mb"], costs  # else the limit below tests nothing
     assert summary["selected_depth"] == 1 and "depth 2 (size_mb" in summary["rule"]["reason"]
     assert "within max_size_mb 0.095" in summary["deployment"]["sentence"]

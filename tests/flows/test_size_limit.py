@@ -113,6 +113,38 @@ def test_a_limit_no_depth_meets_ends_in_a_verdict_not_a_fault(prefect_server, tm
     assert flow_run.name.startswith("unmet · ") and "unmet: max_size_mb 0.05" in flow_run.tags
 
 
+def test_forms_refused_on_the_validation_rows_leave_a_depth_out_before_the_rule_chooses(
+        prefect_server, tmp_path: Path, monkeypatch, capsys) -> None:
+    """Under a size limit each candidate's forms are judged on its validation rows: with quantisation broken, depth
+    1's int8 forms (about 0.07 MiB) are refused there, so the rule holds it to its smallest passed form, over 0.095
+    MiB, and the night ends in the verdict before the test split's gate runs, saying which forms within the limit
+    the gate refused (without the judging, the rule chose depth 1 by its unjudged int8 size and the gate refused it
+    only after the sweep)."""
+    import encoder.deployment
+    from tests.encoder.test_deployment import _zeroed
+
+    monkeypatch.setattr(encoder.deployment, "quantize", _zeroed)
+    (tmp_path / "run.yaml").write_text(
+        "data: {dataset: topics, dataset_rows: 400}\n"
+        "model: {d_model: 64, n_heads: 2, d_ff: 128, vocab_size: 300, max_len: 32}\n"
+        "train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}\n"
+        "sweep: {depths: [1], tolerance: 1.0}\n")
+    monkeypatch.chdir(tmp_path)
+
+    code = main(["run", "--config", "run.yaml", "--max-size-mb", "0.095", "--summary-json", "s.json"])
+
+    _, err = capsys.readouterr()
+    summary = json.loads((tmp_path / "s.json").read_text())
+    (tried,) = summary["unmet"]["tried"]
+    cost = summary["candidates"][0]["cost"]
+    assert code == 3 and summary["model"] is None and tried["deployment"] is None
+    assert min(cost["sizes_mb"].values()) <= 0.095 < cost["size_mb"] == min(cost["passed_mb"].values())
+    assert not any(form.startswith("onnx-int8") for form in cost["passed_mb"]), cost
+    assert tried["passed_mb"] == cost["passed_mb"] and tried["over"][0].startswith("size_mb ")
+    line = err.strip().splitlines()[-1]
+    assert "the smallest the deployment gate passed on the validation rows (it refused onnx-int8" in line, line
+
+
 def test_a_latency_limit_every_depth_exceeds_is_the_same_verdict() -> None:
     """Not only size: every depth over max_latency_ms (measured once trained) leaves the rule nothing to choose."""
     candidates = [Candidate(depth=depth, status="trained", metrics={"macro_f1": 0.9},
