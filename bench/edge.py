@@ -4,14 +4,17 @@ For each real file (`sms_spam.csv`, `uci_sentiment_sentences.csv`), one `depthfi
 and 3 layers of all-MiniLM-L6-v2 (bench/pretrained_depth.py says where the checkpoint comes from) with its
 defaults, `--max-size-mb` (default 8) and no cross-fitting (the forms are this bench's subject, not the choice).
 Then, for every depth, the deployment gate (encoder/deployment.py) is run twice on the same test split: without the
-train texts (torch, ONNX and int8 ONNX of the full vocabulary) and with them (the vocabulary pruned to the train
-split; when the gate ships it, the ONNX forms are made from it).
+train and validation texts (torch, ONNX and int8 ONNX of the full vocabulary) and with them, as the product runs it
+(the vocabulary pruned to them; when the gate ships it, the ONNX forms are made from it, else the int8 form with the
+rows they never use coded, encoder.coded). `uci6` among `--datasets` is the UCI file labelled by source and
+sentiment (6 classes: bench/student_recipe.py), written beside the runs.
 Printed per file and depth: each form's size (MiB of its weights or file), test macro-F1 with its 90 % bootstrap
 interval, its difference from the full torch model with the paired interval, batch-1 p50 latency and whether the
 gate ships it; then, at depth 2, the tokens kept and the test macro-F1 of the pruned torch model by count threshold
 (`--min-counts`). Last line:
 `RESULT d2_shipped_mib=<per file> d2_goal=<per file: yes when the smallest form shipped at depth 2 is at most 8 MiB>
-d2_int8_pruned_mib=<...> d2_int8_pruned_f1_drop=<...> chosen_depths=<...>`.
+d2_int8_pruned_mib=<...> d2_int8_pruned_f1_drop=<...> d2_coded_mib=<...> d2_coded_f1_drop=<...>
+chosen_depths=<...>`.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def splits(path: Path) -> dict[str, tuple[list[str], list[str]]]:
 
     table = prepare_table(DataConfig(path=path)).table
     return {name: (part["text"].tolist(), part["label"].tolist())
-            for name, part in table.groupby("split") if name in ("train", "test")}
+            for name, part in table.groupby("split")}
 
 
 def forms(bundle: Path, data: dict, folder: Path) -> list[dict]:
@@ -50,7 +53,7 @@ def forms(bundle: Path, data: dict, folder: Path) -> list[dict]:
     for pruned in (False, True):
         deployment = measure_deployment(
             model.network, model.tokenizer, model.labels, texts, truths, METRIC, MARGIN, folder / str(pruned),
-            CONFIDENCE, train_texts=data["train"][0] if pruned else None)
+            CONFIDENCE, train_texts=[*data["train"][0], *data["val"][0]] if pruned else None)
         for variant in deployment.variants:
             if pruned and not variant.pruned:
                 continue  # each form once: the full ones from the first pass, the pruned ones from the second
@@ -110,21 +113,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     checkpoint = minilm(args.cache)
     fields: dict[str, list[str]] = {key: [] for key in ("d2_shipped_mib", "d2_goal", "d2_int8_pruned_mib",
-                                                         "d2_int8_pruned_f1_drop", "chosen_depths")}
+                                                         "d2_int8_pruned_f1_drop", "d2_coded_mib", "d2_coded_f1_drop",
+                                                         "chosen_depths")}
     with tempfile.TemporaryDirectory() as scratch_space:
         root = args.work or Path(scratch_space)
         for name in args.datasets.split(","):
-            if not (DATA / name).is_file():
-                raise SystemExit(f"no {DATA / name}: set DEPTHFINDER_DATA (docs/benchmarks.md)")
             folder = root / name
             folder.mkdir(parents=True, exist_ok=True)
-            run = run_depthfinder(["--data", str(DATA / name)], args.depths, folder, "--pretrained", str(checkpoint),
+            path = _file(name, folder)
+            run = run_depthfinder(["--data", str(path)], args.depths, folder, "--pretrained", str(checkpoint),
                                   "--max-size-mb", f"{args.max_size_mb:g}", "--crossfit", "off")
             summary = run["summary"]
             print(f"\n{name}: chose depth {run['depth']} in {run['seconds']:.0f} s; {summary['rule']['reason']}")
             print(f"deployment: {summary['deployment']['sentence']}", flush=True)
             fields["chosen_depths"].append(str(run["depth"]))
-            data = splits(DATA / name)
+            data = splits(path)
             for candidate in sorted(summary["candidates"], key=lambda c: c["depth"]):
                 if not candidate.get("bundle"):
                     continue
@@ -140,6 +143,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _file(name: str, folder: Path) -> Path:
+    """The data file of `name`: under DEPTHFINDER_DATA, or `uci6` written into `folder`."""
+    if name == "uci6":
+        from student_recipe import table as named_table
+
+        path = folder / "uci6.csv"
+        named_table("uci6", DATA).to_csv(path, index=False)
+        return path
+    if not (DATA / name).is_file():
+        raise SystemExit(f"no {DATA / name}: set DEPTHFINDER_DATA (docs/benchmarks.md)")
+    return DATA / name
+
+
 def _goal(rows: list[dict], fields: dict[str, list[str]]) -> None:
     """Depth 2's smallest shipped form against the goal, and its int8 pruned form's size and loss."""
     shipped = min((row for row in rows if row["shipped"]), key=lambda row: row["mib"])
@@ -149,6 +165,9 @@ def _goal(rows: list[dict], fields: dict[str, list[str]]) -> None:
     torch_f1 = next(row["f1"] for row in rows if row["form"] == "torch")
     fields["d2_int8_pruned_mib"].append(f"{int8['mib']:.2f}" if int8 else "-")
     fields["d2_int8_pruned_f1_drop"].append(f"{torch_f1 - int8['f1']:.4f}" if int8 else "-")
+    coded = next((row for row in rows if row["form"] == "onnx-int8-coded"), None)
+    fields["d2_coded_mib"].append(f"{coded['mib']:.2f}" if coded else "-")
+    fields["d2_coded_f1_drop"].append(f"{torch_f1 - coded['f1']:.4f}" if coded else "-")
 
 
 if __name__ == "__main__":
