@@ -444,8 +444,7 @@ def deployed(candidates: list[Candidate], decision: Decision, dataset: PreparedD
                 "reason": f"{decision.reason}; {at.selected_label} ships instead: {why}"})
         refused.append(f"{arm_label(family, depth)}'s smallest form the gate shipped weighs {smallest:.2f} MiB, over "
                        f"max_size_mb {limit:g}")
-        tried.append(TriedDepth(depth=at.selected_label, sizes_mb=chosen.cost.sizes_mb if chosen.cost else {},
-                                passed_mb=chosen.cost.passed_mb if chosen.cost else {}, deployment=deployment))
+        tried.append(_tried(at.selected_label, chosen, deployment=deployment))
     raise LimitUnmet(UnmetLimit(limit_mb=limit, limits=limits_text(sweep), tried=tried))
 
 
@@ -462,9 +461,15 @@ def every_depth_over(candidates: list[Candidate], sweep: SweepConfig) -> UnmetLi
     best = {arm: max((c for c in usable if (c.family, c.depth) == arm), key=lambda c: c.metrics.get(sweep.metric, 0))
             for arm in arms}
     return UnmetLimit(limit_mb=sweep.max_size_mb, limits=limits_text(sweep), tried=[
-        TriedDepth(depth=arm_label(*arm, named=named), over=over[arm],
-                   sizes_mb=best[arm].cost.sizes_mb if best[arm].cost else {},
-                   passed_mb=best[arm].cost.passed_mb if best[arm].cost else {}) for arm in arms])
+        _tried(arm_label(*arm, named=named), best[arm], over=over[arm]) for arm in arms])
+
+
+def _tried(label: str, candidate: Candidate, **verdict: object) -> TriedDepth:
+    """A depth the verdict records under `label`: its candidate's weighed forms and those the gate passed on the
+    validation rows, with what became of it (`over`, the limits it exceeds; or `deployment`, the test split's gate)."""
+    cost = candidate.cost
+    return TriedDepth(depth=label, sizes_mb=cost.sizes_mb if cost else {}, passed_mb=cost.passed_mb if cost else {},
+                      **verdict)
 
 
 class LimitUnmet(Exception):

@@ -77,18 +77,23 @@ def test_without_a_limit_the_chosen_depth_ships_whatever_its_size(gate, tmp_path
     assert chosen.depth == decision.selected_depth == 1 and "instead" not in decision.reason
 
 
+def _tiny_topics_run(tmp_path: Path, monkeypatch, depths: list[int]) -> None:
+    """A run file of 64-wide encoders on 400 topics rows at `depths`, in the folder the test runs in."""
+    (tmp_path / "run.yaml").write_text(
+        "data: {dataset: topics, dataset_rows: 400}\n"
+        "model: {d_model: 64, n_heads: 2, d_ff: 128, vocab_size: 300, max_len: 32}\n"
+        "train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}\n"
+        f"sweep: {{depths: {depths}, tolerance: 1.0}}\n")
+    monkeypatch.chdir(tmp_path)
+
+
 def test_a_limit_no_depth_meets_ends_in_a_verdict_not_a_fault(prefect_server, tmp_path: Path, monkeypatch,
                                                                capsys) -> None:
     """64 wide, depths 1 and 2: at int8 depth 1 weighs about 0.07 MiB, so 0.05 MiB (above the preflight's bound of one
     byte per weight outside the embeddings, 0.03) is met by no form of any depth."""
     from tests.flows.prefect_api import flow_runs_named
 
-    (tmp_path / "run.yaml").write_text(
-        "data: {dataset: topics, dataset_rows: 400}\n"
-        "model: {d_model: 64, n_heads: 2, d_ff: 128, vocab_size: 300, max_len: 32}\n"
-        "train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}\n"
-        "sweep: {depths: [1, 2], tolerance: 1.0}\n")
-    monkeypatch.chdir(tmp_path)
+    _tiny_topics_run(tmp_path, monkeypatch, depths=[1, 2])
 
     code = main(["run", "--config", "run.yaml", "--max-size-mb", "0.05", "--summary-json", "s.json"])
 
@@ -124,12 +129,7 @@ def test_forms_refused_on_the_validation_rows_leave_a_depth_out_before_the_rule_
     from tests.encoder.test_deployment import _zeroed
 
     monkeypatch.setattr(encoder.deployment, "quantize", _zeroed)
-    (tmp_path / "run.yaml").write_text(
-        "data: {dataset: topics, dataset_rows: 400}\n"
-        "model: {d_model: 64, n_heads: 2, d_ff: 128, vocab_size: 300, max_len: 32}\n"
-        "train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}\n"
-        "sweep: {depths: [1], tolerance: 1.0}\n")
-    monkeypatch.chdir(tmp_path)
+    _tiny_topics_run(tmp_path, monkeypatch, depths=[1])
 
     code = main(["run", "--config", "run.yaml", "--max-size-mb", "0.095", "--summary-json", "s.json"])
 
