@@ -24,10 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT / "data")) / "sms_spam.csv"
 
 
-def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str) -> dict:
+def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str, exits: tuple[int, ...] = (0,)
+                    ) -> dict:
     """`depthfinder run` on a data source (`--data PATH` or `--dataset NAME`) in its own folder,
     with its defaults unless `options` say otherwise (`depths` "": each family's default); the
-    summary, its wall time, the chosen depth and the test macro-F1 of the model that ships."""
+    summary, its wall time, the chosen depth and the test macro-F1 of the model that ships (None for both when
+    the run ends in a verdict, exit 3, and `exits` accepts it)."""
     from cli.main import main
 
     started = time.perf_counter()
@@ -37,9 +39,11 @@ def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str)
         "--experiment", "bench", "--model-name", "bench", *options,
     ])
     seconds = time.perf_counter() - started
-    if code != 0:
+    if code not in exits:
         raise SystemExit(f"depthfinder run exited {code}")
     summary = json.loads((folder / "summary.json").read_text())
+    if summary["selected_depth"] is None:
+        return {"seconds": seconds, "depth": None, "test_f1": None, "summary": summary}
     chosen = max((c for c in summary["candidates"]
                   if (c["family"], c["depth"]) == (summary["rule"]["selected_family"], summary["selected_depth"])),
                  key=lambda c: c["metrics"]["macro_f1"])
