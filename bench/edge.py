@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-counts", default="1,2,3,5,10", help="count thresholds measured at depth 2")
     parser.add_argument("--work", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
     args = parser.parse_args(argv)
+    from depthfinder.encoder.deployment import UnmetLimit
+
     checkpoint = minilm(args.cache)
     fields: dict[str, list[str]] = {key: [] for key in ("d2_shipped_mib", "d2_goal", "d2_int8_pruned_mib",
                                                          "d2_int8_pruned_f1_drop", "d2_coded_mib", "d2_coded_f1_drop",
@@ -120,10 +122,11 @@ def main(argv: list[str] | None = None) -> int:
             folder.mkdir(parents=True, exist_ok=True)
             path = _file(name, folder)
             run = run_depthfinder(["--data", str(path)], args.depths, folder, "--pretrained", str(checkpoint),
-                                  "--max-size-mb", f"{args.max_size_mb:g}", "--crossfit", "off")
+                                  "--max-size-mb", f"{args.max_size_mb:g}", "--crossfit", "off", exits=(0, 3))
             summary = run["summary"]
             print(f"\n{name}: chose depth {run['depth']} in {run['seconds']:.0f} s; {summary['rule']['reason']}")
-            print(f"deployment: {summary['deployment']['sentence']}", flush=True)
+            print(f"deployment: {summary['deployment']['sentence']}" if summary["deployment"] else
+                  f"outcome (exit 3): {UnmetLimit.model_validate(summary['unmet']).sentence()}", flush=True)
             fields["chosen_depths"].append(str(run["depth"]))
             data = splits(path)
             for candidate in sorted(summary["candidates"], key=lambda c: c["depth"]):
