@@ -145,12 +145,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _file(name: str, folder: Path) -> Path:
-    """The data file of `name`: under DEPTHFINDER_DATA, or `uci6` written into `folder`."""
+    """The data file of `name`: under DEPTHFINDER_DATA, or `uci6` written into `folder` (without the texts that
+    carry two of its labels: the same review under two sources, which the audit blocks as conflicting labels)."""
     if name == "uci6":
         from bench.student_recipe import table as named_table
+        from depthfinder.expectations.table.normalize import text_keys
 
+        frame = named_table("uci6", DATA)
+        keys = text_keys(frame["text"])
+        conflicting = keys.map(frame.groupby(keys)["label"].nunique()) > 1  # one review, two sources: the audit blocks
         path = folder / "uci6.csv"
-        named_table("uci6", DATA).to_csv(path, index=False)
+        frame[~conflicting].to_csv(path, index=False)
+        print(f"uci6: {int(conflicting.sum())} rows whose text carries two labels left out", flush=True)
         return path
     if not (DATA / name).is_file():
         raise SystemExit(f"no {DATA / name}: set DEPTHFINDER_DATA (docs/benchmarks.md)")
