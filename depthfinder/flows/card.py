@@ -248,11 +248,11 @@ def stopped_note(summary: RunSummary, source: str) -> str:
 
 
 def _unjudged_verdict(tried: TriedDepth, form: str, mb: float, limit: float | None, over: str) -> str:
-    """A form of a depth the rule left out before the test split's gate: over the limit, or refused by the gate on
-    the validation rows (under a size limit each form is judged there first)."""
+    """A form of a depth the rule left out before the test split's gate: over the limit, or left out by the check on
+    the validation rows (under a size limit each form is checked there first)."""
     if tried.passed_mb and form not in tried.passed_mb:
         return ("within" if limit is not None and mb <= limit else "over the limit") + (
-            ", refused by the gate on the validation rows")
+            ", left out by the check on the validation rows")
     return over if limit is None or mb > limit else "within"
 
 

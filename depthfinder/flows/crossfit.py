@@ -96,7 +96,7 @@ def _train_folds(sweep: SweepConfig, trainings: list[Training], candidates: list
     with task_runner(sweep) as runner:
         futures = {key: runner.submit(train_depth, {
             "training": replace(by_family[key[0]], dataset=tables[key[3]], fold=Fold(key[3] + 1, len(tables)),
-                                probes=False, gate=None),
+                                probes=False, form_check=None),
             "depth": key[1], "seed": key[2]}) for key in keys}
         for key, future in futures.items():
             try:

@@ -79,7 +79,7 @@ from depthfinder.tasks.tracking import (
     log_summary,
     start_sweep_run,
 )
-from depthfinder.tasks.train import FormGate, Training, open_families, prepare_tokenizer
+from depthfinder.tasks.train import FormCheck, Training, open_families, prepare_tokenizer
 from depthfinder.tracking.records import KnownVersion, ModelVersionRef
 from depthfinder.tracking.runs import SweepRun, code_version, ending, flatten, resolve_tracking_uri
 
@@ -235,17 +235,17 @@ def trainings_of(config: RunConfig, dataset: PreparedData, families: list[Family
                      family.recipe(config.train), class_weights, run, workdir,
                      onnx_cost=config.sweep.cost == "onnx_latency_ms_p50", concurrent=config.sweep.workers_per_machine,
                      onnx_size=config.sweep.asks_size, vocabulary_min_count=config.sweep.vocabulary_min_count,
-                     gate=form_gate(config.sweep))
+                     form_check=form_check(config.sweep))
             for family in families]
 
 
-def form_gate(sweep: SweepConfig) -> FormGate | None:
-    """Under a size limit, the gate each candidate's forms are judged by on its validation rows, so that the rule
-    knows which depth can ship within the limit (the deployment judges the chosen depth's again on the test split);
-    None without one."""
+def form_check(sweep: SweepConfig) -> FormCheck | None:
+    """Under a size limit, the check each candidate's forms pass on its validation rows, so that the rule knows
+    which depth can ship within the limit (the deployment gate judges the chosen depth's on the test split); None
+    without one."""
     if sweep.max_size_mb is None:
         return None
-    return FormGate(metric=sweep.metric, margin=sweep.deployment_margin, confidence=sweep.confidence)
+    return FormCheck(metric=sweep.metric, margin=sweep.deployment_margin)
 
 
 def decided(candidates: list[Candidate], sweep: SweepConfig, budget: Budget | None, trainings: list[Training],

@@ -64,8 +64,9 @@ class Cost(Record):
         "coded, encoder.coded); before the deployment gate judges any of them."
     )
     passed_mb: dict[str, float] = Field(
-        {}, description="Under a size limit (max_size_mb): the sizes_mb of the forms the deployment gate passed on "
-        "the candidate's validation rows, its vocabulary pruned to the train split alone so that they hold words it "
+        {}, description="Under a size limit (max_size_mb): the sizes_mb of the forms that passed the check on the "
+        "candidate's validation rows (none whose metric there is more than the deployment margin below the full "
+        "model's), its vocabulary pruned to the train split alone so that they hold words it "
         "never kept, as the test split does for the deployed form (encoder.deployment.forms_passed); none without a "
         "limit."
     )

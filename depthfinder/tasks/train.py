@@ -115,7 +115,7 @@ class Training:
     probes: bool = False  # the search strategy's screen: a probe on each layer (encoder.probes)
     concurrent: int = 1  # candidates training at once on one machine: each takes its share of the cores
     fold: Fold | None = None  # a fold of cross-fitting (its dataset holds that fold's rows as its test split)
-    gate: FormGate | None = None  # under a size limit: its forms judged on the validation rows (Cost.passed_mb)
+    form_check: FormCheck | None = None  # under a size limit: its forms checked on the validation rows (Cost.passed_mb)
     teacher: Teacher | None = None  # its candidates are students of this teacher (encoder.distillation)
 
     @property
@@ -156,13 +156,12 @@ class Teacher:
 
 
 @dataclass(frozen=True)
-class FormGate:
-    """The deployment gate a candidate's forms are judged by on its validation rows under a size limit: the rule's
-    metric, the deployment margin and the rule's confidence (None: by the metric alone)."""
+class FormCheck:
+    """The check a candidate's forms pass on its validation rows under a size limit (encoder.deployment.forms_passed):
+    the rule's metric and the deployment margin its mean may lose."""
 
     metric: str
     margin: float
-    confidence: float | None
 
 
 @dataclass(frozen=True)
@@ -186,7 +185,7 @@ def candidate_key(training: Training, depth: int, seed: int) -> str:
         **({"onnx_cost": True} if training.onnx_cost else {}), **({"probes": True} if training.probes else {}),
         **({"onnx_size": True} if training.onnx_size else {}),
         **({"vocabulary_min_count": n} if (n := training.vocabulary_min_count) != 1 else {}),
-        **({"gate": [training.gate.metric, training.gate.margin, training.gate.confidence]} if training.gate else {}),
+        **({"form_check": [training.form_check.metric, training.form_check.margin]} if training.form_check else {}),
         # A student: by its teacher's content (not its path or label) and the recipe that weighed its soft labels.
         **({"teacher": training.teacher.digest, "temperature": training.teacher.temperature,
             "alpha": training.teacher.alpha} if training.teacher else {}),
@@ -344,7 +343,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     # key depend on the pool, and adding unlabelled texts retrain them all.
     sizes = form_sizes(trained.network, tokenizer, vocabulary_texts(frame),
                        onnx=training.onnx_size, min_count=training.vocabulary_min_count)
-    passed = _passed_sizes(training, trained.network, tokenizer, frame, sizes) if training.gate else {}
+    passed = _passed_sizes(training, trained.network, tokenizer, frame, sizes) if training.form_check else {}
     cost = Cost(**measure_cost(trained.network, trained.median_length, onnx=training.onnx_cost),
                 train_seconds=trained.train_seconds, bundle_mb=size, sizes_mb=sizes, passed_mb=passed,
                 size_mb=smallest(passed or sizes))
@@ -363,17 +362,17 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
 
 def _passed_sizes(training: Training, network: Any, tokenizer: Any, frame: pd.DataFrame,
                   sizes: dict[str, float]) -> dict[str, float]:
-    """The weighed forms (`sizes`) the deployment gate passes on the candidate's validation rows, its vocabulary
-    pruned to the train split alone (encoder.deployment.forms_passed)."""
+    """The weighed forms (`sizes`) that pass the check on the candidate's validation rows, its vocabulary pruned to
+    the train split alone (encoder.deployment.forms_passed)."""
     import copy
 
     from depthfinder.encoder.deployment import forms_passed
 
-    gate, val = training.gate, frame[frame["split"] == "val"]
+    check, val = training.form_check, frame[frame["split"] == "val"]
     train = frame.loc[frame["split"] == "train", "text"].astype(str).tolist()
     passed = forms_passed(copy.deepcopy(network).cpu().eval(), tokenizer, training.dataset.labels,
-                          val["text"].astype(str).tolist(), val["label"].tolist(), gate.metric, gate.margin,
-                          gate.confidence, train, training.vocabulary_min_count)
+                          val["text"].astype(str).tolist(), val["label"].tolist(), check.metric, check.margin,
+                          train, training.vocabulary_min_count)
     return {name: sizes[name] for name in passed if name in sizes}
 
 

@@ -142,7 +142,7 @@ def test_forms_refused_on_the_validation_rows_leave_a_depth_out_before_the_rule_
     assert not any(form.startswith("onnx-int8") for form in cost["passed_mb"]), cost
     assert tried["passed_mb"] == cost["passed_mb"] and tried["over"][0].startswith("size_mb ")
     line = err.strip().splitlines()[-1]
-    assert "the smallest the deployment gate passed on the validation rows (it refused onnx-int8" in line, line
+    assert "the smallest that passed the check on the validation rows (it left out onnx-int8" in line, line
 
 
 def test_a_latency_limit_every_depth_exceeds_is_the_same_verdict() -> None:
