@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             run = run_depthfinder(["--data", str(path)], args.depths, folder, "--pretrained", str(checkpoint),
                                   "--max-size-mb", f"{args.max_size_mb:g}", "--crossfit", "off", exits=(0, 3))
             summary = run["summary"]
-            print(f"\n{name}: chose depth {run['depth']} in {run['seconds']:.0f} s; {summary['rule']['reason']}")
+            reason = summary["rule"]["reason"] if summary["rule"] else "the rule had no depth within the limits"
+            print(f"\n{name}: chose depth {run['depth']} in {run['seconds']:.0f} s; {reason}")
             print(f"deployment: {summary['deployment']['sentence']}" if summary["deployment"] else
                   f"outcome (exit 3): {UnmetLimit.model_validate(summary['unmet']).sentence()}", flush=True)
             fields["chosen_depths"].append(str(run["depth"]))
