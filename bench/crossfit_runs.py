@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep_cost import run_depthfinder  # noqa: E402
+from bench.common import print_table, run_depthfinder
 
 METRIC = "macro_f1"
 CONFIG = """
@@ -84,8 +82,8 @@ def crossfit_trained(work: Path, quick: bool, data: Path, mode: str = "on", budg
 
 def replayed(name: str, summary: dict, seconds: float) -> CrossFitRun:
     """A run's figures, its validation-only decision replayed with choose_depth."""
-    from flows.summary import RunSummary
-    from selection.rule import choose_depth
+    from depthfinder.flows.summary import RunSummary
+    from depthfinder.selection.rule import choose_depth
 
     typed = RunSummary.from_dict(summary)
     alone = choose_depth(typed.candidates, typed.rule.settings)
@@ -108,7 +106,6 @@ def replayed(name: str, summary: dict, seconds: float) -> CrossFitRun:
 
 def report_runs(runs: list[CrossFitRun], tolerance: float) -> str:
     """The trained runs' table; the RESULT line's fields."""
-    from depth_curves import _print_table
 
     if not runs:
         return ""
@@ -124,7 +121,7 @@ def report_runs(runs: list[CrossFitRun], tolerance: float) -> str:
           "out-of-fold rows (test macro-F1; beyond: more than the tolerance below the best depth's on test); each "
           "cheaper depth's interval half-width against the best, validation -> out of fold; training seconds, sweep "
           "+ cross-fitting")
-    _print_table(["run", "validation rows", "out-of-fold rows", "test macro-F1 by depth", "ships", "half-width",
+    print_table(["run", "validation rows", "out-of-fold rows", "test macro-F1 by depth", "ships", "half-width",
                   "training s", "wall s"], rows)
     for run in runs:
         print(f"{run.name}: {run.crossfit}")
@@ -134,14 +131,14 @@ def report_runs(runs: list[CrossFitRun], tolerance: float) -> str:
 
 def _shipped(run: CrossFitRun, depth: int, tolerance: float) -> str:
     """`1 (0.994)`, or `1 (0.962, beyond)` when its test macro-F1 is more than the tolerance below the best depth's."""
-    from evidence.margin import within
+    from depthfinder.evidence.margin import within
 
     beyond = not within(run.test_f1[depth] - max(run.test_f1.values()), tolerance)
     return f"{depth} ({run.test_f1[depth]:.3f}{', beyond' if beyond else ''})"
 
 
 def main() -> None:
-    """`python bench/crossfit_runs.py --mode all --work DIR`: the trained runs alone (tolerance_risk.py's
+    """`python -m bench.crossfit_runs --mode all --work DIR`: the trained runs alone (tolerance_risk.py's
     `--crossfit-trained` runs them with `on`, beside its tables)."""
     import argparse
 

@@ -17,9 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pretrained_depth import DATA, add_cache_argument, minilm  # noqa: E402
-from sweep_cost import run_depthfinder  # noqa: E402
+from bench.common import DATA, add_cache_argument, minilm, run_depthfinder
 
 RUNS = {
     "scratch depth 2, sms_spam.csv": ("sms_spam.csv", "2", []),

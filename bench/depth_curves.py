@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep_cost import run_depthfinder  # noqa: E402
+from bench.common import print_table, run_depthfinder
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DEPTHFINDER_DATA", ROOT / "data"))  # docs/benchmarks.md
@@ -73,7 +71,7 @@ def synthetic_rows(args: argparse.Namespace, folder: Path) -> tuple[list[list[st
                      f"{runs['auto']['seconds']:.0f}", f"{runs['off']['seconds']:.0f}"])
     header = ["problem depth", *(f"depth {d} val/test F1" for d in depths.split(",")), "chosen", "full-grid choice",
               "oracle", "wall s", "full grid wall s"]
-    _print_table(header, rows)
+    print_table(header, rows)
     if not args.quick:
         _plot(args, rows, depths.split(","), chosen, oracle)
     return rows, chosen, oracle
@@ -97,14 +95,7 @@ def real_rows(args: argparse.Namespace, folder: Path) -> None:
         rows = [[str(c["depth"]), f"{c['metrics']['macro_f1']:.3f}", f"{c['test_metrics']['macro_f1']:.3f}",
                  f"{c['cost']['flops_per_example'] / 1e6:.1f}", f"{c['cost']['latency_ms_p50']:.2f}",
                  f"{c['cost']['train_seconds']:.0f}", str(c["epochs"])] for c in summary["candidates"]]
-        _print_table(["depth", "val macro-F1", "test macro-F1", "MFLOPs/ex", "p50 ms", "train s", "epochs"], rows)
-
-
-def _print_table(header: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    print()
-    for row in [header, *rows]:
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)))
+        print_table(["depth", "val macro-F1", "test macro-F1", "MFLOPs/ex", "p50 ms", "train s", "epochs"], rows)
 
 
 def _plot(args: argparse.Namespace, rows: list[list[str]], depths: list[str], chosen: list[int],

@@ -15,7 +15,7 @@ half_cost_students=<students of at most half the best's cost> student_within=<of
 best on test> twin_within=<their plain twins within it>` (numbers without units; the issue's goal: student_within >
 twin_within).
 
-A scratch known-depth problem runs in minutes: `python bench/distillation.py --dataset nested-ops-2 --rows 2000
+A scratch known-depth problem runs in minutes: `python -m bench.distillation --dataset nested-ops-2 --rows 2000
 --seeds 1,2,3`; the real files take `--data data/uci_sentiment_sentences.csv` (and `--pretrained DIR`, the MiniLM
 folder of bench/pretrained_depth.py). `--pool 0.5` holds half of `--data`'s rows out as unlabelled texts
 (`--unlabeled`) and `--distill-unlabeled 0|1` says whether students are also taught on them; run both into the same
@@ -25,12 +25,10 @@ folder of bench/pretrained_depth.py). `--pool 0.5` holds half of `--data`'s rows
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep_cost import run_depthfinder  # noqa: E402
+from bench.common import run_depthfinder
 
 METRIC = "macro_f1"
 AUDIT = "audit: {strict: false, max_label_noise_fraction: 1.0, max_near_duplicate_fraction: 1.0}\n"
@@ -38,7 +36,7 @@ AUDIT = "audit: {strict: false, max_label_noise_fraction: 1.0, max_near_duplicat
 
 def students_of(summary: dict) -> list[tuple[dict, dict]]:
     """Each student with its plain twin (same base family, depth and seed)."""
-    from selection.candidate import base_family
+    from depthfinder.selection.candidate import base_family
 
     plain = {(c["family"], c["depth"], c["seed"]): c for c in summary["candidates"]
              if c["teacher"] is None and c["status"] in ("trained", "cached")}
@@ -61,16 +59,16 @@ def half_width(summary: dict, family: str, depth: int) -> float | None:
 def plain_decision(summary: dict):
     """The rule's decision among the plain candidates alone: what it ships without students, and the teacher (their
     best)."""
-    from selection.candidate import Candidate
-    from selection.decision import Decision
-    from selection.rule import choose_depth
+    from depthfinder.selection.candidate import Candidate
+    from depthfinder.selection.decision import Decision
+    from depthfinder.selection.rule import choose_depth
 
     plain = [Candidate.from_dict(c) for c in summary["candidates"] if c.get("teacher") is None]
     return choose_depth(plain, Decision.from_dict(summary["rule"]).settings)
 
 
 def main() -> None:
-    from selection.candidate import arm_label
+    from depthfinder.selection.candidate import arm_label
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="nested-ops-2")

@@ -24,9 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pretrained_depth import DATA, DATASETS, add_cache_argument, minilm  # noqa: E402
-from sweep_cost import run_depthfinder  # noqa: E402
+from bench.common import DATA, DATASETS, add_cache_argument, minilm, run_depthfinder
 
 GOAL_MIB = 8.0
 METRIC, MARGIN, CONFIDENCE = "macro_f1", 0.01, 0.9
@@ -34,8 +32,8 @@ METRIC, MARGIN, CONFIDENCE = "macro_f1", 0.01, 0.9
 
 def splits(path: Path) -> dict[str, tuple[list[str], list[str]]]:
     """The file's texts and labels by split, as a run splits it (the same stable split)."""
-    from expectations.table.config import DataConfig
-    from tasks.data import prepare_table
+    from depthfinder.expectations.table.config import DataConfig
+    from depthfinder.tasks.data import prepare_table
 
     table = prepare_table(DataConfig(path=path)).table
     return {name: (part["text"].tolist(), part["label"].tolist())
@@ -44,8 +42,8 @@ def splits(path: Path) -> dict[str, tuple[list[str], list[str]]]:
 
 def forms(bundle: Path, data: dict, folder: Path) -> list[dict]:
     """Every form of one depth's model, each measured on the test split by the deployment gate."""
-    from encoder.deployment import measure_deployment
-    from encoder.serving import load_bundle
+    from depthfinder.encoder.deployment import measure_deployment
+    from depthfinder.encoder.serving import load_bundle
 
     model = load_bundle(bundle)
     texts, truths = data["test"]
@@ -66,10 +64,10 @@ def forms(bundle: Path, data: dict, folder: Path) -> list[dict]:
 
 def thresholds(bundle: Path, data: dict, min_counts: list[int]) -> list[str]:
     """Tokens kept and the pruned torch model's test macro-F1 (and its difference from torch) by count threshold."""
-    from encoder.serving import TextClassifier, load_bundle
-    from encoder.vocabulary import kept_ids, prune_network, prune_tokenizer, token_counts
-    from evidence.bootstrap import paired_interval
-    from evidence.metrics import classification_metrics
+    from depthfinder.encoder.serving import TextClassifier, load_bundle
+    from depthfinder.encoder.vocabulary import kept_ids, prune_network, prune_tokenizer, token_counts
+    from depthfinder.evidence.bootstrap import paired_interval
+    from depthfinder.evidence.metrics import classification_metrics
 
     model = load_bundle(bundle)
     texts, truths = data["test"]
@@ -112,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-counts", default="1,2,3,5,10", help="count thresholds measured at depth 2")
     parser.add_argument("--work", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
     args = parser.parse_args(argv)
-    from encoder.deployment import UnmetLimit
+    from depthfinder.encoder.deployment import UnmetLimit
 
     checkpoint = minilm(args.cache)
     fields: dict[str, list[str]] = {key: [] for key in ("d2_shipped_mib", "d2_goal", "d2_int8_pruned_mib",
@@ -127,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             run = run_depthfinder(["--data", str(path)], args.depths, folder, "--pretrained", str(checkpoint),
                                   "--max-size-mb", f"{args.max_size_mb:g}", "--crossfit", "off", exits=(0, 3))
             summary = run["summary"]
-            print(f"\n{name}: chose depth {run['depth']} in {run['seconds']:.0f} s; {summary['rule']['reason']}")
+            reason = summary["rule"]["reason"] if summary["rule"] else "the rule had no depth within the limits"
+            print(f"\n{name}: chose depth {run['depth']} in {run['seconds']:.0f} s; {reason}")
             print(f"deployment: {summary['deployment']['sentence']}" if summary["deployment"] else
                   f"outcome (exit 3): {UnmetLimit.model_validate(summary['unmet']).sentence()}", flush=True)
             fields["chosen_depths"].append(str(run["depth"]))
@@ -151,9 +150,8 @@ def _file(name: str, folder: Path) -> Path:
     """The data file of `name`: under DEPTHFINDER_DATA, or `uci6` written into `folder` (without the texts that
     carry two of its labels: the same review under two sources, which the audit blocks as conflicting labels)."""
     if name == "uci6":
-        from student_recipe import table as named_table
-
-        from expectations.table.normalize import text_keys
+        from bench.student_recipe import table as named_table
+        from depthfinder.expectations.table.normalize import text_keys
 
         frame = named_table("uci6", DATA)
         keys = text_keys(frame["text"])

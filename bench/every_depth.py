@@ -34,9 +34,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pretrained_depth import DATA, DATASETS, add_cache_argument, minilm  # noqa: E402
-from sweep_cost import run_depthfinder  # noqa: E402
+from bench.common import DATA, DATASETS, add_cache_argument, minilm, run_depthfinder
 
 LAYERS = 6
 
@@ -57,7 +55,7 @@ def full(summary: dict) -> tuple[float, float]:
 def grid_ties(grid: dict, depth: int) -> bool:
     """Whether the grid's own rule let `depth` ship in its best depth's place: the verdict its decision carries (an
     earlier summary's judged on read)."""
-    from selection.decision import Decision
+    from depthfinder.selection.decision import Decision
 
     scores = {score.depth: score for score in Decision.from_dict(grid["rule"]).scores}
     return depth in scores and scores[depth].may_ship
@@ -65,9 +63,9 @@ def grid_ties(grid: dict, depth: int) -> bool:
 
 def grid_from(summary_path: Path, seed: int) -> dict:
     """The one-seed grid inside an earlier every-depth run: its candidates of `seed` and the rule's choice on them."""
-    from selection.candidate import Candidate
-    from selection.rule import choose_depth
-    from selection.settings import SelectionRule
+    from depthfinder.selection.candidate import Candidate
+    from depthfinder.selection.rule import choose_depth
+    from depthfinder.selection.settings import SelectionRule
 
     summary = json.loads(summary_path.read_text())
     # A cached candidate was trained by the run that first made it; its recorded cost is that training's.
@@ -82,10 +80,10 @@ def grid_from(summary_path: Path, seed: int) -> dict:
 def half_widths(candidates: list[dict]) -> dict[int, float]:
     """Each depth's half-width of the paired interval against depth L on the validation rows (the rule's 90%), from
     the candidates' saved predictions (depth L's among them)."""
-    from evidence.bootstrap import compare_to_best
-    from selection.candidate import Candidate
-    from selection.predictions import load_predictions
-    from selection.settings import SelectionRule
+    from depthfinder.evidence.bootstrap import compare_to_best
+    from depthfinder.selection.candidate import Candidate
+    from depthfinder.selection.predictions import load_predictions
+    from depthfinder.selection.settings import SelectionRule
 
     found = [Candidate.from_dict(c) for c in candidates]
     predictions = load_predictions(found)

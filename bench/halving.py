@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep_cost import run_depthfinder  # noqa: E402
+from bench.common import run_depthfinder
 
 
 def _train_seconds(summary: dict) -> float:

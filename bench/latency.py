@@ -21,8 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep_cost import run_depthfinder  # noqa: E402
+from bench.common import run_depthfinder
 
 # The run made when no summary is given: the built-in topics, small, a few epochs.
 SMALL_RUN = "data: {dataset: topics, dataset_rows: 800}\ntrain: {max_epochs: 3}\n"
@@ -32,9 +31,9 @@ def cost_latencies(candidates: list[dict], rounds: int) -> dict[str, float]:
     """Each candidate's torch network at batch 1 on the cost table's input, all in the same rounds; ms by name."""
     import torch
 
-    from encoder.cost import _example_batch
-    from encoder.latency import interleaved
-    from encoder.serving import load_bundle
+    from depthfinder.encoder.cost import _example_batch
+    from depthfinder.encoder.latency import interleaved
+    from depthfinder.encoder.serving import load_bundle
 
     forwards = {}
     for candidate in candidates:
@@ -49,7 +48,7 @@ def _length(candidate: dict, network) -> int:
     """The example length the cost table used: the one whose FLOPs it counted (found by counting again)."""
     import torch
 
-    from encoder.cost import _example_batch, _forward_flops
+    from depthfinder.encoder.cost import _example_batch, _forward_flops
 
     for length in range(1, network.cfg.max_len + 1):
         batch = _example_batch(network, 1, length, torch.device("cpu"))
@@ -64,9 +63,9 @@ def _name(candidate: dict) -> str:
 
 def form_latencies(summary: dict, texts: list[str], rounds: int) -> dict[str, float]:
     """The chosen model's forms at batch 1 on the test texts, all in the same rounds; ms by form."""
-    from encoder.deployment import _timed
-    from encoder.export import OnnxNetwork
-    from encoder.serving import TextClassifier, load_bundle
+    from depthfinder.encoder.deployment import _timed
+    from depthfinder.encoder.export import OnnxNetwork
+    from depthfinder.encoder.serving import TextClassifier, load_bundle
 
     chosen = next(c for c in summary["candidates"] if c["mlflow_run_id"] == _chosen_run(summary))
     model = load_bundle(Path(chosen["bundle"]))

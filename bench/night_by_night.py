@@ -1,6 +1,6 @@
 """The README's night-by-night sample, from a real run of the current code.
 
-    nice -n 5 python bench/night_by_night.py [--work DIR] [--depths 1,2]
+    nice -n 5 python -m bench.night_by_night [--work DIR] [--depths 1,2]
 
 Version 1 is trained on 3,000 rows of the built-in reviews (`reviews-negation`, seed 1), then three nights of
 `depthfinder run --data reviews.csv --skip-minor` (what the nightly deployment does) in one work folder with its
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from depthfinder.expectations.table.datasets import DATASETS
+from depthfinder.runtime.services import bin_path
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from expectations.table.datasets import DATASETS  # noqa: E402
-from runtime.services import bin_path  # noqa: E402
 
 NIGHTS = ("night 0: version 1 on 3,000 reviews", "night 1: the same file", "night 2: 1,000 new reviews appended",
           "night 3: someone appended 500 news sentences to the reviews")

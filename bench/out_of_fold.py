@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.common import print_table
+
 FOLDS = 5
 ROWS_PER_VALIDATION_ROW = 9  # train 80 %, validation 10 %: the train and validation rows are 9 x the validation rows
 METRIC = "macro_f1"
@@ -48,7 +50,7 @@ def grouped_differences(true: np.ndarray, predicted: dict[int, np.ndarray], best
                         resamples: int = 2000) -> Differences:
     """Each depth's observed difference from `best` and its paired Poisson bootstrap, drawn per row type (module
     docstring): the rule's metric on the types' counts."""
-    from evidence.bootstrap import _weighted_metric  # the rule's own metric, on weighted rows
+    from depthfinder.evidence.bootstrap import _weighted_metric  # the rule's own metric, on weighted rows
 
     depths = list(predicted)
     columns = [true, *(predicted[d] for d in depths)]
@@ -67,7 +69,7 @@ def grouped_differences(true: np.ndarray, predicted: dict[int, np.ndarray], best
 
 def row_differences(true: np.ndarray, predicted: dict[int, np.ndarray], best: int) -> Differences:
     """The same comparison with the rule's own row bootstrap (evidence.bootstrap.resampled_differences)."""
-    from evidence.bootstrap import Predictions, resampled_differences
+    from depthfinder.evidence.bootstrap import Predictions, resampled_differences
 
     found = resampled_differences(Predictions(true, {("x", d, 1): p for d, p in predicted.items()}),
                                   {("x", d): [1] for d in predicted}, ("x", best), METRIC)
@@ -76,8 +78,8 @@ def row_differences(true: np.ndarray, predicted: dict[int, np.ndarray], best: in
 
 def verdict(observed: float, resampled: np.ndarray, tolerance: float, confidence: float) -> str:
     """selection.decision.judge's verdict on a depth, the best included (within): within, worse, unsettled, beyond."""
-    from evidence.bootstrap import interval_of
-    from evidence.margin import shown_worse, within
+    from depthfinder.evidence.bootstrap import interval_of
+    from depthfinder.evidence.margin import shown_worse, within
 
     found = interval_of(observed, resampled, confidence)
     if within(observed, tolerance, found.low):
@@ -91,7 +93,7 @@ def decide_on_rows(flops: dict[int, float], true: np.ndarray, predicted: dict[in
                    confidence: float, rng: np.random.Generator | None) -> int:
     """The rule's decision on these rows alone: the best by their mean (ties: the cheaper), the cheapest depth they
     show within; the grouped bootstrap, or the rule's row bootstrap when `rng` is None."""
-    from evidence.bootstrap import metric_of
+    from depthfinder.evidence.bootstrap import metric_of
 
     by_cost = sorted(flops, key=lambda d: (flops[d], d))
     means = {d: metric_of(true, predicted[d], METRIC) for d in by_cost}
@@ -140,10 +142,10 @@ def rules_choice_after_crossfit(mode: str, candidates: list, true: np.ndarray, p
                                 tolerance: float, confidence: float) -> int:
     """What the product ships: choose_depth on the validation rows, arms_to_settle, and choose_depth again with the
     out-of-fold predictions of the best and the depths to settle."""
-    from evidence.bootstrap import Predictions
-    from selection.crossfit import OutOfFold, arms_to_settle, judges_every_depth
-    from selection.rule import choose_depth
-    from selection.settings import SelectionRule
+    from depthfinder.evidence.bootstrap import Predictions
+    from depthfinder.selection.crossfit import OutOfFold, arms_to_settle, judges_every_depth
+    from depthfinder.selection.rule import choose_depth
+    from depthfinder.selection.settings import SelectionRule
 
     rule = SelectionRule(tolerance=tolerance, confidence=confidence)
     decision = choose_depth(candidates, rule)
@@ -158,8 +160,8 @@ def rules_choice_after_crossfit(mode: str, candidates: list, true: np.ndarray, p
 
 def candidates_of(true: np.ndarray, predicted: dict[int, np.ndarray], flops: dict[int, float], folder: Path) -> list:
     """A sweep as choose_depth takes it: a Candidate per depth judged on these rows, its file written to `folder`."""
-    from evidence.bootstrap import metric_of, save_predictions
-    from selection.candidate import Candidate, Cost
+    from depthfinder.evidence.bootstrap import metric_of, save_predictions
+    from depthfinder.selection.candidate import Candidate, Cost
 
     return [Candidate(depth=d, status="trained", metrics={METRIC: metric_of(true, p, METRIC)},
                       cost=Cost(flops_per_example=flops[d]),
@@ -187,8 +189,8 @@ class OutOfFoldCell:
                confidence: float, candidates: Callable[[], list], folder: Path) -> None:
         """One sweep, from its validation rows' `differences` from their `best` (`candidates`: the same sweep as
         choose_depth takes it), by every path; checked while checks are left."""
-        from selection.rule import choose_depth
-        from selection.settings import SelectionRule
+        from depthfinder.selection.rule import choose_depth
+        from depthfinder.selection.settings import SelectionRule
 
         pool = len(self.true)
         rows = np.arange(pool) if self.rows >= pool else np.sort(self.rng.choice(pool, self.rows, replace=False))
@@ -215,7 +217,6 @@ class OutOfFoldCell:
 def report_out_of_fold(stress: dict, goal: float) -> str:
     """The out-of-fold table of the constructed cells (validation alone against each path, and the fits each spent),
     the checks, the goal's verdict; the RESULT line's fields."""
-    from depth_curves import _print_table
 
     cells = [(name, size, cell) for name, sizes in stress.items() for size, cell in sizes.items()
              if "out_of_fold" in cell]
@@ -230,7 +231,7 @@ def report_out_of_fold(stress: dict, goal: float) -> str:
     print(f"\nout-of-fold evidence ({FOLDS} folds, no budget): risk / thrift on the validation rows alone and with "
           "out-of-fold rows, 9 x the validation rows: the rule's decision made on them (out_of_fold), what the product "
           "ships with crossfit auto and on; fits per decision: the sweep's + each path's cross-fitting, mean")
-    _print_table(["dataset", "validation rows", "out-of-fold rows", "validation only", *PATHS,
+    print_table(["dataset", "validation rows", "out-of-fold rows", "validation only", *PATHS,
                   "fits: sweep + out_of_fold / auto / on", "decisions"], rows)
     checked = {p: sum(cell[p].checked for _, _, cell in cells) for p in PATHS}
     agreed = {p: sum(cell[p].agreed for _, _, cell in cells) for p in PATHS}

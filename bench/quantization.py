@@ -27,7 +27,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 METRIC, MARGIN, CONFIDENCE = "macro_f1", 0.01, 0.9
 RECIPES = ("int8", "int8-per-channel", "int8-per-channel-fp32-embeddings")
 
@@ -51,11 +50,11 @@ def forms(bundle: Path, folder: Path) -> dict[str, tuple[object, float]]:
     """Each form's classifier and MiB: torch full and pruned, and every recipe of each."""
     import pandas as pd
 
-    from encoder.coded import coded_network
-    from encoder.export import OnnxNetwork, export_onnx, quantize
-    from encoder.serving import TextClassifier, load_bundle
-    from encoder.size import weights_mb
-    from encoder.vocabulary import prune, vocabulary_texts
+    from depthfinder.encoder.coded import coded_network
+    from depthfinder.encoder.export import OnnxNetwork, export_onnx, quantize
+    from depthfinder.encoder.serving import TextClassifier, load_bundle
+    from depthfinder.encoder.size import weights_mb
+    from depthfinder.encoder.vocabulary import prune, vocabulary_texts
 
     model = load_bundle(bundle)
     frame = pd.read_parquet(bundle.parent.parent / "table.parquet", columns=["text", "split"])
@@ -78,9 +77,9 @@ def forms(bundle: Path, folder: Path) -> dict[str, tuple[object, float]]:
 def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
-    from evidence.bootstrap import paired_interval
-    from evidence.margin import within
-    from evidence.metrics import classification_metrics
+    from depthfinder.evidence.bootstrap import paired_interval
+    from depthfinder.evidence.margin import within
+    from depthfinder.evidence.metrics import classification_metrics
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bundles", type=Path, nargs="+", help="bundle folders, each beside ../table.parquet")

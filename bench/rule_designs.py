@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from out_of_fold import ROWS_PER_VALIDATION_ROW, grouped_differences, verdict  # noqa: E402
-from tolerance_risk import constructed  # noqa: E402
+from bench.out_of_fold import ROWS_PER_VALIDATION_ROW, grouped_differences, verdict
+from bench.tolerance_risk import constructed
 
 RULES = ("best", "every", "stepdown")
 
@@ -36,7 +33,7 @@ RULES = ("best", "every", "stepdown")
 def decide(flops: dict[int, float], true: np.ndarray, predicted: dict[int, np.ndarray], rng: np.random.Generator,
            rule: str, tolerance: float, confidence: float) -> int:
     """The depth `rule` ships on these rows."""
-    from evidence.bootstrap import metric_of
+    from depthfinder.evidence.bootstrap import metric_of
 
     by_cost = sorted(flops, key=lambda d: (flops[d], d))
     means = {d: metric_of(true, predicted[d], "macro_f1") for d in by_cost}
@@ -56,7 +53,7 @@ def decide(flops: dict[int, float], true: np.ndarray, predicted: dict[int, np.nd
 
 
 def main(argv: list[str] | None = None) -> int:
-    from evidence.bootstrap import metric_of
+    from depthfinder.evidence.bootstrap import metric_of
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gaps", default="1.1,1.1/1.1/1.1,1.5/1.5/1.5,2,0.5,-0.5,-1.1,1.1/-1.1")

@@ -1,6 +1,6 @@
 """The screenshots of docs/operations.md, from real Prefect and MLflow servers in headless Chromium.
 
-    nice -n 5 python bench/screenshots.py [--stack HOME] [--out docs/img]
+    nice -n 5 python -m bench.screenshots [--stack HOME] [--out docs/img]
 
 Brings up the team stack (runtime.stack: PostgreSQL, MLflow and Prefect servers with their UIs, a worker, Dask)
 in HOME (default: a fresh folder under /tmp, brought down after; an existing stack there is reused), deploys
@@ -36,11 +36,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from runtime.services import bin_path  # noqa: E402
-from runtime.stack import Ports, Stack, down, up  # noqa: E402
-from tests.stack.browser import (  # noqa: E402
+from depthfinder.runtime.services import bin_path
+from depthfinder.runtime.stack import Ports, Stack, down, up
+from tests.stack.browser import (
     CLOSE_ASSISTANT,
     TO_VERSIONS,
     headless,
@@ -48,9 +46,11 @@ from tests.stack.browser import (  # noqa: E402
     sign_in_to_prefect,
     wait_for_text,
 )
-from tests.stack.conftest import api, free_port  # noqa: E402
+from tests.stack.conftest import api, free_port
 
-DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT / "data"))  # docs/benchmarks.md, as bench/depth_curves.py
+ROOT = Path(__file__).resolve().parents[1]
+
+DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT / "data"))  # docs/benchmarks.md, as bench.common
 MODEL = "reviews"
 # The runs list shows the audit's subflow runs beside the nights unless told not to; the five nights then fit on the
 # screen once the chart above them is scrolled past (after the list has re-rendered).

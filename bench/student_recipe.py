@@ -43,7 +43,6 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 METRIC = "macro_f1"
 TOLERANCE = 0.01
 RECIPES = ("init", "twin", "more")  # more: no student, the control (module docstring)
@@ -126,13 +125,13 @@ def measure(frame: pd.DataFrame, depths: list[int], teacher_depth: int, seed: in
             folder: Path) -> dict:
     """Test macro-F1 of the teacher, each plain twin and each student by recipe (with whether it kept its twin);
     each model trained once into `folder` and read back on a rerun."""
-    from encoder.bundle import save_bundle
-    from encoder.config import ModelConfig, TrainConfig
-    from encoder.distillation import SoftLabels, teacher_logits, train_texts
-    from encoder.families import open_families
-    from encoder.module import RESTART_PEAK
-    from encoder.serving import WEIGHTS_FILE, load_tokenizer
-    from encoder.training import train_candidate
+    from depthfinder.encoder.bundle import save_bundle
+    from depthfinder.encoder.config import ModelConfig, TrainConfig
+    from depthfinder.encoder.distillation import SoftLabels, teacher_logits, train_texts
+    from depthfinder.encoder.families import open_families
+    from depthfinder.encoder.module import RESTART_PEAK
+    from depthfinder.encoder.serving import WEIGHTS_FILE, load_tokenizer
+    from depthfinder.encoder.training import train_candidate
 
     model = ModelConfig(pretrained=[str(args.pretrained)]) if args.pretrained else ModelConfig(
         d_model=64, n_heads=4, d_ff=128, vocab_size=4000, max_len=64)
@@ -178,8 +177,8 @@ def measure(frame: pd.DataFrame, depths: list[int], teacher_depth: int, seed: in
 
 def _test_metric(bundle: Path, frame: pd.DataFrame) -> float:
     """A saved model's test macro-F1 on `frame`'s test rows, as served."""
-    from encoder.serving import load_bundle
-    from evidence.metrics import classification_metrics
+    from depthfinder.encoder.serving import load_bundle
+    from depthfinder.evidence.metrics import classification_metrics
 
     test = frame[frame["split"] == "test"]
     return classification_metrics(test["label"].tolist(), load_bundle(bundle).predict(test["text"].tolist()))[METRIC]

@@ -14,41 +14,15 @@ Prints wall time, the chosen depth and its test macro-F1 for each, and ends with
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
 from pathlib import Path
 
+from bench.common import run_depthfinder
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT / "data")) / "sms_spam.csv"
-
-
-def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str, exits: tuple[int, ...] = (0,)
-                    ) -> dict:
-    """`depthfinder run` on a data source (`--data PATH` or `--dataset NAME`) in its own folder,
-    with its defaults unless `options` say otherwise (`depths` "": each family's default); the
-    summary, its wall time, the chosen depth and the test macro-F1 of the model that ships (None for both when
-    the run ends in a verdict, exit 3, and `exits` accepts it)."""
-    from cli.main import main
-
-    started = time.perf_counter()
-    code = main([
-        "run", *source, *(["--depths", depths] if depths else []), "--summary-json", str(folder / "summary.json"),
-        "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}", "--workdir", str(folder / "work"),
-        "--experiment", "bench", "--model-name", "bench", *options,
-    ])
-    seconds = time.perf_counter() - started
-    if code not in exits:
-        raise SystemExit(f"depthfinder run exited {code}")
-    summary = json.loads((folder / "summary.json").read_text())
-    if summary["selected_depth"] is None:
-        return {"seconds": seconds, "depth": None, "test_f1": None, "summary": summary}
-    chosen = max((c for c in summary["candidates"]
-                  if (c["family"], c["depth"]) == (summary["rule"]["selected_family"], summary["selected_depth"])),
-                 key=lambda c: c["metrics"]["macro_f1"])
-    return {"seconds": seconds, "depth": summary["selected_depth"], "test_f1": chosen["test_metrics"]["macro_f1"],
-            "summary": summary}
 
 
 def run_baseline(data: Path, depths: list[int], epochs: int) -> dict:
@@ -56,12 +30,12 @@ def run_baseline(data: Path, depths: list[int], epochs: int) -> dict:
     import torch
     from transformers import BertConfig, BertForSequenceClassification, get_linear_schedule_with_warmup
 
-    from encoder.config import ModelConfig, TrainConfig
-    from encoder.serving import encode_texts
-    from encoder.tokenizer import train_tokenizer
-    from evidence.metrics import classification_metrics
-    from expectations.table.config import DataConfig
-    from tasks.data import prepare_table
+    from depthfinder.encoder.config import ModelConfig, TrainConfig
+    from depthfinder.encoder.serving import encode_texts
+    from depthfinder.encoder.tokenizer import train_tokenizer
+    from depthfinder.evidence.metrics import classification_metrics
+    from depthfinder.expectations.table.config import DataConfig
+    from depthfinder.tasks.data import prepare_table
 
     started = time.perf_counter()
     table = prepare_table(DataConfig(path=data)).table

@@ -14,19 +14,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from depth_curves import REAL, SHARED, _print_table  # noqa: E402
-from sweep_cost import run_depthfinder  # noqa: E402
+from bench.common import print_table, run_depthfinder
+from bench.depth_curves import REAL, SHARED
 
 
 def compare(path: Path, depths: str, folder: Path) -> tuple[int, int, float, float]:
     """The old and new choice on one file, and the test macro-F1 each would ship."""
-    from flows.summary import RunSummary
-    from selection.rule import choose_depth
+    from depthfinder.flows.summary import RunSummary
+    from depthfinder.selection.rule import choose_depth
 
     run = run_depthfinder(["--data", str(path)], depths, folder, "--halving", "off")
     summary = RunSummary.from_dict(run["summary"])
@@ -38,7 +36,7 @@ def compare(path: Path, depths: str, folder: Path) -> tuple[int, int, float, flo
     rows = [[str(c.depth), f"{c.metrics['macro_f1']:.3f}", f"{c.test_metrics['macro_f1']:.3f}", intervals[c.depth],
              str(c.epochs), "yes" if c.not_converged else "no"] for c in summary.candidates]
     print(f"\n{path.name}: {new.evidence}; {run['seconds']:.0f} s")
-    _print_table(["depth", "val macro-F1", "test macro-F1", f"vs best (depth {new.best_depth})", "epochs",
+    print_table(["depth", "val macro-F1", "test macro-F1", f"vs best (depth {new.best_depth})", "epochs",
                   "rising"], rows)
     print(f"old rule: depth {old.selected_depth} (test {test[old.selected_depth]:.3f}): {old.reason}")
     print(f"new rule: depth {new.selected_depth} (test {test[new.selected_depth]:.3f}): {new.reason}")

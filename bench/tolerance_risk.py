@@ -84,14 +84,11 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime.files import written_whole
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from crossfit_runs import CrossFitRun, crossfit_trained, report_runs  # noqa: E402
-from depth_curves import SYNTHETIC_CONFIG, _print_table  # noqa: E402
-from out_of_fold import PATHS, ROWS_PER_VALIDATION_ROW, OutOfFoldCell, candidates_of, report_out_of_fold  # noqa: E402
-from pretrained_depth import DATA, DATASETS, add_cache_argument, minilm  # noqa: E402
-from sweep_cost import run_depthfinder  # noqa: E402
+from bench.common import DATA, DATASETS, add_cache_argument, minilm, print_table, run_depthfinder
+from bench.crossfit_runs import CrossFitRun, crossfit_trained, report_runs
+from bench.depth_curves import SYNTHETIC_CONFIG
+from bench.out_of_fold import PATHS, ROWS_PER_VALIDATION_ROW, OutOfFoldCell, candidates_of, report_out_of_fold
+from depthfinder.runtime.files import written_whole
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTHETIC = ("nested-ops-1", "nested-ops-2", "nested-ops-3")
@@ -167,7 +164,7 @@ def train(name: str, source: list[str], depths: str, seeds: str, folder: Path, *
     predictions of each: validation from its saved file, test from its bundle on the run's own test rows."""
     import pandas as pd
 
-    from encoder.serving import load_bundle
+    from depthfinder.encoder.serving import load_bundle
 
     folder.mkdir(parents=True, exist_ok=True)
     run = run_depthfinder(source, depths, folder, "--seeds", seeds, "--halving", "off", *options)
@@ -212,7 +209,7 @@ def constructed(gaps: list[float], tolerance: float, val_rows: int = 20_000, tes
     the errors symmetric between two balanced classes; the validation rows and a pool of out-of-fold rows drawn
     alike, the pool last (the validation and test rows are those of a bench without it). Each cheaper depth fixes
     and breaks rows of its own, so its comparison with the best is nearly independent of the others'."""
-    from evidence.bootstrap import metric_of
+    from depthfinder.evidence.bootstrap import metric_of
 
     rng = np.random.default_rng([round(gap * 1000) % (1 << 32) for gap in gaps])  # a negative gap: a better one
     accuracy, fixed = 0.9, 0.3
@@ -275,8 +272,8 @@ def _plans(args: argparse.Namespace) -> dict:
 
 def admitted(observed: float, resampled: np.ndarray, policy: str, tolerance: float, confidence: float) -> bool:
     """Whether `policy` lets a depth ship in the best's place, from its observed difference and its bootstrap."""
-    from evidence.bootstrap import interval_of
-    from evidence.margin import shown_worse, within
+    from depthfinder.evidence.bootstrap import interval_of
+    from depthfinder.evidence.margin import shown_worse, within
 
     if policy == "lenient":
         return not shown_worse(interval_of(observed, resampled, confidence).high, tolerance)
@@ -291,7 +288,7 @@ def admitted(observed: float, resampled: np.ndarray, policy: str, tolerance: flo
 def compared(trained: Trained, rows: np.ndarray, seeds: dict[int, int]) -> tuple[int, dict]:
     """For one sweep (a seed per depth) on the validation `rows`: the best depth and each depth's difference from
     it with its bootstrap (the rule's, evidence.bootstrap), depth -> (observed, resampled)."""
-    from evidence.bootstrap import Predictions, metric_of, resampled_differences
+    from depthfinder.evidence.bootstrap import Predictions, metric_of, resampled_differences
 
     true = trained.val_true[rows]
     predicted = {("x", d, seeds[d]): trained.val[d, seeds[d]][rows] for d in trained.depths}
@@ -319,8 +316,8 @@ def rule_candidates(trained: Trained, rows: np.ndarray, seeds: dict[int, int], f
 def the_rules_choice(trained: Trained, rows: np.ndarray, seeds: dict[int, int], tolerance: float,
                      confidence: float, folder: Path) -> int:
     """What selection.rule.choose_depth itself ships for the same sweep (its files written to `folder`)."""
-    from selection.rule import choose_depth
-    from selection.settings import SelectionRule
+    from depthfinder.selection.rule import choose_depth
+    from depthfinder.selection.settings import SelectionRule
 
     candidates = rule_candidates(trained, rows, seeds, folder)
     return choose_depth(candidates, SelectionRule(tolerance=tolerance, confidence=confidence)).selected_depth
@@ -364,7 +361,7 @@ def measure(trained: Trained, sizes: list[str], draws: int, tolerance: float, co
             checks: int, oof_checks: int = 0) -> dict[str, dict[str, Outcomes]]:
     """Per validation size, per policy: its Outcomes; with a pool of out-of-fold rows, each of out_of_fold.PATHS
     too (the same sweeps with cross-fitting's evidence, `oof_checks` of them checked against choose_depth)."""
-    from evidence.margin import within
+    from depthfinder.evidence.margin import within
 
     rng = np.random.default_rng(20261201)
     truth = trained.truth()
@@ -452,7 +449,7 @@ def report(found: list[Trained], table: dict, stress: dict, tolerance: float, co
            runs: list[CrossFitRun]) -> None:
     """The truth per dataset, the table (the trained datasets', then the constructed cells), the default, the
     out-of-fold table (bench/out_of_fold.py) and the RESULT line."""
-    from evidence.bootstrap import metric_of
+    from depthfinder.evidence.bootstrap import metric_of
 
     for trained in found:
         truth = trained.truth()
@@ -467,7 +464,7 @@ def report(found: list[Trained], table: dict, stress: dict, tolerance: float, co
             for name, sizes in {**table, **stress}.items() for size, cells in sizes.items()]
     print(f"\nrisk / thrift per policy (tolerance {tolerance:g}, confidence {confidence:g}; risk goal at most "
           f"{1 - confidence:.2f})")
-    _print_table(["dataset", "validation rows", *POLICIES, "decisions"], rows)
+    print_table(["dataset", "validation rows", *POLICIES, "decisions"], rows)
     goal = 1 - confidence
     chosen, why = default_policy(table, stress, goal)
     print(f"\ndefault: {chosen}: {why}")

@@ -1,6 +1,6 @@
 """Training throughput of depthfinder's encoder against Hugging Face BERT and nn.TransformerEncoder.
 
-    python bench/train_throughput.py [--quick] [--threads N]
+    python -m bench.train_throughput [--quick] [--threads N]
 
 One process, one machine. Every model trains on the same random batch (d_model 256,
 4 heads, FFN 1024, sequence 128, batch 32, dropout 0.1 on attention and hidden states,
@@ -43,8 +43,8 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from encoder.model import EncoderClassifier, EncoderConfig
-from encoder.module import DepthClassifier
+from depthfinder.encoder.model import EncoderClassifier, EncoderConfig
+from depthfinder.encoder.module import DepthClassifier
 
 D_MODEL, N_HEADS, D_FF, SEQ_LEN, BATCH, VOCAB, N_CLASSES, DROPOUT = 256, 4, 1024, 128, 32, 8000, 2, 0.1
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # input_ids (B, T), attention_mask (B, T), labels (B,)

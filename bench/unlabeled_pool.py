@@ -28,15 +28,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from depth_curves import _print_table  # noqa: E402
+from bench.common import print_table
 
 TOLERANCE = 0.01
 GAPS = (0.0, 0.5, 1.1, 2.0)
@@ -62,12 +60,12 @@ def population(regime: str, gap: float, seed: int) -> tuple[np.ndarray, np.ndarr
 def decide(true: np.ndarray, best: np.ndarray, cheaper: np.ndarray, rows: np.ndarray, pool_rows: np.ndarray,
            folder: Path, metric: str) -> tuple[dict[str, int], int]:
     """The depth each path ships on these validation rows and this pool, and the texts the first run asked to label."""
-    from evidence.bootstrap import metric_of, save_predictions
-    from evidence.disagreement import UNLABELLED
-    from selection.candidate import Candidate, Cost
-    from selection.pool import Pool, rows_to_label
-    from selection.rule import choose_depth
-    from selection.settings import SelectionRule
+    from depthfinder.evidence.bootstrap import metric_of, save_predictions
+    from depthfinder.evidence.disagreement import UNLABELLED
+    from depthfinder.selection.candidate import Candidate, Cost
+    from depthfinder.selection.pool import Pool, rows_to_label
+    from depthfinder.selection.rule import choose_depth
+    from depthfinder.selection.settings import SelectionRule
 
     rule = SelectionRule(tolerance=TOLERANCE, confidence=0.9, metric=metric)
     candidates = [Candidate(depth=d, status="trained", metrics={metric: metric_of(true[rows], p[rows], metric)},
@@ -123,7 +121,7 @@ def constructed(draws: int, pool: int, seed: int, metric: str) -> list[list[str]
     print(f"\nconstructed cells, by {metric}: tolerance {TOLERANCE}, a pool of {pool:,} unlabelled texts, {draws} "
           "decisions per cell; the share shipping the cheaper depth (risk when it is truly beyond the tolerance, "
           "gap > 1; thrift when truly within); labels asked: mean texts to label (decisions that asked)")
-    _print_table(["regime", "gap (x tol)", "disagreement", "validation rows", "share is", *PATHS, "labels asked"],
+    print_table(["regime", "gap (x tol)", "disagreement", "validation rows", "share is", *PATHS, "labels asked"],
                  rows)
     return [[path, f"{max(summary[path]['risk']):.3f}", f"{np.mean(summary[path]['thrift_300']):.3f}"]
             for path in PATHS]
@@ -132,10 +130,10 @@ def constructed(draws: int, pool: int, seed: int, metric: str) -> list[list[str]
 def trained(work: Path, data: Path) -> list[dict]:
     """The product on nested-ops-1 and sms_spam.csv with a pool, then with the labels it asked for."""
     import pandas as pd
-    from crossfit_runs import CONFIG
-    from sweep_cost import run_depthfinder
 
-    from expectations.table.datasets import get_dataset
+    from bench.common import run_depthfinder
+    from bench.crossfit_runs import CONFIG
+    from depthfinder.expectations.table.datasets import get_dataset
 
     work.mkdir(parents=True, exist_ok=True)
     config = work / "pool.yaml"
@@ -169,8 +167,8 @@ def trained(work: Path, data: Path) -> list[dict]:
 
 
 def report_trained(results: list[dict]) -> str:
-    from flows.summary import RunSummary
-    from selection.rule import choose_depth
+    from depthfinder.flows.summary import RunSummary
+    from depthfinder.selection.rule import choose_depth
 
     rows, fields = [], []
     for result in results:
@@ -188,7 +186,7 @@ def report_trained(results: list[dict]) -> str:
         fields.append(f"{result['name']}:{alone}->{first.selected_depth}->{second.selected_depth if second else '-'}")
     print("\ntrained runs (depthfinder run --unlabeled, then --labels with the texts it asked for, labelled from the "
           "truth): ships on validation alone -> with the pool -> with the labels")
-    _print_table(["file", "validation rows", "pool texts", "test macro-F1 by depth", "ships", "labels asked",
+    print_table(["file", "validation rows", "pool texts", "test macro-F1 by depth", "ships", "labels asked",
                   "cheaper depth on the pool (first run)", "wall s"], rows)
     return " trained=" + ",".join(fields)
 

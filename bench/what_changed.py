@@ -25,15 +25,14 @@ per file; the share of same-data challengers each rule refuses).
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from depth_curves import REAL, SHARED, _print_table  # noqa: E402
+from bench.common import print_table
+from bench.depth_curves import REAL, SHARED
 
 DILUTED = "60 % -> + 40 % + 800 other"
 SCENARIOS = ("random half -> all", "file half -> all", "+ 2 % relabelled", "+ 10 % relabelled", "+ other file",
@@ -44,7 +43,7 @@ SAME_WORLD = SCENARIOS[:2]
 
 def prepared(table: pd.DataFrame) -> pd.DataFrame:
     """The table as a run prepares it: text and label as strings, a row number, the stable split."""
-    from expectations.table.split import assign_splits
+    from depthfinder.expectations.table.split import assign_splits
 
     table = table.reset_index(drop=True).astype({"text": "str", "label": "str"})
     return assign_splits(table.assign(row=np.arange(len(table))), 0.1, 0.1, 1, True)
@@ -73,9 +72,9 @@ def scenario_tables(name: str, whole: pd.DataFrame, other: pd.DataFrame) -> tupl
 
 def judge(champion: pd.DataFrame, tonight: pd.DataFrame) -> tuple[object, float]:
     """The what-changed report under the nightly settings, and its seconds."""
-    from expectations.changes.compare import Comparison, comparison_table
-    from expectations.changes.config import ChangesConfig
-    from expectations.changes.judge import judge_changes
+    from depthfinder.expectations.changes.compare import Comparison, comparison_table
+    from depthfinder.expectations.changes.config import ChangesConfig
+    from depthfinder.expectations.changes.judge import judge_changes
 
     started = time.perf_counter()
     table = comparison_table(prepared(champion), prepared(tonight))
@@ -107,7 +106,7 @@ def main() -> None:
                          "-" if report.length_shift is None else f"{report.length_shift:.3f}",
                          "-" if report.foreign_rows is None else report.foreign_rows,
                          report.policy.decision, f"{seconds:.2f}"])
-    _print_table(["file", "scenario", "rows then", "rows now", "added", "relabelled", "label PSI", "drift AUC",
+    print_table(["file", "scenario", "rows then", "rows now", "added", "relabelled", "label PSI", "drift AUC",
                   "length KS", "foreign rows", "decision", "seconds"], rows)
     bootstrap, margin = promotion_case(files["sms_spam.csv"])
     print(f"\nRESULT same_world_auc={max(same):.3f} other_task_auc={min(other):.3f} decisions={','.join(decisions)} "
@@ -120,13 +119,13 @@ def promotion_case(table: pd.DataFrame, seeds: int = 6) -> tuple[float, float]:
     paired bootstrap refuses, and that the fixed margin refused; a table of each model's test macro-F1."""
     import tempfile
 
-    from encoder.config import ModelConfig, TrainConfig
-    from encoder.serving import TextClassifier
-    from encoder.tokenizer import train_tokenizer
-    from encoder.training import train_candidate
-    from evidence.metrics import classification_metrics
-    from selection.promotion import should_promote
-    from selection.settings import SelectionRule
+    from depthfinder.encoder.config import ModelConfig, TrainConfig
+    from depthfinder.encoder.serving import TextClassifier
+    from depthfinder.encoder.tokenizer import train_tokenizer
+    from depthfinder.encoder.training import train_candidate
+    from depthfinder.evidence.metrics import classification_metrics
+    from depthfinder.selection.promotion import should_promote
+    from depthfinder.selection.settings import SelectionRule
 
     frame = prepared(table)
     labels = sorted(frame["label"].unique())
@@ -145,7 +144,7 @@ def promotion_case(table: pd.DataFrame, seeds: int = 6) -> tuple[float, float]:
     pairs = [(a, b) for a in predictions for b in predictions if a != b]
     bootstrap = [not should_promote(truths[1], predictions[a], predictions[b], rule).promoted for a, b in pairs]
     margin = [f1[a] < f1[b] - rule.promotion_margin for a, b in pairs]
-    _print_table(["seed", "test macro-F1"], [[seed, f"{value:.3f}"] for seed, value in f1.items()])
+    print_table(["seed", "test macro-F1"], [[seed, f"{value:.3f}"] for seed, value in f1.items()])
     print(f"{len(pairs)} same-data pairs: the paired bootstrap refuses {sum(bootstrap)}, the fixed margin refused "
           f"{sum(margin)}")
     return sum(bootstrap) / len(pairs), sum(margin) / len(pairs)

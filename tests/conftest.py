@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.environment import set_environment_defaults
+from depthfinder.runtime.environment import set_environment_defaults
 
 set_environment_defaults()  # offline, and OpenMP's spin count before torch loads, as the CLI's process guard does
 # The suite's runs, and the CLI processes it starts, do not cross-fit unless a test asks (sweep.crossfit's default,

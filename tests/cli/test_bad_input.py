@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
+from depthfinder.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -201,9 +201,9 @@ def test_predict_with_unknown_model_exits_2(tmp_path: Path, monkeypatch, capsys)
 
 
 def test_sweep_flags_reach_the_config() -> None:
-    from cli.flags import settings_given
-    from cli.main import build_parser
-    from flows.config import load_run_config
+    from depthfinder.cli.flags import settings_given
+    from depthfinder.cli.main import build_parser
+    from depthfinder.flows.config import load_run_config
 
     args = build_parser().parse_args([
         "run", "--dataset", "topics", "--seeds", "1,2", "--rule", "pareto", "--cost", "latency_ms_p50",

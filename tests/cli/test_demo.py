@@ -7,9 +7,9 @@ import re
 import shlex
 from pathlib import Path
 
-from cli.flags import settings_given
-from cli.main import build_parser
-from flows.config import load_run_config
+from depthfinder.cli.flags import settings_given
+from depthfinder.cli.main import build_parser
+from depthfinder.flows.config import load_run_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

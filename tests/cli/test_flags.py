@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from pydantic.fields import FieldInfo
 
-from cli import options
-from cli.flags import declaration, settings_given
-from cli.main import build_parser
-from expectations.table.config import DataConfig
-from flows.config import TRACKING_URI, RegistryConfig, RunConfig, load_run_config
+from depthfinder.cli import options
+from depthfinder.cli.flags import declaration, settings_given
+from depthfinder.cli.main import build_parser
+from depthfinder.expectations.table.config import DataConfig
+from depthfinder.flows.config import TRACKING_URI, RegistryConfig, RunConfig, load_run_config
 
 # Settings set in the YAML file only. A field added to a section must declare a flag (json_schema_extra={"flag":
 # "--name"}) or be named here: either way by a decision, never by omission.

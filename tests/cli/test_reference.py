@@ -3,9 +3,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cli.reference import DOCUMENTS, REGENERATE, build_records_reference, build_reference, cli_flags
-from expectations.table.datasets import get_dataset
-from flows.config import RunConfig, load_run_config
+from depthfinder.cli.reference import DOCUMENTS, REGENERATE, build_records_reference, build_reference, cli_flags
+from depthfinder.expectations.table.datasets import get_dataset
+from depthfinder.flows.config import RunConfig, load_run_config
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -26,7 +26,7 @@ def test_committed_documents_are_up_to_date() -> None:
 
 
 def test_every_field_a_summary_writes_is_documented() -> None:
-    from flows.summary import RunSummary
+    from depthfinder.flows.summary import RunSummary
 
     document = build_records_reference()
     written = RunSummary(data_hash="x").to_dict()
@@ -36,8 +36,8 @@ def test_every_field_a_summary_writes_is_documented() -> None:
 
 
 def test_a_decision_is_documented_as_it_is_written_its_settings_keys_and_not_the_rule_it_holds() -> None:
-    from selection.rule import choose_depth
-    from selection.settings import SelectionRule
+    from depthfinder.selection.rule import choose_depth
+    from depthfinder.selection.settings import SelectionRule
     from tests.selection.test_rule import SWEEP
 
     written = choose_depth(SWEEP, SelectionRule()).to_dict()

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from encoder.checkpoint import resolve_checkpoint
-from encoder.pretrained import load_truncated
-from encoder.serving import load_tokenizer
+from depthfinder.encoder.checkpoint import resolve_checkpoint
+from depthfinder.encoder.pretrained import load_truncated
+from depthfinder.encoder.serving import load_tokenizer
 from tests.encoder.keyword_task import LABELS, keyword_frame
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 from tests.torch_threads import one_torch_thread  # noqa: F401  (autouse)

@@ -6,7 +6,7 @@ import random
 
 import pandas as pd
 
-from encoder.config import ModelConfig, TrainConfig
+from depthfinder.encoder.config import ModelConfig, TrainConfig
 
 KEYWORDS = {"sport": "football", "food": "pizza", "tech": "computer"}
 LABELS = list(KEYWORDS)

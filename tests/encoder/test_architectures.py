@@ -12,11 +12,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from encoder.architectures import ARCHITECTURES, truncated_config
-from encoder.checkpoint import open_tokenizer, resolve_checkpoint
-from encoder.families import Pretrained
-from encoder.pretrained import load_truncated
-from encoder.serving import load_tokenizer
+from depthfinder.encoder.architectures import ARCHITECTURES, truncated_config
+from depthfinder.encoder.checkpoint import open_tokenizer, resolve_checkpoint
+from depthfinder.encoder.families import Pretrained
+from depthfinder.encoder.pretrained import load_truncated
+from depthfinder.encoder.serving import load_tokenizer
 from tests.encoder.tiny_checkpoint import TYPES, tiny_checkpoint
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")

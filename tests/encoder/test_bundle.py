@@ -8,9 +8,9 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from encoder.bundle import save_bundle
-from encoder.model import EncoderClassifier
-from encoder.serving import TextClassifier, encode_texts, load_bundle, pad_batch
+from depthfinder.encoder.bundle import save_bundle
+from depthfinder.encoder.model import EncoderClassifier
+from depthfinder.encoder.serving import TextClassifier, encode_texts, load_bundle, pad_batch
 from tests.encoder.tiny_models import tiny_network, tiny_tokenizer
 
 LABELS = ["sport", "food", "tech"]
@@ -101,8 +101,8 @@ def test_load_names_the_missing_file(tmp_path: Path, network, tokenizer) -> None
 def test_a_bundle_of_another_format_is_refused(tmp_path) -> None:
     import json
 
-    from encoder.bundle import save_bundle
-    from encoder.serving import CONFIG_FILE, load_bundle
+    from depthfinder.encoder.bundle import save_bundle
+    from depthfinder.encoder.serving import CONFIG_FILE, load_bundle
     from tests.encoder.tiny_models import LABELS, tiny_network, tiny_tokenizer
 
     tokenizer = tiny_tokenizer()

@@ -14,8 +14,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from encoder.checkpoint import HUB_FILES, WEIGHTS_FILES, resolve_checkpoint
-from encoder.pretrained import load_truncated
+from depthfinder.encoder.checkpoint import HUB_FILES, WEIGHTS_FILES, resolve_checkpoint
+from depthfinder.encoder.pretrained import load_truncated
 from tests.encoder.tiny_checkpoint import cut, resaved, tiny_checkpoint, with_config, with_legacy_names, with_task_head
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from encoder.coded import CENTROIDS, coded_network, product_quantise
-from encoder.deployment import CODED, measure_deployment
-from encoder.export import OnnxNetwork
-from encoder.serving import TextClassifier, load_tokenizer
-from encoder.vocabulary import token_counts, word_embedding
+from depthfinder.encoder.coded import CENTROIDS, coded_network, product_quantise
+from depthfinder.encoder.deployment import CODED, measure_deployment
+from depthfinder.encoder.export import OnnxNetwork
+from depthfinder.encoder.serving import TextClassifier, load_tokenizer
+from depthfinder.encoder.vocabulary import token_counts, word_embedding
 from tests.encoder.keyword_task import LABELS
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning")

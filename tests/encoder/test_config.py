@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from encoder.config import TrainConfig
+from depthfinder.encoder.config import TrainConfig
 
 
 @pytest.mark.parametrize(("setting", "warnings", "weighted"), [

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from encoder.cost import measure_cost
-from encoder.model import EncoderClassifier, EncoderConfig
+from depthfinder.encoder.cost import measure_cost
+from depthfinder.encoder.model import EncoderClassifier, EncoderConfig
 
 KEYS = {"params", "params_without_embeddings", "flops_per_example", "latency_ms_p50", "latency_ms_p95",
         "throughput_per_s", "peak_memory_mb"}

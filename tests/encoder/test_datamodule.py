@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from encoder.datamodule import BucketBatchSampler, TextDataModule
-from encoder.serving import encode_texts
-from encoder.tokenizer import PAD_ID, train_tokenizer
+from depthfinder.encoder.datamodule import BucketBatchSampler, TextDataModule
+from depthfinder.encoder.serving import encode_texts
+from depthfinder.encoder.tokenizer import PAD_ID, train_tokenizer
 from tests.encoder.keyword_task import LABELS, keyword_frame
 
 

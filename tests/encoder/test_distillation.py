@@ -12,10 +12,10 @@ import torch
 import torch.nn.functional as F
 from tokenizers import Tokenizer
 
-from encoder import distillation
-from encoder.bundle import save_bundle
-from encoder.datamodule import TextDataModule
-from encoder.distillation import (
+from depthfinder.encoder import distillation
+from depthfinder.encoder.bundle import save_bundle
+from depthfinder.encoder.datamodule import TextDataModule
+from depthfinder.encoder.distillation import (
     UNLABELLED,
     SoftLabels,
     bundle_digest,
@@ -24,10 +24,10 @@ from encoder.distillation import (
     teacher_logits,
     train_texts,
 )
-from encoder.model import EncoderClassifier, EncoderConfig
-from encoder.module import DepthClassifier
-from encoder.tokenizer import train_tokenizer
-from encoder.training import train_candidate
+from depthfinder.encoder.model import EncoderClassifier, EncoderConfig
+from depthfinder.encoder.module import DepthClassifier
+from depthfinder.encoder.tokenizer import train_tokenizer
+from depthfinder.encoder.training import train_candidate
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
 from tests.encoder.tiny_models import tiny_network, tiny_tokenizer
 
@@ -233,9 +233,9 @@ def test_the_soft_label_cache_is_keyed_by_the_teachers_content(tmp_path: Path, m
 def test_any_family_teaches_any_other_whatever_their_tokenizers(tmp_path: Path) -> None:
     """Soft labels are per text: a scratch teacher (its own WordPiece) teaches a pretrained checkpoint's bottom layer
     (the checkpoint's tokenizer); the student learns from them (it is not its plain twin) and serves alone."""
-    from encoder.config import ModelConfig
-    from encoder.families import Pretrained
-    from encoder.serving import load_bundle, load_tokenizer
+    from depthfinder.encoder.config import ModelConfig
+    from depthfinder.encoder.families import Pretrained
+    from depthfinder.encoder.serving import load_bundle, load_tokenizer
     from tests.encoder.tiny_checkpoint import WORDS, tiny_checkpoint
 
     frame = _noisy(keyword_frame(240))

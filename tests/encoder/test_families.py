@@ -10,10 +10,10 @@ from typing import get_args
 
 import pytest
 
-from encoder.architectures import ARCHITECTURES
-from encoder.checkpoint import PretrainedCheckpoint
-from encoder.config import FamilyKind, ModelConfig, TrainConfig
-from encoder.families import (
+from depthfinder.encoder.architectures import ARCHITECTURES
+from depthfinder.encoder.checkpoint import PretrainedCheckpoint
+from depthfinder.encoder.config import FamilyKind, ModelConfig, TrainConfig
+from depthfinder.encoder.families import (
     FAMILIES,
     Pretrained,
     Scratch,
@@ -22,7 +22,7 @@ from encoder.families import (
     open_families,
     unapplied_settings,
 )
-from encoder.tokenizer import train_tokenizer
+from depthfinder.encoder.tokenizer import train_tokenizer
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 
 TEXTS = ["a great film with a fine cast", "an awful mess of a plot", "music and acting, truly fun"] * 20
@@ -174,8 +174,8 @@ def test_a_candidates_fewest_parameters_outside_its_embeddings_bound_its_size_af
     impossible."""
     import json
 
-    from flows.config import RunConfig
-    from flows.preflight import check_size_limit
+    from depthfinder.flows.config import RunConfig
+    from depthfinder.flows.preflight import check_size_limit
 
     checkpoint = tiny_checkpoint(tmp_path / "ckpt", TEXTS, layers=3)
     model = ModelConfig(pretrained=str(checkpoint))

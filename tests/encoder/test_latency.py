@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from encoder.deployment import Variant, _judged
-from encoder.latency import Latency, implausible, interleaved, measure
+from depthfinder.encoder.deployment import Variant, _judged
+from depthfinder.encoder.latency import Latency, implausible, interleaved, measure
 
 
 class Machine:
@@ -89,10 +89,11 @@ def test_figures_that_contradict_equal_flops_are_measured_again_then_called_nois
         measured.append(rounds)
         return {"torch": figure(95.0 if len(measured) == 1 else 0.4), "onnx": figure(0.2)}
 
-    monkeypatch.setattr("encoder.latency.interleaved", fake)
+    monkeypatch.setattr("depthfinder.encoder.latency.interleaved", fake)
     calm = measure({}, "torch", expected=0.33, rounds=7)
     assert measured == [7, 14] and calm.noisy is None  # the second measurement agreed: its figures stand
-    monkeypatch.setattr("encoder.latency.interleaved", lambda *_, **__: {"torch": figure(95.0), "onnx": figure(0.07)})
+    monkeypatch.setattr("depthfinder.encoder.latency.interleaved",
+                        lambda *_, **__: {"torch": figure(95.0), "onnx": figure(0.07)})
     noisy = measure({}, "torch", expected=0.33)
     assert noisy.noisy.startswith("noisy machine: onnx 0.07 ms vs torch 95 ms")
 
@@ -111,7 +112,7 @@ def test_a_noisy_machine_states_no_speed_up() -> None:
 
 
 def test_a_cost_table_whose_latencies_contradict_its_flops_is_called_noisy() -> None:
-    from encoder.latency import cost_table_noise
+    from depthfinder.encoder.latency import cost_table_noise
 
     sound = [("depth 1", 1e6, 0.3), ("depth 2", 2e6, 0.5), ("depth 4", 4e6, 0.9)]
     assert cost_table_noise(sound) is None

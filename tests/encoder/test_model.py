@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from encoder.model import EncoderClassifier, EncoderConfig, dropout
-from encoder.tokenizer import PAD_ID
+from depthfinder.encoder.model import EncoderClassifier, EncoderConfig, dropout
+from depthfinder.encoder.tokenizer import PAD_ID
 
 
 def tiny_config(depth: int, **overrides: object) -> EncoderConfig:

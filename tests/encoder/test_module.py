@@ -8,13 +8,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from encoder.datamodule import TextDataModule
-from encoder.families import Scratch
-from encoder.model import EncoderClassifier, EncoderConfig
-from encoder.module import RESTART_PEAK, DepthClassifier, warmup_cosine
-from encoder.serving import encode_texts, pad_batch
-from encoder.tokenizer import train_tokenizer
-from evidence.metrics import classification_metrics
+from depthfinder.encoder.datamodule import TextDataModule
+from depthfinder.encoder.families import Scratch
+from depthfinder.encoder.model import EncoderClassifier, EncoderConfig
+from depthfinder.encoder.module import RESTART_PEAK, DepthClassifier, warmup_cosine
+from depthfinder.encoder.serving import encode_texts, pad_batch
+from depthfinder.encoder.tokenizer import train_tokenizer
+from depthfinder.evidence.metrics import classification_metrics
 from tests.encoder.keyword_task import LABELS, keyword_frame
 
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from encoder.bundle import save_bundle
-from encoder.checkpoint import resolve_checkpoint
-from encoder.families import Pretrained
-from encoder.pretrained import load_truncated
-from encoder.serving import encode_texts, load_bundle, load_tokenizer, read_bundle_config
-from encoder.training import train_candidate
+from depthfinder.encoder.bundle import save_bundle
+from depthfinder.encoder.checkpoint import resolve_checkpoint
+from depthfinder.encoder.families import Pretrained
+from depthfinder.encoder.pretrained import load_truncated
+from depthfinder.encoder.serving import encode_texts, load_bundle, load_tokenizer, read_bundle_config
+from depthfinder.encoder.training import train_candidate
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
 from tests.encoder.tiny_checkpoint import (
     cut,

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from encoder.config import ModelConfig, TrainConfig
-from encoder.tokenizer import train_tokenizer
-from encoder.training import train_candidate
-from expectations.table.datasets import get_dataset
-from expectations.table.split import assign_splits
+from depthfinder.encoder.config import ModelConfig, TrainConfig
+from depthfinder.encoder.tokenizer import train_tokenizer
+from depthfinder.encoder.training import train_candidate
+from depthfinder.expectations.table.datasets import get_dataset
+from depthfinder.expectations.table.split import assign_splits
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 

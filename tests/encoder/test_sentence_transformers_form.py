@@ -20,15 +20,15 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from cli.main import main
-from encoder.bundle import save_bundle, save_sentence_transformers_folder
-from encoder.checkpoint import resolve_checkpoint
-from encoder.pretrained import load_truncated
-from encoder.serving import TextClassifier, load_tokenizer
+from depthfinder.cli.main import main
+from depthfinder.encoder.bundle import save_bundle, save_sentence_transformers_folder
+from depthfinder.encoder.checkpoint import resolve_checkpoint
+from depthfinder.encoder.pretrained import load_truncated
+from depthfinder.encoder.serving import TextClassifier, load_tokenizer
+from depthfinder.tracking.registry import log_text_classifier, register_version
 from tests.encoder.keyword_task import LABELS, keyword_frame
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 from tests.encoder.tiny_models import tiny_network, tiny_tokenizer
-from tracking.registry import log_text_classifier, register_version
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning")
 MAX_LEN = 32  # the texts below include some longer: cut, they keep their closing [SEP] in every form
@@ -133,8 +133,7 @@ def test_the_folder_is_in_sentence_transformers_format_and_its_argmax_is_the_mlf
 
 ST_ALONE = """
 import json, sys
-for name in ("encoder", "flows", "tasks", "expectations"):
-    sys.modules[name] = None
+sys.modules["depthfinder"] = None  # importing depthfinder raises ImportError
 from sentence_transformers import SentenceTransformer
 model = SentenceTransformer(sys.argv[1], device="cpu")
 print(json.dumps(model.encode(json.loads(sys.argv[2])).tolist()))

@@ -7,11 +7,20 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models
 
-from encoder.checkpoint import resolve_checkpoint
-from encoder.pretrained import load_truncated
-from encoder.serving import load_tokenizer
-from encoder.size import INT8, INT8_CODED, INT8_PRUNED, TORCH, TORCH_PRUNED, form_sizes, smallest, weights_mb
-from encoder.vocabulary import kept_ids, token_counts
+from depthfinder.encoder.checkpoint import resolve_checkpoint
+from depthfinder.encoder.pretrained import load_truncated
+from depthfinder.encoder.serving import load_tokenizer
+from depthfinder.encoder.size import (
+    INT8,
+    INT8_CODED,
+    INT8_PRUNED,
+    TORCH,
+    TORCH_PRUNED,
+    form_sizes,
+    smallest,
+    weights_mb,
+)
+from depthfinder.encoder.vocabulary import kept_ids, token_counts
 from tests.encoder.keyword_task import LABELS, keyword_frame
 from tests.encoder.tiny_checkpoint import WORDS, tiny_checkpoint
 
@@ -55,8 +64,8 @@ def test_the_int8_forms_are_weighed_by_their_files(pretrained) -> None:
 def test_the_coded_form_is_weighed_as_the_deployment_makes_it(pretrained, tmp_path) -> None:
     """Weighed unfitted (its codes all zero), it weighs what the fitted file the deployment ships weighs."""
     pytest.importorskip("onnxruntime")
-    from encoder.coded import coded_network
-    from encoder.export import export_onnx, quantize
+    from depthfinder.encoder.coded import coded_network
+    from depthfinder.encoder.export import export_onnx, quantize
 
     network, tokenizer = pretrained
     fitted, _ = coded_network(network, tokenizer, TRAIN)

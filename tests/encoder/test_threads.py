@@ -5,8 +5,8 @@ import threading
 import pytest
 import torch
 
-from encoder import threads
-from encoder.model import EncoderClassifier, EncoderConfig
+from depthfinder.encoder import threads
+from depthfinder.encoder.model import EncoderClassifier, EncoderConfig
 
 
 def network(d_model: int, d_ff: int, depth: int = 2) -> EncoderClassifier:

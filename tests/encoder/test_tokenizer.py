@@ -4,8 +4,8 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from encoder.serving import encode_texts, pad_batch
-from encoder.tokenizer import CLS, PAD, PAD_ID, SEP, UNK, train_tokenizer
+from depthfinder.encoder.serving import encode_texts, pad_batch
+from depthfinder.encoder.tokenizer import CLS, PAD, PAD_ID, SEP, UNK, train_tokenizer
 from tests.encoder.keyword_task import keyword_frame
 
 

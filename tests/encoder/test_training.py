@@ -9,12 +9,12 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from tokenizers import Tokenizer
 
-from encoder import training
-from encoder.serving import TextClassifier, encode_texts
-from encoder.tokenizer import train_tokenizer
-from encoder.training import TrainedCandidate, inverse_frequency_weights, resolve_precision, train_candidate
-from evidence.metrics import METRICS, classification_metrics
-from runtime.interrupt import STOP, Interrupted
+from depthfinder.encoder import training
+from depthfinder.encoder.serving import TextClassifier, encode_texts
+from depthfinder.encoder.tokenizer import train_tokenizer
+from depthfinder.encoder.training import TrainedCandidate, inverse_frequency_weights, resolve_precision, train_candidate
+from depthfinder.evidence.metrics import METRICS, classification_metrics
+from depthfinder.runtime.interrupt import STOP, Interrupted
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -284,7 +284,7 @@ def test_progress_bars_are_drawn_only_on_a_terminal(monkeypatch) -> None:
     epoch's log line says the same), and never two trainings' at once."""
     import io
 
-    from encoder.training import progress_bars
+    from depthfinder.encoder.training import progress_bars
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

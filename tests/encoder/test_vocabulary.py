@@ -11,11 +11,11 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from encoder.bundle import save_bundle
-from encoder.checkpoint import resolve_checkpoint
-from encoder.pretrained import load_truncated
-from encoder.serving import TextClassifier, load_bundle, load_tokenizer
-from encoder.vocabulary import kept_ids, prunable, prune, save_vocab_file, token_counts, vocabulary_texts
+from depthfinder.encoder.bundle import save_bundle
+from depthfinder.encoder.checkpoint import resolve_checkpoint
+from depthfinder.encoder.pretrained import load_truncated
+from depthfinder.encoder.serving import TextClassifier, load_bundle, load_tokenizer
+from depthfinder.encoder.vocabulary import kept_ids, prunable, prune, save_vocab_file, token_counts, vocabulary_texts
 from tests.encoder.keyword_task import LABELS, keyword_frame
 from tests.encoder.tiny_checkpoint import WORDS, tiny_checkpoint
 from tests.encoder.tiny_models import TRAIN_TEXTS, tiny_network, tiny_tokenizer
@@ -147,7 +147,7 @@ def test_a_tokenizer_that_is_not_wordpiece_is_refused() -> None:
 def test_a_tokenizer_with_more_tokens_than_the_embedding_has_rows_is_refused(pretrained) -> None:
     """A checkpoint whose tokenizer holds tokens past its embedding's rows (its model never embeds them): no row to
     keep for them, so no pruning, and the form is weighed without it (it crashed the candidate before)."""
-    from encoder.size import TORCH_PRUNED, form_sizes
+    from depthfinder.encoder.size import TORCH_PRUNED, form_sizes
 
     network, tokenizer = pretrained
     small = prune(network, tokenizer, TRAIN)[0]  # an embedding of fewer rows than the full tokenizer's tokens
@@ -163,7 +163,7 @@ def test_the_standard_folders_of_a_pruned_model_carry_its_vocabulary(tmp_path: P
     included."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from encoder.bundle import save_hf_folder, save_sentence_transformers_folder
+    from depthfinder.encoder.bundle import save_hf_folder, save_sentence_transformers_folder
     from tests.encoder.test_sentence_transformers_form import read_as_sentence_transformers_does
 
     network, tokenizer = pretrained

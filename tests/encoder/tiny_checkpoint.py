@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from tokenizers import processors
 
-from encoder.tokenizer import CLS, SEP, train_tokenizer
+from depthfinder.encoder.tokenizer import CLS, SEP, train_tokenizer
 
 WORDS = [
     "the", "a", "of", "and", "to", "in", "is", "was", "for", "on", "with", "it", "this", "that", "football", "pizza",

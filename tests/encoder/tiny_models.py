@@ -6,9 +6,9 @@ import torch
 from tokenizers import Tokenizer
 from torch import nn
 
-from encoder.model import EncoderClassifier, EncoderConfig
-from encoder.serving import encode_texts, pad_batch
-from encoder.tokenizer import train_tokenizer
+from depthfinder.encoder.model import EncoderClassifier, EncoderConfig
+from depthfinder.encoder.serving import encode_texts, pad_batch
+from depthfinder.encoder.tokenizer import train_tokenizer
 
 LABELS = ["neg", "pos"]
 TRAIN_TEXTS = [

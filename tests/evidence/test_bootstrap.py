@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evidence.bootstrap import Predictions, _weighted_metric, compare_to_best
-from evidence.metrics import classification_metrics
+from depthfinder.evidence.bootstrap import Predictions, _weighted_metric, compare_to_best
+from depthfinder.evidence.metrics import classification_metrics
 
 CLASSES = 3
 SHALLOW, DEEP = ("scratch", 1), ("scratch", 4)

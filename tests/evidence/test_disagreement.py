@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evidence.bootstrap import metric_of
-from evidence.disagreement import UNLABELLED, pool_bound
+from depthfinder.evidence.bootstrap import metric_of
+from depthfinder.evidence.disagreement import UNLABELLED, pool_bound
 
 METRICS = ("accuracy", "balanced_accuracy", "macro_f1")
 SHARES = np.array([0.6, 0.3, 0.1])

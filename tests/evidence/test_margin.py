@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from evidence.margin import rows_to_resolve, shown_worse, within
+from depthfinder.evidence.margin import rows_to_resolve, shown_worse, within
 
 
 def test_within_needs_the_mean_and_when_there_is_evidence_its_lower_end() -> None:

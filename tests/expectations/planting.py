@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from expectations.table.config import DataConfig
-from expectations.table.load import load_table
-from expectations.table.near_duplicates import DEFAULT_THRESHOLD, components, near_duplicate_pairs
-from expectations.table.normalize import normalized_texts_and_keys, text_keys
-from expectations.table.split import assign_splits
+from depthfinder.expectations.table.config import DataConfig
+from depthfinder.expectations.table.load import load_table
+from depthfinder.expectations.table.near_duplicates import DEFAULT_THRESHOLD, components, near_duplicate_pairs
+from depthfinder.expectations.table.normalize import normalized_texts_and_keys, text_keys
+from depthfinder.expectations.table.split import assign_splits
 
 
 def topics_table(rows: int = 3000, seed: int = 1) -> pd.DataFrame:

@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import tasks.train
-import tracking.registry
-from cli.main import main
+import depthfinder.tasks.train
+import depthfinder.tracking.registry
+from depthfinder.cli.main import main
 
 INTERRUPTED_DEPTH = 2
 INTERRUPTED_AFTER_EPOCH = 2
@@ -73,57 +73,58 @@ def server_start(how: str) -> None:
 
 def prepare(how: str) -> None:
     """Once the table is loaded and split, before it is written."""
-    import tasks.data
+    import depthfinder.tasks.data
 
-    fire_when(tasks.data, "prepare_table", how)
+    fire_when(depthfinder.tasks.data, "prepare_table", how)
 
 
 def what_changed(how: str) -> None:
     """Once tonight's table has been set against the champion's, before the champion is scored."""
-    import expectations.changes.compare
+    import depthfinder.expectations.changes.compare
 
-    fire_when(expectations.changes.compare, "comparison_table", how)
+    fire_when(depthfinder.expectations.changes.compare, "comparison_table", how)
 
 
 def audit(how: str) -> None:
     """When the audit has run, before its report is logged."""
-    import expectations.audit.run
+    import depthfinder.expectations.audit.run
 
-    fire_when(expectations.audit.run, "run_audit", how)
+    fire_when(depthfinder.expectations.audit.run, "run_audit", how)
 
 
 def tokenizer(how: str) -> None:
     """When the scratch family's tokenizer is trained, before it is saved."""
-    import encoder.tokenizer
+    import depthfinder.encoder.tokenizer
 
-    fire_when(encoder.tokenizer, "train_tokenizer", how)
+    fire_when(depthfinder.encoder.tokenizer, "train_tokenizer", how)
 
 
 def during_training(how: str) -> None:
     """After epoch 2 of depth 2 (its state saved), while epoch 3 starts."""
-    original = tasks.train.EpochLog.on_train_epoch_end
+    original = depthfinder.tasks.train.EpochLog.on_train_epoch_end
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         original(self, trainer, pl_module)
         if self.name.startswith(f"depth {INTERRUPTED_DEPTH} ") and trainer.current_epoch + 1 == INTERRUPTED_AFTER_EPOCH:
             fire(how)
 
-    tasks.train.EpochLog.on_train_epoch_end = on_train_epoch_end
+    depthfinder.tasks.train.EpochLog.on_train_epoch_end = on_train_epoch_end
 
 
 def after_a_result(how: str) -> None:
     """Right after depth 1's result is written, before its MLflow run says FINISHED."""
-    fire_when(tasks.train, "_write_result", how, when=lambda candidate_dir, epochs, result: result.depth == 1)
+    fire_when(depthfinder.tasks.train, "_write_result", how,
+              when=lambda candidate_dir, epochs, result: result.depth == 1)
 
 
 def version_created(how: str) -> None:
     """Just as the new model version is created, before it is judged."""
-    fire_when(tracking.registry, "register_version", how)
+    fire_when(depthfinder.tracking.registry, "register_version", how)
 
 
 def while_registering(how: str) -> None:
     """After the new model version is created and scored, as it is judged against the champion."""
-    fire_when(tracking.registry, "promote_if_better", how, before=True)
+    fire_when(depthfinder.tracking.registry, "promote_if_better", how, before=True)
 
 
 def alias_moved(how: str) -> None:
@@ -136,9 +137,9 @@ def alias_moved(how: str) -> None:
 
 def summary(how: str) -> None:
     """When everything is registered, as the summary is written."""
-    import cli.pipeline
+    import depthfinder.cli.pipeline
 
-    fire_when(cli.pipeline, "_write_json", how, before=True)
+    fire_when(depthfinder.cli.pipeline, "_write_json", how, before=True)
 
 
 MOMENTS = {

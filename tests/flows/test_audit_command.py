@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
-from expectations.table.datasets import DATASETS
+from depthfinder.cli.main import main
+from depthfinder.expectations.table.datasets import DATASETS
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from cli.main import main
-from expectations.audit.report import SUSPECT_COLUMNS
-from expectations.table.datasets import DATASETS
+from depthfinder.cli.main import main
+from depthfinder.expectations.audit.report import SUSPECT_COLUMNS
+from depthfinder.expectations.table.datasets import DATASETS
 from tests.flows.prefect_api import artifact, flow_runs_named, table_rows
 
 TINY_ONE_DEPTH = """

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-import encoder.training
-from cli.main import main
-from expectations.table.datasets import DATASETS
-from flows.summary import RunSummary
-from runtime.interrupt import STOP
-from selection.rule import choose_depth
+import depthfinder.encoder.training
+from depthfinder.cli.main import main
+from depthfinder.expectations.table.datasets import DATASETS
+from depthfinder.flows.summary import RunSummary
+from depthfinder.runtime.interrupt import STOP
+from depthfinder.selection.rule import choose_depth
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 from tests.flows.test_encoder_types import PREDICT
 
@@ -70,7 +70,7 @@ def run(prefect_server, checkpoints, tmp_path_factory) -> Attempts:
     starts the wide checkpoint's depth 2; the rerun finishes it, and the tests of the decision read the rerun's."""
     folder = tmp_path_factory.mktemp("both")
     write_config(folder, "null", ", halving: off")
-    real_train = encoder.training.train_candidate
+    real_train = depthfinder.encoder.training.train_candidate
     trained: list[tuple[str, int]] = []
     stop = True
 
@@ -85,7 +85,7 @@ def run(prefect_server, checkpoints, tmp_path_factory) -> Attempts:
                str(checkpoints / "small"), "--summary-json", "summary.json"]
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        patch.setattr(encoder.training, "train_candidate", stops_in_wide_depth_2)
+        patch.setattr(depthfinder.encoder.training, "train_candidate", stops_in_wide_depth_2)
         first = main(command)
         before, stop = list(trained), False
         second = main(command)
@@ -129,7 +129,7 @@ def test_the_chosen_checkpoints_model_predicts_in_a_fresh_process(run) -> None:
 def test_the_card_has_every_checkpoints_curve_and_the_version_names_its_checkpoint(run, checkpoints) -> None:
     from mlflow import MlflowClient
 
-    from encoder.checkpoint import resolve_checkpoint
+    from depthfinder.encoder.checkpoint import resolve_checkpoint
 
     folder, summary = run.folder, run.summary
     version = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}").get_model_version(

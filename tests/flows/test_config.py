@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from encoder.architectures import ARCHITECTURES
-from encoder.checkpoint import PretrainedCheckpoint
-from encoder.families import Pretrained, Scratch
-from flows.config import RunConfig, SweepConfig, load_run_config
+from depthfinder.encoder.architectures import ARCHITECTURES
+from depthfinder.encoder.checkpoint import PretrainedCheckpoint
+from depthfinder.encoder.families import Pretrained, Scratch
+from depthfinder.flows.config import RunConfig, SweepConfig, load_run_config
 
 
 def test_yaml_sections_are_loaded_and_cli_overrides_win(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_class_weights_read_a_bare_yaml_on(tmp_path) -> None:
 
 
 def test_the_first_halving_rung_defaults_to_the_recipes_min_epochs() -> None:
-    from encoder.config import TrainConfig
+    from depthfinder.encoder.config import TrainConfig
 
     sweep = SweepConfig()
     assert sweep.rung_budgets(4, TrainConfig()) == [10]  # min_epochs 10, max_epochs 20

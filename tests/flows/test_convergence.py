@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from cli.main import main
-from selection.candidate import still_rising
+from depthfinder.cli.main import main
+from depthfinder.selection.candidate import still_rising
 from tests.flows.test_retrain import TINY
 
 EXTENDED = TINY.replace("sweep: {depths: [1, 2]}",

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from cli.main import main
-from flows.summary import RunSummary
-from selection.rule import choose_depth
+from depthfinder.cli.main import main
+from depthfinder.flows.summary import RunSummary
+from depthfinder.selection.rule import choose_depth
 
 CONFIG = """
 data: {dataset: nested-ops-1, dataset_rows: 600}
@@ -87,7 +87,7 @@ def test_no_fold_holds_a_test_row_and_each_row_is_held_out_once(crossfitted) -> 
 
 def _prepared(folder: Path, data_hash: str) -> Path:
     """The run's prepared table: the one whose rows hold every split of the data the summary names."""
-    from tasks.data import TRAINING_COLUMNS, table_hash
+    from depthfinder.tasks.data import TRAINING_COLUMNS, table_hash
 
     for table in (folder / ".depthfinder" / "data").glob("*.parquet"):
         if table_hash(pd.read_parquet(table), TRAINING_COLUMNS) == data_hash:

@@ -11,8 +11,8 @@ import mlflow
 import pytest
 from mlflow import MlflowClient
 
-from cli.main import main
-from expectations.table.datasets import DATASETS
+from depthfinder.cli.main import main
+from depthfinder.expectations.table.datasets import DATASETS
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning")

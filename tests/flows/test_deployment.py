@@ -12,8 +12,8 @@ from prefect import get_client
 from prefect.deployments import run_deployment
 from prefect.runner import Runner
 
-from flows.config import TRACKING_URI, RunConfig, load_run_config
-from flows.deploy import NIGHTLY, NIGHTLY_CRON, nightly_deployment, server_problem
+from depthfinder.flows.config import TRACKING_URI, RunConfig, load_run_config
+from depthfinder.flows.deploy import NIGHTLY, NIGHTLY_CRON, nightly_deployment, server_problem
 from tests.flows.test_retrain import TINY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +101,8 @@ def test_no_reachable_server_is_explained(monkeypatch) -> None:
 def test_prefect_yaml_declares_the_nightly_deployment() -> None:
     project = yaml.safe_load((ROOT / "prefect.yaml").read_text())
     (nightly,) = [d for d in project["deployments"] if d["name"] == NIGHTLY]
-    assert nightly["entrypoint"] == "flows.retrain:retrain"  # a module path: Dask workers unpickle its tasks
+    # A module path: Dask workers unpickle its tasks.
+    assert nightly["entrypoint"] == "depthfinder.flows.retrain:retrain"
     assert nightly["schedules"][0]["cron"] == NIGHTLY_CRON and "timezone" in nightly["schedules"][0]
     assert nightly["work_pool"]["name"]
     RunConfig.model_validate({k: v for k, v in nightly["parameters"].items() if k != "force"})
@@ -111,8 +112,8 @@ def test_prefect_yaml_declares_the_nightly_deployment() -> None:
 
 
 def test_scheduled_runs_get_absolute_paths_for_local_files_and_keep_hub_ids(tmp_path, monkeypatch) -> None:
-    from flows.config import RunConfig
-    from flows.deploy import absolute_paths
+    from depthfinder.flows.config import RunConfig
+    from depthfinder.flows.deploy import absolute_paths
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ckpt").mkdir()
@@ -129,6 +130,6 @@ def test_scheduled_runs_get_absolute_paths_for_local_files_and_keep_hub_ids(tmp_
 def test_the_audit_form_shows_what_a_user_sets_not_what_the_retrain_flow_hands_its_subflow() -> None:
     from prefect.utilities.callables import parameter_schema
 
-    from flows.audit import audit_data
+    from depthfinder.flows.audit import audit_data
 
     assert set(parameter_schema(audit_data).properties) == {"data", "audit", "workdir", "data_docs"}

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from expectations.audit.report import AuditReport
-from flows.card import model_card
-from flows.report import evidence_sentence
-from flows.summary import AuditInforms, RunAudit, RunSummary
-from selection.decision import Decision
-from selection.plots import depth_points
-from selection.reasons import VERDICT_WORDS
-from selection.rule import choose_depth
+from depthfinder.expectations.audit.report import AuditReport
+from depthfinder.flows.card import model_card
+from depthfinder.flows.report import evidence_sentence
+from depthfinder.flows.summary import AuditInforms, RunAudit, RunSummary
+from depthfinder.selection.decision import Decision
+from depthfinder.selection.plots import depth_points
+from depthfinder.selection.reasons import VERDICT_WORDS
+from depthfinder.selection.rule import choose_depth
+from depthfinder.tracking.records import ModelVersionRef
 from tests.selection.test_rule import PAIRED, paired_sweep
-from tracking.records import ModelVersionRef
 
 
 def summary_of(decision: Decision) -> RunSummary:

@@ -18,13 +18,13 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-import encoder.training
-import flows.distill
-from cli.main import main
-from expectations.table.datasets import get_dataset
-from flows.summary import RunSummary
-from runtime.interrupt import STOP
-from selection.rule import choose_depth
+import depthfinder.encoder.training
+import depthfinder.flows.distill
+from depthfinder.cli.main import main
+from depthfinder.expectations.table.datasets import get_dataset
+from depthfinder.flows.summary import RunSummary
+from depthfinder.runtime.interrupt import STOP
+from depthfinder.selection.rule import choose_depth
 
 CONFIG = """
 data: {dataset: topics, dataset_rows: 400}
@@ -49,7 +49,7 @@ def distilled(prefect_server, tmp_path_factory):
     """(folder, exit codes, epochs each student attempt started from) of a run stopped mid-student and its rerun."""
     folder = tmp_path_factory.mktemp("distill")
     (folder / "tiny.yaml").write_text(CONFIG)
-    real_train, real_choose = encoder.training.train_candidate, flows.distill.choose_depth
+    real_train, real_choose = depthfinder.encoder.training.train_candidate, depthfinder.flows.distill.choose_depth
     stop, students = True, []
 
     def deepest_is_best(candidates, rule):
@@ -65,8 +65,8 @@ def distilled(prefect_server, tmp_path_factory):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        patch.setattr(flows.distill, "choose_depth", deepest_is_best)
-        patch.setattr(encoder.training, "train_candidate", stops_mid_student)
+        patch.setattr(depthfinder.flows.distill, "choose_depth", deepest_is_best)
+        patch.setattr(depthfinder.encoder.training, "train_candidate", stops_mid_student)
         codes = [main(["run", "--config", "tiny.yaml", "--summary-json", "first.json"])]
         stop = False
         codes.append(main(["run", "--config", "tiny.yaml", "--summary-json", "second.json"]))
@@ -124,8 +124,8 @@ def taught_on_a_pool(distilled):
     get_dataset("topics").generate(300, 11)[["text"]].to_csv(folder / "pool.csv", index=False)
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        patch.setattr(flows.distill, "choose_depth", lambda candidates, rule: choose_depth(candidates, rule).model_copy(
-            update={"best_family": "scratch", "best_depth": 2}))
+        patch.setattr(depthfinder.flows.distill, "choose_depth", lambda candidates, rule: choose_depth(
+            candidates, rule).model_copy(update={"best_family": "scratch", "best_depth": 2}))
         code = main(["run", "--config", "tiny.yaml", "--unlabeled", "pool.csv", "--summary-json", "pool.json"])
     return folder, code, len(pd.read_csv(folder / "pool.csv"))
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
-from expectations.table.datasets import DATASETS
+from depthfinder.cli.main import main
+from depthfinder.expectations.table.datasets import DATASETS
 from tests.encoder.tiny_checkpoint import TYPES, tiny_checkpoint
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")

@@ -3,12 +3,12 @@ counts, and says how many each check flagged."""
 
 from __future__ import annotations
 
-from expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
-from expectations.audit.checks.suspected_label_noise import SuspectedLabelNoiseCheck
-from expectations.audit.config import AuditConfig
-from expectations.audit.report import suspect_rows
-from expectations.audit.run import run_audit
-from flows import audit
+from depthfinder.expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
+from depthfinder.expectations.audit.checks.suspected_label_noise import SuspectedLabelNoiseCheck
+from depthfinder.expectations.audit.config import AuditConfig
+from depthfinder.expectations.audit.report import suspect_rows
+from depthfinder.expectations.audit.run import run_audit
+from depthfinder.flows import audit
 from tests.expectations.audit.test_noise_and_imbalance import flip
 from tests.expectations.planting import topics_table
 

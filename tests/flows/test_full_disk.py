@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.pipeline import folders_written
-from flows.config import RunConfig
-from runtime.faults import cause_of, full_disk
+from depthfinder.cli.pipeline import folders_written
+from depthfinder.flows.config import RunConfig
+from depthfinder.runtime.faults import cause_of, full_disk
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """
@@ -44,7 +44,7 @@ def namespaces_allowed() -> bool:
 def test_a_store_that_fills_up_is_named_and_the_rerun_completes_once_there_is_space(tmp_path: Path) -> None:
     (tmp_path / "run.yaml").write_text(CONFIG)
     (tmp_path / "store").mkdir()
-    run = f"{sys.executable} -m cli run --config run.yaml --tracking-uri sqlite:///store/mlflow.db"
+    run = f"{sys.executable} -m depthfinder.cli run --config run.yaml --tracking-uri sqlite:///store/mlflow.db"
     script = (
         "mount -t tmpfs -o size=1400k tmpfs store\n"
         f"{run} > first.out 2> first.err; echo $? > first.code\n"

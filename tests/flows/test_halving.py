@@ -7,7 +7,7 @@ import json
 import pytest
 from mlflow import MlflowClient
 
-from cli.main import main
+from depthfinder.cli.main import main
 from tests.flows.test_retrain import TINY
 
 FOUR_DEPTHS = (

@@ -4,13 +4,13 @@ table's figure written in the sentence as the table writes it."""
 
 from __future__ import annotations
 
-from encoder.deployment import Variant, _judged, beside_cost_table
-from flows.report import COST_NOTE, decision_markdown
-from flows.summary import RunSummary
-from selection.candidate import Candidate, Cost
-from selection.rule import choose_depth
-from selection.settings import SelectionRule
-from tracking.records import ModelVersionRef
+from depthfinder.encoder.deployment import Variant, _judged, beside_cost_table
+from depthfinder.flows.report import COST_NOTE, decision_markdown
+from depthfinder.flows.summary import RunSummary
+from depthfinder.selection.candidate import Candidate, Cost
+from depthfinder.selection.rule import choose_depth
+from depthfinder.selection.settings import SelectionRule
+from depthfinder.tracking.records import ModelVersionRef
 
 
 def form(name: str, p50: float) -> Variant:

@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from cli.main import main
-from expectations.table.config import DataConfig
-from expectations.table.datasets import get_dataset
-from expectations.table.load import load_table
-from expectations.table.normalize import normalize_text
+from depthfinder.cli.main import main
+from depthfinder.expectations.table.config import DataConfig
+from depthfinder.expectations.table.datasets import get_dataset
+from depthfinder.expectations.table.load import load_table
+from depthfinder.expectations.table.normalize import normalize_text
 
 # The labelled table the runs below read (CONFIG's data), whose texts a pool may copy.
 LABELLED = DataConfig(dataset="nested-ops-1", dataset_rows=600)

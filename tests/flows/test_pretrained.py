@@ -16,12 +16,12 @@ import pytest
 import torch
 from mlflow import MlflowClient
 
-from cli.main import main
-from encoder.checkpoint import resolve_checkpoint
-from encoder.serving import load_bundle
-from expectations.table.datasets import DATASETS
-from flows.summary import RunSummary
-from selection.rule import choose_depth
+from depthfinder.cli.main import main
+from depthfinder.encoder.checkpoint import resolve_checkpoint
+from depthfinder.encoder.serving import load_bundle
+from depthfinder.expectations.table.datasets import DATASETS
+from depthfinder.flows.summary import RunSummary
+from depthfinder.selection.rule import choose_depth
 from tests.encoder.tiny_checkpoint import (
     cut,
     resaved,
@@ -160,7 +160,7 @@ def test_a_pretrained_candidate_serves_raw_text_through_mlflows_scoring_server(r
     from fastapi.testclient import TestClient
     from mlflow.pyfunc import scoring_server
 
-    from tracking.registry import log_text_classifier
+    from depthfinder.tracking.registry import log_text_classifier
 
     folder, summaries, _ = runs
     deepest = max((c for c in summaries["first"].candidates if c.family == "tinybert" and c.bundle),
@@ -227,11 +227,11 @@ REFUSED = {
 def test_a_checkpoint_transformers_cannot_load_whole_exits_2_in_one_line_before_the_audit(
     case: str, tmp_path: Path, monkeypatch, capsys
 ) -> None:
-    import expectations.audit.run
+    import depthfinder.expectations.audit.run
 
     spoil, named = REFUSED[case]
     folder = spoil(tiny_checkpoint(tmp_path / "checkpoint", ["a text"], layers=2))
-    monkeypatch.setattr(expectations.audit.run, "run_audit", lambda *a, **k: pytest.fail("the audit ran"))
+    monkeypatch.setattr(depthfinder.expectations.audit.run, "run_audit", lambda *a, **k: pytest.fail("the audit ran"))
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
     capsys.readouterr()  # what building it printed
@@ -254,8 +254,8 @@ ACCEPTED = {
 
 @pytest.mark.parametrize("case", list(ACCEPTED))
 def test_a_checkpoint_transformers_loads_gets_past_every_check_to_the_run(case, tmp_path, monkeypatch) -> None:
-    import flows.retrain
-    import runtime.server
+    import depthfinder.flows.retrain
+    import depthfinder.runtime.server
 
     reached: list[str] = []
 
@@ -264,8 +264,8 @@ def test_a_checkpoint_transformers_loads_gets_past_every_check_to_the_run(case, 
         raise SystemExit(0)
 
     folder = ACCEPTED[case](tiny_checkpoint(tmp_path / "checkpoint", ["a text"], layers=2))
-    monkeypatch.setattr(runtime.server, "prefect_api", contextlib.nullcontext)
-    monkeypatch.setattr(flows.retrain, "retrain", retrain)
+    monkeypatch.setattr(depthfinder.runtime.server, "prefect_api", contextlib.nullcontext)
+    monkeypatch.setattr(depthfinder.flows.retrain, "retrain", retrain)
     monkeypatch.chdir(tmp_path)
 
     with contextlib.suppress(SystemExit):

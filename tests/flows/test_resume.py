@@ -6,15 +6,15 @@ import json
 
 from mlflow import MlflowClient
 
-import encoder.training
-from cli.main import main
+import depthfinder.encoder.training
+from depthfinder.cli.main import main
 from tests.flows.test_retrain import TINY
 
 
 def test_a_rerun_reuses_finished_depths_and_trains_the_rest(prefect_server, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tiny.yaml").write_text(TINY)
-    real_train = encoder.training.train_candidate
+    real_train = depthfinder.encoder.training.train_candidate
     trained: list[int] = []
 
     def dies_at_depth_2(frame, labels, tokenizer, depth, *args, **kwargs):
@@ -23,7 +23,7 @@ def test_a_rerun_reuses_finished_depths_and_trains_the_rest(prefect_server, tmp_
         trained.append(depth)
         return real_train(frame, labels, tokenizer, depth, *args, **kwargs)
 
-    monkeypatch.setattr(encoder.training, "train_candidate", dies_at_depth_2)
+    monkeypatch.setattr(depthfinder.encoder.training, "train_candidate", dies_at_depth_2)
     crash = True
     first_code = main(["run", "--config", "tiny.yaml", "--summary-json", "first.json"])
     crash = False

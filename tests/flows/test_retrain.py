@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from cli.main import main
+from depthfinder.cli.main import main
 
 TINY = """
 data: {dataset: topics, dataset_rows: 600}
@@ -203,7 +203,7 @@ def assert_the_blocking_rows_are_listed_with_their_file_lines(client: MlflowClie
     text and label; the run's MLflow description says what blocked it and what to do next."""
     import pandas as pd
 
-    from expectations.audit.report import SUSPECT_COLUMNS
+    from depthfinder.expectations.audit.report import SUSPECT_COLUMNS
     from tests.flows.prefect_api import artifact, flow_runs_named, table_rows
 
     flagged = pd.read_csv(client.download_artifacts(run.info.run_id, "audit/flagged_rows.csv", str(folder)))
@@ -250,7 +250,7 @@ def test_audit_command_passes_a_clean_table(prefect_server, tmp_path, monkeypatc
 
 
 def test_the_audit_report_and_data_docs_are_logged_to_the_parent_run(sweep) -> None:
-    from expectations.audit.registry import REGISTRY
+    from depthfinder.expectations.audit.registry import REGISTRY
 
     folder, _, client = sweep
     summary = _summary(folder, "tiny")
@@ -267,8 +267,8 @@ def test_the_audit_report_and_data_docs_are_logged_to_the_parent_run(sweep) -> N
 
 
 def test_the_decision_replays_from_summary_json(sweep) -> None:
-    from flows.summary import RunSummary
-    from selection.rule import choose_depth
+    from depthfinder.flows.summary import RunSummary
+    from depthfinder.selection.rule import choose_depth
 
     folder, _, _ = sweep
     written = _summary(folder, "tiny")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from cli.main import main
+from depthfinder.cli.main import main
 from tests.flows.prefect_api import artifact
 
 CONFIG = """

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from flows.report import decision_markdown, format_summary
-from flows.summary import RowsUsed, RunSummary
-from selection.candidate import Candidate, Cost
-from selection.rule import choose_depth
-from selection.settings import SelectionRule
-from tasks.data import write_table
+from depthfinder.flows.report import decision_markdown, format_summary
+from depthfinder.flows.summary import RowsUsed, RunSummary
+from depthfinder.selection.candidate import Candidate, Cost
+from depthfinder.selection.rule import choose_depth
+from depthfinder.selection.settings import SelectionRule
+from depthfinder.tasks.data import write_table
+from depthfinder.tracking.records import ModelVersionRef
 from tests.expectations.planting import topics_table
-from tracking.records import ModelVersionRef
 
 
 def test_the_rows_used_are_the_prepared_tables_and_every_page_says_the_same(tmp_path) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
-from expectations.table.datasets import DATASETS
-from selection.search import Search
+from depthfinder.cli.main import main
+from depthfinder.expectations.table.datasets import DATASETS
+from depthfinder.selection.search import Search
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")

@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from cli.main import main
-from expectations.table.datasets import DATASETS
-from runtime.lock import is_locked, lock_path
-from tracking.registry import JUDGED, PENDING
+from depthfinder.cli.main import main
+from depthfinder.expectations.table.datasets import DATASETS
+from depthfinder.runtime.lock import is_locked, lock_path
+from depthfinder.tracking.registry import JUDGED, PENDING
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-import flows.retrain as retrain
-from cli.main import main
-from encoder.deployment import Deployment, Variant
-from flows.config import SweepConfig
-from selection.candidate import Candidate, Cost
-from selection.rule import choose_depth
+import depthfinder.flows.retrain as retrain
+from depthfinder.cli.main import main
+from depthfinder.encoder.deployment import Deployment, Variant
+from depthfinder.flows.config import SweepConfig
+from depthfinder.selection.candidate import Candidate, Cost
+from depthfinder.selection.rule import choose_depth
 
 # Each depth's forms: (name, MiB, whether the gate ships it). Depth 1's int8 form fits 8 MiB but the gate refuses it.
 FORMS = {1: [("torch", 20.0, True), ("onnx-int8", 6.0, False)], 2: [("torch", 30.0, True), ("onnx-int8", 7.5, True)],
@@ -125,10 +125,10 @@ def test_forms_refused_on_the_validation_rows_leave_a_depth_out_before_the_rule_
     MiB, and the night ends in the verdict before the test split's gate runs, saying which forms within the limit
     the gate refused (without the judging, the rule chose depth 1 by its unjudged int8 size and the gate refused it
     only after the sweep)."""
-    import encoder.deployment
+    import depthfinder.encoder.deployment
     from tests.encoder.test_deployment import _zeroed
 
-    monkeypatch.setattr(encoder.deployment, "quantize", _zeroed)
+    monkeypatch.setattr(depthfinder.encoder.deployment, "quantize", _zeroed)
     _tiny_topics_run(tmp_path, monkeypatch, depths=[1])
 
     code = main(["run", "--config", "run.yaml", "--max-size-mb", "0.095", "--summary-json", "s.json"])
@@ -142,7 +142,7 @@ def test_forms_refused_on_the_validation_rows_leave_a_depth_out_before_the_rule_
     assert not any(form.startswith("onnx-int8") for form in cost["passed_mb"]), cost
     assert tried["passed_mb"] == cost["passed_mb"] and tried["over"][0].startswith("size_mb ")
     line = err.strip().splitlines()[-1]
-    assert "the smallest the deployment gate passed on the validation rows (it refused onnx-int8" in line, line
+    assert "the smallest that passed the check on the validation rows (it left out onnx-int8" in line, line
 
 
 def test_a_latency_limit_every_depth_exceeds_is_the_same_verdict() -> None:

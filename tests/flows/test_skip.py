@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 from mlflow import MlflowClient
 
-import tasks.train
-from cli.main import main
+import depthfinder.tasks.train
+from depthfinder.cli.main import main
 from tests.flows.test_retrain import TINY
 
 
@@ -17,7 +17,7 @@ def test_an_unchanged_rerun_is_skipped_whatever_the_paths_spelling_and_force_ret
 ) -> None:
     """The same file under other spellings of its path is the same data: skipped; --force retrains (every candidate
     reused); another setting is another model."""
-    from expectations.table.datasets import DATASETS
+    from depthfinder.expectations.table.datasets import DATASETS
 
     monkeypatch.chdir(tmp_path)
     DATASETS["topics"].generate(600, seed=1).to_csv(tmp_path / "base.csv", index=False)
@@ -35,8 +35,8 @@ def test_an_unchanged_rerun_is_skipped_whatever_the_paths_spelling_and_force_ret
         logger = real_logger()
         return SimpleNamespace(info=lambda message, *args: (logged.append(message % args), logger.info(message, *args)))
 
-    real_logger = tasks.train.get_run_logger
-    monkeypatch.setattr(tasks.train, "get_run_logger", recording_logger)
+    real_logger = depthfinder.tasks.train.get_run_logger
+    monkeypatch.setattr(depthfinder.tasks.train, "get_run_logger", recording_logger)
     first = run("first", "base.csv")
     parent_runs = len(client.search_runs([first_experiment := first_experiment_id(client)]))
     capsys.readouterr()

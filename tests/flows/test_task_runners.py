@@ -7,9 +7,9 @@ import json
 import pytest
 from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
-from cli.main import main
-from flows.config import SweepConfig
-from flows.sweep import task_runner
+from depthfinder.cli.main import main
+from depthfinder.flows.config import SweepConfig
+from depthfinder.flows.sweep import task_runner
 from tests.flows.test_retrain import TINY
 
 
@@ -43,9 +43,9 @@ def test_several_workers_start_the_deepest_first_and_the_results_keep_the_steps_
     idles after depth 2; deepest first, depth 4 runs beside depths 2 and 1 in a row."""
     from types import SimpleNamespace
 
-    from flows.sweep import _take
-    from selection.candidate import Candidate
-    from selection.strategies import Step
+    from depthfinder.flows.sweep import _take
+    from depthfinder.selection.candidate import Candidate
+    from depthfinder.selection.strategies import Step
 
     class Runner:  # records what is submitted, in order; each future holds its candidate
         def __init__(self) -> None:

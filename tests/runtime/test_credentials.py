@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from cli.main import main
-from runtime.credentials import HELD_URI, hide_credentials, redact, redact_log_records, store_uri
+from depthfinder.cli.main import main
+from depthfinder.runtime.credentials import HELD_URI, hide_credentials, redact, redact_log_records, store_uri
 
 SECRET = "s3cr3t-Pa55"
 

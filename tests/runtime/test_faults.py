@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import cli.pipeline
-from cli.main import main
-from runtime import faults
-from runtime.faults import FaultLog
+import depthfinder.cli.pipeline
+from depthfinder.cli.main import main
+from depthfinder.runtime import faults
+from depthfinder.runtime.faults import FaultLog
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -104,7 +104,7 @@ def test_a_fault_outside_a_run_is_one_line_naming_the_log_and_exit_1(tmp_path: P
     def broken(args) -> int:
         raise OSError(errno.EIO, "Input/output error", "big.parquet")
 
-    monkeypatch.setattr(cli.pipeline, "datasets", broken)
+    monkeypatch.setattr(depthfinder.cli.pipeline, "datasets", broken)
 
     code = main(["datasets"])
 
@@ -142,8 +142,8 @@ sweep: {depths: [1]}
 # trace, on its own console handler) as it does when SQLAlchemy fails.
 FILLS_UP = """
 import errno, logging, sys
-import tracking.reports
-from cli.main import main
+import depthfinder.tracking.reports
+from depthfinder.cli.main import main
 
 def full(client, run_id, local_dir, artifact_path):
     try:
@@ -153,7 +153,7 @@ def full(client, run_id, local_dir, artifact_path):
                                                                "is caught.")
         raise
 
-tracking.reports.log_folder = full  # where the audit's Data Docs are logged
+depthfinder.tracking.reports.log_folder = full  # where the audit's Data Docs are logged
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -200,7 +200,7 @@ def test_a_run_at_the_file_size_limit_says_so_in_one_line_and_the_rerun_complete
     (tmp_path / "run.yaml").write_text(CONFIG)
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path), "PREFECT_HOME": str(tmp_path / "p")}
     environment.pop("PREFECT_API_URL", None)
-    command = [sys.executable, "-m", "cli", "run", "--config", "run.yaml"]
+    command = [sys.executable, "-m", "depthfinder", "run", "--config", "run.yaml"]
 
     first = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600,
                            preexec_fn=lambda: _limited(3000 * 2**10))
@@ -222,7 +222,7 @@ def test_two_runs_of_different_models_started_together_on_a_new_store_both_succe
     (tmp_path / "run.yaml").write_text(CONFIG)
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_API_URL": PREFECT_API_URL.value()}
     names = ("first", "second")
-    runs = [subprocess.Popen([sys.executable, "-m", "cli", "run", "--config", "run.yaml", "--model-name", name],
+    runs = [subprocess.Popen([sys.executable, "-m", "depthfinder", "run", "--config", "run.yaml", "--model-name", name],
                              cwd=tmp_path, env=environment, stdout=subprocess.DEVNULL,
                              stderr=(tmp_path / f"{name}.err").open("w")) for name in names]
     codes = [run.wait(timeout=600) for run in runs]

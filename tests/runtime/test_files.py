@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runtime.files import write_text_whole, written_whole
-from runtime.liveness import ProcessIdentity
+from depthfinder.runtime.files import write_text_whole, written_whole
+from depthfinder.runtime.liveness import ProcessIdentity
 
 
 def test_two_writers_of_one_file_at_once_both_finish(tmp_path: Path) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from runtime.environment import OPENMP_ENVIRONMENT
-from runtime.faults import FAULTS
-from runtime.guard import process_guard
-from runtime.interrupt import STOP
+from depthfinder.runtime.environment import OPENMP_ENVIRONMENT
+from depthfinder.runtime.faults import FAULTS
+from depthfinder.runtime.guard import process_guard
+from depthfinder.runtime.interrupt import STOP
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,7 +86,7 @@ class Watch:
         return None
 
 sys.meta_path.insert(0, Watch())
-from cli.main import main
+from depthfinder.cli.main import main
 imported = "torch" in sys.modules
 code = main(["predict", "--model", "models:/m@champion", "--text", "hi"])
 print(imported, code, seen.get("omp"), os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"])
@@ -109,34 +109,35 @@ def test_the_cli_sets_openmps_spin_before_torch_loads_and_a_users_value_wins(
 
 
 def test_the_flow_checks_a_run_and_takes_its_credentials_only_when_nothing_above_it_did(monkeypatch) -> None:
-    import flows.retrain
-    from expectations.table.config import DataConfig
-    from flows.config import RegistryConfig
+    import depthfinder.flows.retrain
+    from depthfinder.expectations.table.config import DataConfig
+    from depthfinder.flows.config import RegistryConfig
 
     checked = []
 
     def prepared(*args, **kwargs):
         raise LookupError("stop before any work")
 
-    monkeypatch.setattr(flows.retrain, "check_run", lambda config: checked.append(config.registry.tracking_uri))
-    monkeypatch.setattr(flows.retrain, "prepare_dataset", prepared)
+    monkeypatch.setattr(depthfinder.flows.retrain, "check_run",
+                        lambda config: checked.append(config.registry.tracking_uri))
+    monkeypatch.setattr(depthfinder.flows.retrain, "prepare_dataset", prepared)
     for variable in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
         monkeypatch.setenv(variable, "")  # and back as it was after the test
     registry = RegistryConfig(tracking_uri="http://alice:pw@mlflow.example:5000")
 
     with pytest.raises(LookupError):  # started by a worker: nothing checked it before
-        flows.retrain.retrain.fn(DataConfig(dataset="topics"), registry=registry)
+        depthfinder.flows.retrain.retrain.fn(DataConfig(dataset="topics"), registry=registry)
     assert checked == ["http://mlflow.example:5000"] and os.environ["MLFLOW_TRACKING_PASSWORD"] == "pw"
 
     with process_guard(), pytest.raises(LookupError):  # started by the CLI, which checked it
-        flows.retrain.retrain.fn(DataConfig(dataset="topics"), registry=registry)
+        depthfinder.flows.retrain.retrain.fn(DataConfig(dataset="topics"), registry=registry)
     assert len(checked) == 1
 
 
 def test_a_cli_run_is_checked_once(prefect_server, tmp_path: Path, monkeypatch, capsys) -> None:
-    import flows.preflight
-    import flows.retrain
-    from cli.main import main
+    import depthfinder.flows.preflight
+    import depthfinder.flows.retrain
+    from depthfinder.cli.main import main
 
     calls = []
 
@@ -144,9 +145,9 @@ def test_a_cli_run_is_checked_once(prefect_server, tmp_path: Path, monkeypatch, 
         raise LookupError("stop before any work")
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(flows.preflight, "check_run", lambda config, outputs=(): calls.append("cli"))
-    monkeypatch.setattr(flows.retrain, "check_run", lambda config: calls.append("flow"))
-    monkeypatch.setattr(flows.retrain, "prepare_dataset", prepared)
+    monkeypatch.setattr(depthfinder.flows.preflight, "check_run", lambda config, outputs=(): calls.append("cli"))
+    monkeypatch.setattr(depthfinder.flows.retrain, "check_run", lambda config: calls.append("flow"))
+    monkeypatch.setattr(depthfinder.flows.retrain, "prepare_dataset", prepared)
 
     assert main(["run", "--dataset", "topics"]) == 1
 

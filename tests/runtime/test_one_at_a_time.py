@@ -11,8 +11,8 @@ from pathlib import Path
 
 from prefect import flow
 
-from cli.main import main
-from runtime.lock import _file_lock, is_locked, lock_path, one_retrain_at_a_time, read_holder
+from depthfinder.cli.main import main
+from depthfinder.runtime.lock import _file_lock, is_locked, lock_path, one_retrain_at_a_time, read_holder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,8 +49,8 @@ HOLD_THE_LOCK = """
 import sys, time
 from pathlib import Path
 from prefect import flow
-from runtime.lock import one_retrain_at_a_time
-from runtime.server import prefect_api
+from depthfinder.runtime.lock import one_retrain_at_a_time
+from depthfinder.runtime.server import prefect_api
 
 @flow(name="holder")
 def hold() -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
 
-from runtime import server
+from depthfinder.runtime import server
 
 
 class RecordingServer:

@@ -3,8 +3,8 @@ it is spent, and the sentence that says what it left untried."""
 
 from __future__ import annotations
 
-from selection.budget import Spending, training_flops
-from selection.candidate import Candidate, Cost
+from depthfinder.selection.budget import Spending, training_flops
+from depthfinder.selection.candidate import Candidate, Cost
 
 
 def trained(depth: int, flops: float, epochs: int, family: str = "small", status: str = "trained") -> Candidate:

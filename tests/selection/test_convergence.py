@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from selection.candidate import Candidate, recent_gain, still_rising
-from selection.halving import late_bloomers
+from depthfinder.selection.candidate import Candidate, recent_gain, still_rising
+from depthfinder.selection.halving import late_bloomers
 
 
 def test_a_curve_that_gained_more_than_the_tolerance_in_its_last_window_is_still_rising() -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evidence.bootstrap import Predictions, compare_to_best, save_predictions
-from selection.candidate import Candidate, Cost
-from selection.crossfit import (
+from depthfinder.evidence.bootstrap import Predictions, compare_to_best, save_predictions
+from depthfinder.selection.candidate import Candidate, Cost
+from depthfinder.selection.crossfit import (
     OutOfFold,
     arms_to_settle,
     assign_folds,
@@ -17,9 +17,9 @@ from selection.crossfit import (
     out_of_fold,
     plan_cross_fit,
 )
-from selection.reasons import depth_verdicts
-from selection.rule import choose_depth
-from selection.settings import SelectionRule
+from depthfinder.selection.reasons import depth_verdicts
+from depthfinder.selection.rule import choose_depth
+from depthfinder.selection.settings import SelectionRule
 
 RULE = SelectionRule(metric="accuracy", tolerance=0.01, confidence=0.9)
 

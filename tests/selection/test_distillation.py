@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from selection.candidate import Candidate, Cost, arm_label, base_family, student_family, teacher_of
-from selection.distillation import arms_to_distill, distillation_sentence, teacher_candidate
-from selection.rule import choose_depth
-from selection.settings import SelectionRule
+from depthfinder.selection.candidate import Candidate, Cost, arm_label, base_family, student_family, teacher_of
+from depthfinder.selection.distillation import arms_to_distill, distillation_sentence, teacher_candidate
+from depthfinder.selection.rule import choose_depth
+from depthfinder.selection.settings import SelectionRule
 
 MEANS = SelectionRule(tolerance=0.01, confidence=None)  # by the means: no prediction files needed
 STUDENT = student_family("scratch", "depth 6")
@@ -80,7 +80,7 @@ def test_the_sentence_says_who_taught_and_what_it_bought_against_the_plain_twin(
 
 
 def test_what_a_student_bought_has_its_paired_interval_on_the_validation_rows(tmp_path) -> None:
-    from evidence.bootstrap import save_predictions
+    from depthfinder.evidence.bootstrap import save_predictions
 
     rng = np.random.default_rng(0)
     true = rng.integers(0, 2, 400)

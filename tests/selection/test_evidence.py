@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
-from evidence.bootstrap import save_predictions
-from evidence.metrics import classification_metrics
-from selection.candidate import Candidate, Cost
-from selection.predictions import load_predictions
-from selection.rule import choose_depth
-from selection.settings import SelectionRule
+from depthfinder.evidence.bootstrap import save_predictions
+from depthfinder.evidence.metrics import classification_metrics
+from depthfinder.selection.candidate import Candidate, Cost
+from depthfinder.selection.predictions import load_predictions
+from depthfinder.selection.rule import choose_depth
+from depthfinder.selection.settings import SelectionRule
 from tests.evidence.test_bootstrap import CLASSES, labels, model
 
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from selection.candidate import Candidate, Cost
-from selection.halving import Rung, halving_summary, kept_count, rank_depths, rung_budgets
-from selection.settings import SelectionRule
+from depthfinder.selection.candidate import Candidate, Cost
+from depthfinder.selection.halving import Rung, halving_summary, kept_count, rank_depths, rung_budgets
+from depthfinder.selection.settings import SelectionRule
 from tests.selection.test_rule import SWEEP, candidate
 
 RULE = SelectionRule(metric="macro_f1", tolerance=0.01, cost="flops_per_example")

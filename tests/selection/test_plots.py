@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from selection.plots import plot_metric_vs_cost, plot_metric_vs_depth
-from selection.rule import choose_depth
-from selection.settings import SelectionRule
+from depthfinder.selection.plots import plot_metric_vs_cost, plot_metric_vs_depth
+from depthfinder.selection.rule import choose_depth
+from depthfinder.selection.settings import SelectionRule
 from tests.selection.test_rule import SWEEP
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -24,8 +24,8 @@ def test_both_plots_are_written_as_png(tmp_path: Path) -> None:
 
 
 def test_the_depth_plot_shows_differences_from_the_best_with_intervals_and_the_pruned_at_their_budget() -> None:
-    from selection.candidate import Candidate, Cost
-    from selection.plots import depth_points
+    from depthfinder.selection.candidate import Candidate, Cost
+    from depthfinder.selection.plots import depth_points
 
     decision = choose_depth(SWEEP, SelectionRule(tolerance=0.01, confidence=None))
     pruned = Candidate(depth=8, status="pruned", epochs=4, metrics={"macro_f1": 0.90}, cost=Cost(params=1))
@@ -40,7 +40,7 @@ def test_the_depth_plot_shows_differences_from_the_best_with_intervals_and_the_p
 
 
 def test_costs_are_written_as_a_reader_wants_them() -> None:
-    from selection.plots import cost_text
+    from depthfinder.selection.plots import cost_text
 
     assert cost_text("flops_per_example", 4.79e6) == "4.79 MFLOPs"
     assert cost_text("latency_ms_p50", 1.234) == "1.23 ms"
@@ -51,8 +51,8 @@ def paired(decision, intervals: dict, families: dict | None = None):
     """The decision with paired intervals set by hand (and its families renamed: model_copy does not validate, as a
     checkpoint's family name would not on this branch's FamilyName), each depth judged again by the rule's
     criterion (the verdicts the decision was made with were judged by means only)."""
-    from evidence.bootstrap import Interval
-    from selection.decision import judge
+    from depthfinder.evidence.bootstrap import Interval
+    from depthfinder.selection.decision import judge
 
     scores = [s.model_copy(update={"vs_best": Interval(difference=s.mean - 0.946, low=s.mean - 0.946 + low,
                                                        high=s.mean - 0.946 + high),
@@ -67,8 +67,8 @@ def paired(decision, intervals: dict, families: dict | None = None):
 def test_each_depth_is_judged_by_the_rules_own_criterion_against_minus_tolerance() -> None:
     """Depth 2's interval clears −0.01 (within: it may ship), depth 4's reaches below it without being shown
     beyond it (unsettled), depth 1's lies wholly below (worse): the verdicts the rule's predicate gives."""
-    from selection.decision import ties
-    from selection.plots import depth_points
+    from depthfinder.selection.decision import ties
+    from depthfinder.selection.plots import depth_points
 
     decision = paired(choose_depth(SWEEP, SelectionRule(tolerance=0.01, confidence=None)),
                       {1: (-0.01, 0.01), 2: (-0.004, 0.004), 4: (-0.03, 0.03), 6: (0.0, 0.0)})
@@ -82,7 +82,7 @@ def test_each_depth_is_judged_by_the_rules_own_criterion_against_minus_tolerance
 
 
 def test_the_plots_say_when_the_validation_rows_cannot_resolve_the_tolerance() -> None:
-    from selection.plots import evidence_note
+    from depthfinder.selection.plots import evidence_note
 
     decision = choose_depth(SWEEP, SelectionRule(tolerance=0.01, confidence=None))
 
@@ -92,7 +92,7 @@ def test_the_plots_say_when_the_validation_rows_cannot_resolve_the_tolerance() -
 
 
 def test_families_of_any_name_get_a_colour_each_and_the_cost_plot_has_intervals(tmp_path: Path) -> None:
-    from selection.plots import cost_points, family_colors
+    from depthfinder.selection.plots import cost_points, family_colors
 
     names = {1: "minilm-l6", 2: "minilm-l6", 4: "bert-tiny", 6: "scratch"}
     decision = paired(choose_depth(SWEEP, SelectionRule(tolerance=0.01, confidence=None)),
@@ -112,7 +112,7 @@ def test_families_of_any_name_get_a_colour_each_and_the_cost_plot_has_intervals(
 
 def legend(decision, folder: Path) -> list[str]:
     """The depth plot's legend entries, read from the figure before it is closed."""
-    from selection import plots
+    from depthfinder.selection import plots
 
     entries: list[str] = []
     save = plots._save
@@ -131,7 +131,7 @@ def test_a_depth_whose_mean_is_beyond_the_tolerance_is_not_called_shown_worse(tm
     """A reported depth: its mean 0.03 below the best's, its interval reaching above −tolerance (the plot drew it
     up to 0.000 and called it "shown worse than the tolerance"). It cannot ship because of its mean, and the plot
     says so; "shown worse" is what an interval wholly below −tolerance shows."""
-    from selection.plots import depth_points
+    from depthfinder.selection.plots import depth_points
     from tests.selection.test_rule import PAIRED, paired_sweep
 
     beyond = choose_depth(paired_sweep(tmp_path, 300, 60, 51), PAIRED)

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from evidence.disagreement import UNLABELLED, pool_bound
-from selection.decision import DepthScore
-from selection.pool import ROWS_TO_LABEL, Pool, rows_to_label
-from selection.rule import choose_depth
-from selection.settings import SelectionRule
+from depthfinder.evidence.disagreement import UNLABELLED, pool_bound
+from depthfinder.selection.decision import DepthScore
+from depthfinder.selection.pool import ROWS_TO_LABEL, Pool, rows_to_label
+from depthfinder.selection.rule import choose_depth
+from depthfinder.selection.settings import SelectionRule
 from tests.selection.test_crossfit import sweep
 
 RULE = SelectionRule(metric="accuracy", tolerance=0.01, confidence=0.9)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from expectations.changes.compare import ADDED, FOREIGN, HELD_OUT
-from selection.promotion import should_promote
-from selection.settings import SelectionRule
+from depthfinder.expectations.changes.compare import ADDED, FOREIGN, HELD_OUT
+from depthfinder.selection.promotion import should_promote
+from depthfinder.selection.settings import SelectionRule
 
 
 def labels_of(rng: np.random.Generator, truths: np.ndarray, accuracy: float) -> list[str]:

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from evidence.bootstrap import Interval, save_predictions
-from evidence.margin import rows_to_resolve
-from selection.candidate import Candidate, Cost
-from selection.decision import DepthScore, ties
-from selection.rule import choose_depth
-from selection.settings import SelectionRule
+from depthfinder.evidence.bootstrap import Interval, save_predictions
+from depthfinder.evidence.margin import rows_to_resolve
+from depthfinder.selection.candidate import Candidate, Cost
+from depthfinder.selection.decision import DepthScore, ties
+from depthfinder.selection.rule import choose_depth
+from depthfinder.selection.settings import SelectionRule
 
 
 def candidate(depth: int, f1: float, flops: float, latency: float = 1.0, params: int = 1000,

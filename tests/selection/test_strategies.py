@@ -14,11 +14,11 @@ from typing import get_args
 import numpy as np
 import pytest
 
-from evidence.bootstrap import metric_of, save_predictions
-from selection.candidate import Candidate, Cost
-from selection.halving import Rung
-from selection.settings import SelectionRule
-from selection.strategies import (
+from depthfinder.evidence.bootstrap import metric_of, save_predictions
+from depthfinder.selection.candidate import Candidate, Cost
+from depthfinder.selection.halving import Rung
+from depthfinder.selection.settings import SelectionRule
+from depthfinder.selection.strategies import (
     STRATEGIES,
     GridStrategy,
     SearchStrategy,

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.services import basic_auth_header, bin_path
-from runtime.stack import POOL, Ports, Stack, down, status, up
+from depthfinder.runtime.services import basic_auth_header, bin_path
+from depthfinder.runtime.stack import POOL, Ports, Stack, down, status, up
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from expectations.table.datasets import DATASETS
-from runtime.stack import Stack
+from depthfinder.expectations.table.datasets import DATASETS
+from depthfinder.runtime.stack import Stack
 from tests.stack.browser import (
     CLOSE_ASSISTANT,
     CUT,

@@ -21,11 +21,11 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
-from runtime.liveness import ProcessIdentity
-from runtime.services import bin_path, healthy, stop_group
-from runtime.stack import Stack, up
+from depthfinder.runtime.liveness import ProcessIdentity
+from depthfinder.runtime.services import bin_path, healthy, stop_group
+from depthfinder.runtime.stack import Stack, up
+from depthfinder.tracking.runs import PROCESS_TAG
 from tests.stack.conftest import TINY, api, form_parameters, free_port, trigger, unique, wait_final
-from tracking.runs import PROCESS_TAG
 
 pytestmark = pytest.mark.stack
 ROOT = Path(__file__).resolve().parents[2]

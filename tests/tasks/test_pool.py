@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tasks.pool import PoolTexts, teaching_texts
+from depthfinder.tasks.pool import PoolTexts, teaching_texts
 
 
 def _pool(tmp_path: Path, labels: dict[int, str], rows: int = 40) -> PoolTexts:

@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from encoder.bundle import save_bundle
-from selection.candidate import Candidate, Cost
-from selection.settings import SelectionRule
-from tasks.data import PreparedData
-from tasks.registry import register_model
+from depthfinder.encoder.bundle import save_bundle
+from depthfinder.selection.candidate import Candidate, Cost
+from depthfinder.selection.settings import SelectionRule
+from depthfinder.tasks.data import PreparedData
+from depthfinder.tasks.registry import register_model
+from depthfinder.tracking.runs import create_sweep_run
 from tests.encoder.tiny_models import LABELS, TRAIN_LABELS, TRAIN_TEXTS, constant_network, tiny_tokenizer
-from tracking.runs import create_sweep_run
 
 RULE = SelectionRule(metric="macro_f1", tolerance=0.01, cost="flops_per_example")
 
@@ -54,12 +54,12 @@ def test_a_failure_before_the_verdict_leaves_the_aliases_alone_and_no_unjudged_v
     """A version that was never judged against the champion (evaluation crashed, or the run was
     stopped) is removed again: a nightly rerun must not take it for a challenger that lost."""
     _, dataset, sweep, bundles, _ = registry
-    import tracking.registry
+    import depthfinder.tracking.registry
 
     def broken_scoring(model_uri, texts):
         raise RuntimeError(f"scoring of {model_uri} crashed")
 
-    monkeypatch.setattr(tracking.registry, "predict_labels", broken_scoring)
+    monkeypatch.setattr(depthfinder.tracking.registry, "predict_labels", broken_scoring)
     with pytest.raises(RuntimeError, match="crashed"):
         register_model.fn(_candidate(bundles["neg"], flops=1.0), dataset, sweep, "m", RULE, {"depth": "1"})
 
@@ -91,7 +91,7 @@ def test_the_champion_answers_the_scoring_server_with_raw_text(registry) -> None
 
 
 def test_cli_predict_reads_a_file_of_texts(registry, tmp_path: Path, capsys) -> None:
-    from cli.main import main
+    from depthfinder.cli.main import main
 
     folder, _, sweep, _, _ = registry
     (tmp_path / "in.csv").write_text("body\nnot bad\ngreat\n")
@@ -106,7 +106,7 @@ def test_cli_predict_reads_a_file_of_texts(registry, tmp_path: Path, capsys) -> 
 
 def test_a_champion_that_spells_a_class_otherwise_is_scored_by_the_class(tmp_path: Path, monkeypatch) -> None:
     """A champion trained before labels were normalised may answer 'pos\u200b' for the class 'pos': that is right."""
-    import tracking.registry
+    import depthfinder.tracking.registry
 
     frame = pd.DataFrame({"text": TRAIN_TEXTS, "label": TRAIN_LABELS, "split": "test"})
     frame.to_parquet(tmp_path / "data.parquet")
@@ -121,7 +121,7 @@ def test_a_champion_that_spells_a_class_otherwise_is_scored_by_the_class(tmp_pat
         champion = model_uri == "models:/m/1"
         return [truth[text] + ("\u200b" if champion else "") for text in texts]
 
-    monkeypatch.setattr(tracking.registry, "predict_labels", predict)
+    monkeypatch.setattr(depthfinder.tracking.registry, "predict_labels", predict)
     second = register_model.fn(_candidate(bundle, flops=1.0), dataset, sweep, "m", RULE, {"depth": "1"})
 
     assert second.champion_test_metrics is not None and second.champion_test_metrics["accuracy"] == 1.0
@@ -131,18 +131,18 @@ def test_the_deployment_gate_follows_the_deployment_margin_not_the_depth_toleran
                                                                                    monkeypatch) -> None:
     """An int8 variant 0.03 below the torch model on every metric: a loose depth tolerance does not ship it
     through a strict deployment margin, and a loose deployment margin ships it whatever the depth tolerance."""
-    import encoder.deployment
-    from tasks.registry import prepare_deployment
+    import depthfinder.encoder.deployment
+    from depthfinder.tasks.registry import prepare_deployment
 
     _, dataset, _, bundles, _ = registry
-    judged = encoder.deployment._judged
+    judged = depthfinder.encoder.deployment._judged
 
     def int8_loses_003(measured, metric, margin, note, *rest):
         int8 = measured["onnx-int8"]
         lower = int8.model_copy(update={"metrics": {key: value - 0.03 for key, value in int8.metrics.items()}})
         return judged({**measured, "onnx-int8": lower}, metric, margin, note, *rest)
 
-    monkeypatch.setattr(encoder.deployment, "_judged", int8_loses_003)
+    monkeypatch.setattr(depthfinder.encoder.deployment, "_judged", int8_loses_003)
 
     def shipped(tolerance: float, margin: float) -> tuple[bool, bool]:
         rule = SelectionRule(tolerance=tolerance, deployment_margin=margin)

@@ -6,7 +6,7 @@ import pytest
 from mlflow import MlflowClient
 from prefect import flow
 
-from tasks.registry import find_unchanged_model
+from depthfinder.tasks.registry import find_unchanged_model
 
 
 def test_a_passing_fault_is_retried_and_bad_input_is_not(prefect_server, tmp_path, monkeypatch) -> None:

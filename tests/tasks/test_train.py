@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from encoder.architectures import ARCHITECTURES
-from encoder.checkpoint import PretrainedCheckpoint
-from encoder.config import ModelConfig, TrainConfig
-from encoder.families import Pretrained, Scratch
-from tasks.train import Teacher, Training, candidate_key
+from depthfinder.encoder.architectures import ARCHITECTURES
+from depthfinder.encoder.checkpoint import PretrainedCheckpoint
+from depthfinder.encoder.config import ModelConfig, TrainConfig
+from depthfinder.encoder.families import Pretrained, Scratch
+from depthfinder.tasks.train import Teacher, Training, candidate_key
 
 
 def checkpoint(path: str, content: str) -> PretrainedCheckpoint:

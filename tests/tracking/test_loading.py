@@ -11,11 +11,11 @@ import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
 
-from cli.main import main
-from encoder.bundle import save_bundle
+from depthfinder.cli.main import main
+from depthfinder.encoder.bundle import save_bundle
+from depthfinder.tracking.loading import foreign, open_classifier, vouch
+from depthfinder.tracking.registry import log_text_classifier, register_version
 from tests.encoder.tiny_models import LABELS, TRAIN_TEXTS, tiny_tokenizer, trained_network
-from tracking.loading import foreign, open_classifier, vouch
-from tracking.registry import log_text_classifier, register_version
 
 # Code that leaves a mark when it runs: a model carrying it must never get that far.
 MARKING_CODE = '''

@@ -18,13 +18,12 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from encoder.bundle import save_bundle
-from encoder.serving import texts_from_input
-from evidence.metrics import classification_metrics
-from selection.settings import SelectionRule
-from tests.encoder.tiny_models import LABELS, constant_network, tiny_tokenizer, trained_network
-from tracking.history import MOVE_PREFIX, alias_history, history_problems, holder_at, read_move
-from tracking.registry import (
+from depthfinder.encoder.bundle import save_bundle
+from depthfinder.encoder.serving import texts_from_input
+from depthfinder.evidence.metrics import classification_metrics
+from depthfinder.selection.settings import SelectionRule
+from depthfinder.tracking.history import MOVE_PREFIX, alias_history, history_problems, holder_at, read_move
+from depthfinder.tracking.registry import (
     CHALLENGER,
     CHAMPION,
     PREVIOUS_CHAMPION,
@@ -36,6 +35,7 @@ from tracking.registry import (
     record_judgement,
     register_version,
 )
+from tests.encoder.tiny_models import LABELS, constant_network, tiny_tokenizer, trained_network
 
 MODEL_NAME = "depthfinder-test"
 # Imbalanced on purpose: always-"pos" scores macro-F1 0.43 here, always-"neg" only 0.2; ten copies, so that the
@@ -236,8 +236,8 @@ def test_the_champion_at_a_moment_is_the_last_move_before_it(client: MlflowClien
 def test_rollback_moves_champion_back_and_loses_cleanly_to_a_running_retrain(
     client: MlflowClient, nights: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    from cli.main import main
-    from runtime.lock import holding_now
+    from depthfinder.cli.main import main
+    from depthfinder.runtime.lock import holding_now
 
     first, third = nights[0]["version"], nights[2]["version"]
     where = ["--model", MODEL_NAME, "--tracking-uri", mlflow.get_tracking_uri(), "--workdir", str(tmp_path)]

@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from expectations.audit.report import FLAGGED_ROWS, AuditReport, CheckResult
-from expectations.changes.report import ChangeReport, LabelShift, Policy
-from selection.candidate import Candidate
-from tracking.registry import CHAMPION, find_unchanged_version
-from tracking.reports import (
+from depthfinder.expectations.audit.report import FLAGGED_ROWS, AuditReport, CheckResult
+from depthfinder.expectations.changes.report import ChangeReport, LabelShift, Policy
+from depthfinder.selection.candidate import Candidate
+from depthfinder.tracking.registry import CHAMPION, find_unchanged_version
+from depthfinder.tracking.reports import (
     DESCRIPTION_LIMIT,
     describe_version,
     log_audit_report,
     log_change_report,
     log_run_summary,
 )
-from tracking.runs import SweepRun, create_sweep_run, log_convergence, start_child_run, tag_pruned
+from depthfinder.tracking.runs import SweepRun, create_sweep_run, log_convergence, start_child_run, tag_pruned
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from tracking import runs as tracking
-from tracking.runs import (
+from depthfinder.tracking import runs as tracking
+from depthfinder.tracking.runs import (
     SOURCE_PACKAGES,
     code_version,
     create_sweep_run,
@@ -60,19 +60,21 @@ def test_the_code_version_changes_with_any_source_edit(tmp_path) -> None:
 
 
 def test_the_code_version_digests_every_floor_of_the_house(tmp_path) -> None:
-    """Every package of the project but the CLI decides a model (the rule, the record, the training), and a digest
-    of a folder holding none of them would never change: it refuses."""
+    """Every floor of the one installed package but the CLI decides a model (the rule, the record, the training),
+    and a digest of a folder holding none of them would never change: it refuses."""
     import tomllib
 
-    root = Path(tracking.__file__).resolve().parents[1]
-    packages = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
-    assert set(SOURCE_PACKAGES) == {name.rstrip("*") for name in packages["include"]} - {"cli"}
+    package = Path(tracking.__file__).resolve().parents[1]
+    packages = tomllib.loads((package.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    assert packages["find"]["include"] == ["depthfinder*"]  # one import root: nothing else lands in site-packages
+    floors = {path.parent.name for path in package.glob("*/__init__.py")}
+    assert set(SOURCE_PACKAGES) == floors - {"cli"}
     with pytest.raises(FileNotFoundError, match="no package"):
         source_digest(tmp_path)
 
 
 def test_a_table_a_run_keeps_is_fetched_whole_and_a_missing_one_is_not(tmp_path: Path) -> None:
-    from tracking.runs import TABLE_ARTIFACTS, fetch_table
+    from depthfinder.tracking.runs import TABLE_ARTIFACTS, fetch_table
 
     sweep = create_sweep_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "exp", "model", "sweep", params={}, tags={})
     kept = tmp_path / "abc.parquet"

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
-from encoder.bundle import save_bundle
-from encoder.checkpoint import resolve_checkpoint
-from encoder.pretrained import load_truncated
-from encoder.serving import load_bundle, load_tokenizer
+from depthfinder.encoder.bundle import save_bundle
+from depthfinder.encoder.checkpoint import resolve_checkpoint
+from depthfinder.encoder.pretrained import load_truncated
+from depthfinder.encoder.serving import load_bundle, load_tokenizer
+from depthfinder.tracking.registry import log_text_classifier, register_version
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 from tests.encoder.tiny_models import LABELS, TRAIN_TEXTS, tiny_tokenizer, trained_network
-from tracking.registry import log_text_classifier, register_version
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 TEXTS = ["a great film", "an awful mess", "great music, awful plot", "truly fun"]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from cli.main import main
-from tracking import runs
-from tracking.runs import ensure_sqlite_store
+from depthfinder.cli.main import main
+from depthfinder.tracking import runs
+from depthfinder.tracking.runs import ensure_sqlite_store
 
 ROOT = Path(__file__).resolve().parents[3]
 

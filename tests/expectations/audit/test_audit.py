@@ -7,15 +7,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from expectations.audit.checks.empty_text import EmptyTextCheck
-from expectations.audit.checks.schema import SchemaCheck
-from expectations.audit.config import AuditConfig
-from expectations.audit.registry import REGISTRY, CheckRegistry
-from expectations.audit.report import audit_lines
-from expectations.audit.run import AuditReport, run_audit
-from expectations.table.config import DataConfig
-from expectations.table.load import load_table
-from expectations.table.split import assign_splits
+from depthfinder.expectations.audit.checks.empty_text import EmptyTextCheck
+from depthfinder.expectations.audit.checks.schema import SchemaCheck
+from depthfinder.expectations.audit.config import AuditConfig
+from depthfinder.expectations.audit.registry import REGISTRY, CheckRegistry
+from depthfinder.expectations.audit.report import audit_lines
+from depthfinder.expectations.audit.run import AuditReport, run_audit
+from depthfinder.expectations.table.config import DataConfig
+from depthfinder.expectations.table.load import load_table
+from depthfinder.expectations.table.split import assign_splits
 from tests.expectations.planting import lone_rows, topics_table
 
 CHECK_KEYS = {"name", "category", "severity", "success", "headline", "observed", "examples", "evidence"}

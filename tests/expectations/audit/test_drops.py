@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from expectations.audit.checks.conflicting_labels import ConflictingLabelsCheck
-from expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
-from expectations.audit.checks.cross_split_near_duplicates import CrossSplitNearDuplicatesCheck
-from expectations.audit.checks.empty_text import EmptyTextCheck
-from expectations.audit.config import AuditConfig
-from expectations.audit.drops import drop_rows
-from expectations.audit.run import run_audit
+from depthfinder.expectations.audit.checks.conflicting_labels import ConflictingLabelsCheck
+from depthfinder.expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
+from depthfinder.expectations.audit.checks.cross_split_near_duplicates import CrossSplitNearDuplicatesCheck
+from depthfinder.expectations.audit.checks.empty_text import EmptyTextCheck
+from depthfinder.expectations.audit.config import AuditConfig
+from depthfinder.expectations.audit.drops import drop_rows
+from depthfinder.expectations.audit.run import run_audit
 from tests.expectations.planting import lone_rows, loner_rows, topics_table
 
 

@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
-from expectations.audit.checks.cross_split_near_duplicates import CrossSplitNearDuplicatesCheck
-from expectations.audit.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
-from expectations.audit.checks.label_in_text import LabelInTextCheck
-from expectations.audit.config import AuditConfig
-from expectations.audit.run import run_audit
-from expectations.table.normalize import normalize_text
+from depthfinder.expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
+from depthfinder.expectations.audit.checks.cross_split_near_duplicates import CrossSplitNearDuplicatesCheck
+from depthfinder.expectations.audit.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
+from depthfinder.expectations.audit.checks.label_in_text import LabelInTextCheck
+from depthfinder.expectations.audit.config import AuditConfig
+from depthfinder.expectations.audit.run import run_audit
+from depthfinder.expectations.table.normalize import normalize_text
 from tests.expectations.planting import loner_rows, topics_table
 
 

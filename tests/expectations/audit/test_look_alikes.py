@@ -7,11 +7,11 @@ import unicodedata
 import pandas as pd
 import pytest
 
-from expectations.audit.checks.conflicting_labels import ConflictingLabelsCheck
-from expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
-from expectations.audit.checks.schema import SchemaCheck
-from expectations.audit.config import AuditConfig
-from expectations.audit.run import run_audit
+from depthfinder.expectations.audit.checks.conflicting_labels import ConflictingLabelsCheck
+from depthfinder.expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
+from depthfinder.expectations.audit.checks.schema import SchemaCheck
+from depthfinder.expectations.audit.config import AuditConfig
+from depthfinder.expectations.audit.run import run_audit
 from tests.expectations.planting import lone_rows, topics_table
 
 CHECKS = [SchemaCheck, CrossSplitDuplicatesCheck, ConflictingLabelsCheck]

@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from expectations.audit.checks.class_imbalance import ClassImbalanceCheck
-from expectations.audit.checks.empty_text import EmptyTextCheck
-from expectations.audit.checks.suspected_label_noise import SuspectedLabelNoiseCheck
-from expectations.audit.config import AuditConfig
-from expectations.audit.run import run_audit
-from expectations.table.config import DataConfig
-from expectations.table.load import load_table
-from expectations.table.split import assign_splits
+from depthfinder.expectations.audit.checks.class_imbalance import ClassImbalanceCheck
+from depthfinder.expectations.audit.checks.empty_text import EmptyTextCheck
+from depthfinder.expectations.audit.checks.suspected_label_noise import SuspectedLabelNoiseCheck
+from depthfinder.expectations.audit.config import AuditConfig
+from depthfinder.expectations.audit.run import run_audit
+from depthfinder.expectations.table.config import DataConfig
+from depthfinder.expectations.table.load import load_table
+from depthfinder.expectations.table.split import assign_splits
 from tests.expectations.planting import lone_rows, topics_table
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
-from expectations.audit.checks.schema import SchemaCheck
-from expectations.audit.report import FIGURE_WIDTH, AuditReport, audit_lines, audit_markdown
-from expectations.table.labels import LabelNormalization
+from depthfinder.expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
+from depthfinder.expectations.audit.checks.schema import SchemaCheck
+from depthfinder.expectations.audit.report import FIGURE_WIDTH, AuditReport, audit_lines, audit_markdown
+from depthfinder.expectations.table.labels import LabelNormalization
 
 
 def test_the_markdown_summary_shows_verdicts_and_top_examples() -> None:
@@ -59,7 +59,7 @@ def test_labels_normalised_when_loaded_are_shown_with_examples_and_read_back() -
 def test_a_headline_too_long_for_a_prefect_table_cell_is_whole_below_the_table() -> None:
     """The Prefect UI never wraps a table cell: what passes the page's edge is cut off, so the checks table keeps
     a headline of at most FIGURE_WIDTH characters and a longer one is a line below it."""
-    from expectations.audit.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
+    from depthfinder.expectations.audit.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
 
     observed = {"columns": [{"column": "source", "reading": "as is", "lift": 0.19}]}
     headline = LabelGiveawayColumnsCheck.headline(observed)

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from expectations.audit.report import FIGURE_WIDTH, cell
-from expectations.changes.compare import (
+from depthfinder.expectations.audit.report import FIGURE_WIDTH, cell
+from depthfinder.expectations.changes.compare import (
     ADDED,
     FOREIGN,
     HELD_OUT,
@@ -18,16 +18,16 @@ from expectations.changes.compare import (
     rows_to_score,
     standing,
 )
-from expectations.changes.config import ChangesConfig
-from expectations.changes.judge import judge_changes
-from expectations.changes.report import (
+from depthfinder.expectations.changes.config import ChangesConfig
+from depthfinder.expectations.changes.judge import judge_changes
+from depthfinder.expectations.changes.report import (
     ChangeReport,
     Policy,
     changes_description,
     changes_markdown,
 )
-from expectations.table.datasets import DATASETS
-from expectations.table.split import assign_splits
+from depthfinder.expectations.table.datasets import DATASETS
+from depthfinder.expectations.table.split import assign_splits
 
 NIGHTLY = ChangesConfig(skip_minor=True)
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from expectations.table.datasets import DATASETS, list_datasets
-from expectations.table.normalize import normalize_text, text_keys
+from depthfinder.expectations.table.datasets import DATASETS, list_datasets
+from depthfinder.expectations.table.normalize import normalize_text, text_keys
 
 
 @pytest.mark.parametrize("name", sorted(DATASETS))

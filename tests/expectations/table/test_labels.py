@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from expectations.table.config import DataConfig
-from expectations.table.labels import NormalizedLabel, normalize_label, normalize_labels, spelled_out
-from expectations.table.load import load_labelled_table, load_table
-from expectations.table.normalize import strip_invisible
+from depthfinder.expectations.table.config import DataConfig
+from depthfinder.expectations.table.labels import NormalizedLabel, normalize_label, normalize_labels, spelled_out
+from depthfinder.expectations.table.load import load_labelled_table, load_table
+from depthfinder.expectations.table.normalize import strip_invisible
 
 NFC = unicodedata.normalize("NFC", "négatif")
 NFD = unicodedata.normalize("NFD", "négatif")

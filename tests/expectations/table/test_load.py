@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from expectations.table.config import DataConfig
-from expectations.table.load import load_table
+from depthfinder.expectations.table.config import DataConfig
+from depthfinder.expectations.table.load import load_table
 
 
 def load(path: Path, **options: object) -> pd.DataFrame:

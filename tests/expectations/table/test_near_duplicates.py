@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from expectations.audit.tokens import char_shingles, text_buffer, word_bigrams, word_tokens
-from expectations.table.near_duplicates import (
+from depthfinder.expectations.audit.tokens import char_shingles, text_buffer, word_bigrams, word_tokens
+from depthfinder.expectations.table.near_duplicates import (
     BAND_ROWS,
     MAX_BUCKET_NEIGHBOURS,
     NUM_HASHES,

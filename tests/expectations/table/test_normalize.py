@@ -3,7 +3,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from expectations.table.normalize import normalize_text, text_keys
+from depthfinder.expectations.table.normalize import normalize_text, text_keys
 
 VARIANTS = [
     "The battery is not bad!",

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from expectations.table.config import DataConfig
-from expectations.table.pool import audit_pool, check_pool
+from depthfinder.expectations.table.config import DataConfig
+from depthfinder.expectations.table.pool import audit_pool, check_pool
 
 LABELLED = pd.DataFrame({
     "text": ["the battery died after a week of light use", "great screen and the speakers are loud enough",

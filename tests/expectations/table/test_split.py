@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from expectations.table.datasets import DATASETS
-from expectations.table.near_duplicates import near_duplicate_pairs
-from expectations.table.normalize import normalized_texts_and_keys, text_keys
-from expectations.table.split import assign_splits
+from depthfinder.expectations.table.datasets import DATASETS
+from depthfinder.expectations.table.near_duplicates import near_duplicate_pairs
+from depthfinder.expectations.table.normalize import normalized_texts_and_keys, text_keys
+from depthfinder.expectations.table.split import assign_splits
 
 
 def unique_texts(n: int, start: int = 0) -> pd.DataFrame:

@@ -4,9 +4,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from expectations.table.datasets import get_dataset
-from expectations.table.normalize import text_keys
-from expectations.table.synthetic import ARITY, NESTED_OPS_TASKS, OPERATORS, NestedOpsTask, evaluate, expression
+from depthfinder.expectations.table.datasets import get_dataset
+from depthfinder.expectations.table.normalize import text_keys
+from depthfinder.expectations.table.synthetic import (
+    ARITY,
+    NESTED_OPS_TASKS,
+    OPERATORS,
+    NestedOpsTask,
+    evaluate,
+    expression,
+)
 
 TASKS = {task.depth: task for task in NESTED_OPS_TASKS}
 

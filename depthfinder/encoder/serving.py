@@ -1,0 +1,288 @@
+"""What a registered model runs on wherever it is served: its networks, its tokenizer's batching, its bundle's
+reader, and its input and output (a `text` column in; `label`, `confidence`, `proba_<label>` out).
+
+Nothing here imports depthfinder, so this file travels with every logged model (as `depthfinder_serving.py`,
+beside the scratch network's `encoder/model.py` as `depthfinder_network.py`: MLflow's code_paths) and the model
+loads where only its declared requirements are installed: torch, tokenizers, numpy, pandas, mlflow, and
+transformers for the pretrained family.
+
+A bundle is a folder:
+```
+bundle/
+  weights.pt      the network's state_dict (loaded with weights_only=True: no pickled code)
+  encoder.json    the network's config plus "family" (scratch or pretrained), "labels" (the class names in
+                  class-id order) and "format"
+  tokenizer.json  the tokenizers library's own format
+```
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tokenizers import Tokenizer
+from torch import nn
+
+# Inside depthfinder this module is encoder.serving and uses depthfinder's network; the copy that travels with
+# a model (depthfinder_serving) uses the copy beside it, even where depthfinder is installed too. Deciding by
+# the module's own name keeps the two apart when a served model's folder is on sys.path (MLflow puts it there
+# on loading, and processes started later, such as Dask workers, inherit it).
+if __name__ == "depthfinder.encoder.serving":
+    from depthfinder.encoder.model import EncoderClassifier, EncoderConfig
+else:
+    from depthfinder_network import EncoderClassifier, EncoderConfig
+
+TEXT_COLUMN = "text"
+LABEL_COLUMN = "label"
+CONFIDENCE_COLUMN = "confidence"
+PROBA_PREFIX = "proba_"
+WEIGHTS_FILE = "weights.pt"
+CONFIG_FILE = "encoder.json"
+TOKENIZER_FILE = "tokenizer.json"
+# The network's computation changed with the depth-scaled residual branches (format 2):
+# weights of another format would load without error and compute something else.
+BUNDLE_FORMAT = 2
+
+
+@dataclass(frozen=True)
+class PretrainedConfig:
+    """What rebuilds a pretrained family's network without the original checkpoint."""
+
+    encoder: dict  # the transformers config, cut to the candidate's depth
+    n_classes: int
+    max_len: int
+    pooling: str = "mean"  # mean or cls: over the base model's output, then a linear head; head: the type's own
+    pad_id: int = 0
+    layers: int | None = None  # the candidate's depth (None in bundles saved before it was kept here)
+
+    @property
+    def depth(self) -> int:
+        return self.layers or int(self.encoder["num_hidden_layers"])
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.encoder["vocab_size"])
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# The config's dropout of hidden states, by the names types give it; the head's dropout follows it.
+HEAD_DROPOUT = ("hidden_dropout_prob", "dropout", "mlp_dropout", "hidden_dropout")
+
+
+class PretrainedEncoderClassifier(nn.Module):
+    """A pretrained encoder's embeddings and bottom layers, then either mean (or first-token) pooling, dropout and
+    a linear head, or (pooling `head`) the type's own sequence-classification head, as `transformers` builds it:
+    then `encoder` is a standard `AutoModelForSequenceClassification`, and the whole network is."""
+
+    def __init__(self, cfg: PretrainedConfig, encoder: nn.Module | None = None) -> None:
+        super().__init__()
+        from transformers import MODEL_MAPPING, AutoConfig, AutoModel, AutoModelForSequenceClassification
+
+        self.cfg = cfg
+        if encoder is None:  # the architecture only: weights come from a bundle's state_dict
+            config = AutoConfig.for_model(**cfg.encoder)
+            if cfg.pooling == "head":
+                encoder = AutoModelForSequenceClassification.from_config(config)
+            else:
+                encoder = AutoModel.from_config(config, **base_model_kwargs(MODEL_MAPPING[type(config)]))
+        self.encoder = encoder
+        if cfg.pooling != "head":
+            config = encoder.config
+            rate = next((getattr(config, key) for key in HEAD_DROPOUT if
+                         isinstance(getattr(config, key, None), float | int)), 0.1)
+            self.dropout = nn.Dropout(float(rate))
+            self.head = nn.Linear(int(config.hidden_size), cfg.n_classes)
+
+    def body(self) -> nn.Module:
+        """The base model: the embeddings and the layers."""
+        return self.encoder.base_model if self.cfg.pooling == "head" else self.encoder
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        if self.cfg.pooling == "head":
+            return self.encoder(input_ids=input_ids, attention_mask=attention_mask).logits  # (B, n_classes)
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, H)
+        if self.cfg.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
+            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)  # (B, H)
+        return self.head(self.dropout(pooled))  # (B, n_classes)
+
+    def num_params(self, embeddings: bool = True) -> int:
+        """Parameters, with or without the embedding layer (word, position and token-type embeddings, and what
+        the type keeps with them)."""
+        total = sum(p.numel() for p in self.parameters())
+        body = self.body()
+        module = getattr(body, "embeddings", None) or body.get_input_embeddings()
+        return total if embeddings else total - sum(p.numel() for p in module.parameters())
+
+
+def base_model_kwargs(model_class: type) -> dict[str, bool]:
+    """Arguments that leave out a pooler depthfinder does not use, where the model takes one."""
+    import inspect
+
+    return {"add_pooling_layer": False} if "add_pooling_layer" in inspect.signature(model_class).parameters else {}
+
+
+Network = EncoderClassifier | PretrainedEncoderClassifier
+NetworkConfig = EncoderConfig | PretrainedConfig
+# Each family's network and its config, by the name a bundle gives its family.
+NETWORKS: dict[str, tuple[type, type]] = {"scratch": (EncoderConfig, EncoderClassifier),
+                                          "pretrained": (PretrainedConfig, PretrainedEncoderClassifier)}
+
+
+def load_tokenizer(path: str | Path) -> Tokenizer:
+    """A tokenizer saved by `tokenizers` (ours, or a pretrained checkpoint's tokenizer.json), with any padding
+    and truncation of its own turned off: batches pad themselves, and `encode_texts` cuts at max_len."""
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+def encode_texts(tokenizer: Tokenizer, texts: Sequence[str], max_len: int) -> list[list[int]]:
+    """Token ids per text, [CLS] first, at most max_len: a longer text is cut before the closing special
+    tokens are added, so it keeps its [SEP] (as Hugging Face and sentence-transformers cut it)."""
+    tokenizer.enable_truncation(max_len)
+    return [enc.ids for enc in tokenizer.encode_batch(list(texts))]
+
+
+def pad_batch(ids: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pad to the longest sequence in the batch: (input_ids (B, T) int64, attention_mask (B, T) bool)."""
+    longest = max(len(seq) for seq in ids)
+    lengths = torch.tensor([len(seq) for seq in ids])
+    input_ids = torch.full((len(ids), longest), pad_id, dtype=torch.long)
+    for i, seq in enumerate(ids):
+        input_ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+    return input_ids, torch.arange(longest) < lengths[:, None]
+
+
+class TextClassifier:
+    """A trained network with its tokenizer and label names: raw text in, classes out."""
+
+    def __init__(self, network: Network, tokenizer: Tokenizer, labels: Sequence[str]) -> None:
+        """Hold the network on CPU in eval mode (this switches the given module in place)."""
+        if len(labels) != network.cfg.n_classes:
+            raise ValueError(f"got {len(labels)} labels for a network with {network.cfg.n_classes} classes")
+        self.network = network.to("cpu").eval()
+        self.tokenizer = tokenizer
+        self.labels = list(labels)
+
+    def predict_proba(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Class probabilities (N, K), rows in input order; K follows `labels`.
+
+        Texts are batched in order of token length, so each batch pads to similar lengths.
+        """
+        return self._batched(texts, batch_size, lambda logits: torch.softmax(logits, dim=-1))
+
+    def predict_logits(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """The network's logits (N, K), rows in input order: a teacher's soft labels before any temperature."""
+        return self._batched(texts, batch_size, lambda logits: logits)
+
+    def _batched(self, texts: Sequence[str], batch_size: int, output) -> np.ndarray:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        ids = encode_texts(self.tokenizer, texts, self.network.cfg.max_len)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        values = np.empty((len(ids), len(self.labels)), dtype=np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                input_ids, attention_mask = pad_batch([ids[i] for i in rows], self.network.cfg.pad_id)
+                logits = self.network(input_ids, attention_mask)  # (B, K)
+                values[rows] = output(logits.float()).numpy()
+        return values
+
+    def predict(self, texts: Sequence[str], batch_size: int = 64) -> list[str]:
+        """The most probable label of each text, in input order."""
+        probs = self.predict_proba(texts, batch_size=batch_size)
+        return [self.labels[k] for k in probs.argmax(axis=1)]
+
+
+def read_bundle_config(directory: Path) -> tuple[NetworkConfig, list[str]]:
+    """The network's config and the label names of a bundle, without loading its weights."""
+    path = Path(directory) / CONFIG_FILE
+    if not path.is_file():
+        raise ValueError(f"{directory} is not a model bundle: {CONFIG_FILE} is missing")
+    config = json.loads(path.read_text(encoding="utf-8"))
+    labels = config.pop("labels", None)
+    if (found := config.pop("format", 1)) != BUNDLE_FORMAT:
+        raise ValueError(
+            f"{path} is a format-{found} bundle; this depthfinder reads format {BUNDLE_FORMAT}: retrain the model"
+        )
+    family = config.pop("family", "scratch")
+    if family not in NETWORKS:
+        raise ValueError(f"{path} names family {family!r}; families: {', '.join(NETWORKS)}")
+    try:
+        cfg = NETWORKS[family][0](**config)
+    except TypeError as exc:
+        raise ValueError(f"{path} does not hold a {family} network's config: {exc}") from None
+    if not isinstance(labels, list) or len(labels) != cfg.n_classes:
+        raise ValueError(f"{path} must list {cfg.n_classes} labels, got {labels!r}")
+    return cfg, labels
+
+
+def family_name(cfg: NetworkConfig) -> str:
+    """The family whose networks `cfg` configures."""
+    return next(name for name, (config_type, _) in NETWORKS.items() if isinstance(cfg, config_type))
+
+
+def load_bundle(directory: Path) -> TextClassifier:
+    """Load a bundle written by `encoder.bundle.save_bundle` into a CPU classifier in eval mode.
+
+    Args:
+        directory: The bundle's folder.
+
+    Returns:
+        A TextClassifier whose probabilities match the saved network's.
+    """
+    directory = Path(directory)
+    cfg, labels = read_bundle_config(directory)
+    for name in (WEIGHTS_FILE, TOKENIZER_FILE):
+        if not (directory / name).is_file():
+            raise ValueError(f"{directory} is not a complete model bundle: {name} is missing")
+    network = NETWORKS[family_name(cfg)][1](cfg)
+    state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
+    network.load_state_dict(state)
+    return TextClassifier(network, load_tokenizer(directory / TOKENIZER_FILE), labels)
+
+
+def proba_columns(labels: list[str]) -> list[str]:
+    """Output column of each class's probability, in class-id order."""
+    return [f"{PROBA_PREFIX}{label}" for label in labels]
+
+
+def texts_from_input(model_input: object) -> list[str]:
+    """The texts of a DataFrame's `text` column, a Series or a list; rejects non-strings by row."""
+    if isinstance(model_input, pd.DataFrame):
+        if TEXT_COLUMN not in model_input.columns:
+            raise ValueError(f"input needs a '{TEXT_COLUMN}' column, got columns {list(model_input.columns)}")
+        values = model_input[TEXT_COLUMN].tolist()
+    elif isinstance(model_input, pd.Series | np.ndarray | list | tuple):
+        values = list(model_input)
+    elif isinstance(model_input, str):
+        values = [model_input]
+    else:
+        raise TypeError(f"input must be a DataFrame with a '{TEXT_COLUMN}' column or a list of strings, "
+                        f"got {type(model_input).__name__}")
+    for row, value in enumerate(values):
+        if not isinstance(value, str):
+            raise ValueError(f"text in row {row} is {value!r}, expected a string")
+    return [str(value) for value in values]  # plain str, also from numpy str_ values
+
+
+def predictions_frame(classifier: TextClassifier, texts: list[str]) -> pd.DataFrame:
+    """Label, confidence and per-class probabilities of each text, rows in input order."""
+    probs = classifier.predict_proba(texts).astype(np.float64)  # (N, K)
+    frame = pd.DataFrame(probs, columns=proba_columns(classifier.labels))
+    frame.insert(0, LABEL_COLUMN, pd.Series([classifier.labels[k] for k in probs.argmax(axis=1)], dtype=str))
+    frame.insert(1, CONFIDENCE_COLUMN, probs.max(axis=1))
+    return frame

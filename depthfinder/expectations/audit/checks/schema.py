@@ -1,0 +1,66 @@
+"""`schema`: the text, label and split columns exist and hold usable values."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from depthfinder.expectations.audit.checks.base import Check, CheckPlan
+from depthfinder.expectations.audit.config import AuditConfig
+from depthfinder.expectations.table.labels import normalize_labels
+from depthfinder.expectations.table.load import SPLITS
+
+MISSING = "<missing>"
+COLUMNS = ("text", "label", "split")
+
+
+class SchemaCheck(Check):
+    """Missing columns, texts that are not strings, null/empty labels, unknown split names.
+
+    The derived frame keeps the table's column names but holds what is validated: the
+    Python type of each text (a null text is left to `empty_text`), the label with
+    blanks (nothing visible: white space, invisible characters) as null, and the split
+    with nulls as '<missing>'. All are categoricals, which GX fingerprints far faster
+    than a column of texts.
+    """
+
+    name = "schema"
+    category = "schema"
+    severity = "error"
+    description = "text/label/split columns exist; texts are strings; labels are set; splits are train/val/test"
+
+    def plan(self, table: pd.DataFrame, config: AuditConfig) -> CheckPlan:
+        """One row per table row with the type of the text, the label and the split."""
+        import great_expectations.expectations as gxe
+
+        expectations = [
+            gxe.ExpectColumnToExist(column=column, **self.gx("error", f"a {column!r} column is needed"))
+            for column in COLUMNS
+        ]
+        frame = pd.DataFrame(index=table.index)
+        if "text" in table.columns:
+            frame["text"] = _type_names(table["text"])
+            expectations.append(gxe.ExpectColumnValuesToBeInSet(
+                column="text", value_set=["str"], **self.gx("error", "a text must be a string"),
+            ))
+        if "label" in table.columns:
+            labels = table["label"].astype("category")
+            frame["label"] = labels.mask(normalize_labels(table["label"]).eq("").to_numpy())
+            expectations.append(gxe.ExpectColumnValuesToNotBeNull(
+                column="label", **self.gx("error", "every row needs a label"),
+            ))
+        if "split" in table.columns:
+            frame["split"] = table["split"].astype("str").fillna(MISSING).astype("category")
+            expectations.append(gxe.ExpectColumnValuesToBeInSet(
+                column="split", value_set=list(SPLITS), **self.gx("error", "a split is train, val or test"),
+            ))
+        missing = [column for column in COLUMNS if column not in table.columns]
+        return CheckPlan(frame=frame, expectations=expectations, observed={"missing_columns": missing})
+
+
+def _type_names(texts: pd.Series) -> pd.Series:
+    """The Python type name of each non-null value, as a categorical (null stays null)."""
+    if pd.api.types.is_string_dtype(texts.dtype) and not pd.api.types.is_object_dtype(texts.dtype):
+        names = pd.Series("str", index=texts.index).where(texts.notna())
+    else:
+        names = texts.map(lambda value: type(value).__name__).where(texts.notna())
+    return names.astype("category")

@@ -1,0 +1,132 @@
+"""`suspected_label_noise`: rows whose label disagrees with out-of-fold predictions (confident learning).
+
+A fast baseline (expectations/baseline.py) predicts every row's class probabilities
+from a model trained on the other folds. cleanlab's `find_label_issues` then estimates
+how many labels are wrong from the confident joint of given and predicted labels
+(`num_label_issues`) and flags that many rows, those with the lowest probability of
+their own label (`filter_by="low_self_confidence"`). So the share of flagged rows is
+the estimated noise rate, and the flagged rows are ranked by suspicion.
+
+The estimate is only as good as the baseline: a task a bag of n-grams cannot learn
+(negation, word order) looks noisier than it is. Hence a warning by default and an
+error only above `max_label_noise_fraction`. On more than `noise_max_rows` rows the
+check judges a random sample and says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from depthfinder.expectations.audit.baseline import FOLDS, out_of_fold_probabilities
+from depthfinder.expectations.audit.checks.base import NORMALIZED_COLUMN, USABLE_COLUMN, Check, CheckPlan, to_jsonable
+from depthfinder.expectations.audit.config import AuditConfig
+
+SAMPLE_SEED = 0
+
+
+class SuspectedLabelNoiseCheck(Check):
+    """Rows cleanlab flags as probably mislabelled, with their given and likely labels."""
+
+    name = "suspected_label_noise"
+    category = "noise"
+    severity = "warning"
+    description = "rows whose label disagrees with out-of-fold predictions of a baseline (confident learning)"
+    evidence = ("likely_label", "self_confidence")
+
+    @classmethod
+    def headline(cls, observed: dict[str, Any]) -> str:
+        if "fraction" not in observed:
+            return super().headline(observed)
+        sampled = ", sampled" if observed.get("sampled") else ""
+        return (
+            f"estimated noise {100 * observed['fraction']:.1f} % ({observed['rows']} rows flagged of "
+            f"{observed['judged_rows']} judged{sampled})"
+        )
+    requires = ("text", "label")
+
+    def plan(self, table: pd.DataFrame, config: AuditConfig) -> CheckPlan:
+        """One row per table row: suspected (1/0; null when not judged), self-confidence and likely label."""
+        import great_expectations.expectations as gxe
+        from cleanlab.filter import find_label_issues
+
+        judged, sampled, note = _rows_to_judge(table, config.noise_max_rows)
+        frame = pd.DataFrame({
+            "suspected": np.full(len(table), np.nan), "self_confidence": np.full(len(table), np.nan),
+            "likely_label": pd.Series([None] * len(table), dtype="object"),
+        }, index=table.index)
+        observed: dict[str, Any] = {"judged_rows": len(judged), "sampled": sampled}
+        if note:
+            observed["note"] = note
+        labels, classes = pd.factorize(table.loc[judged, "label"].astype("str"))
+        if len(classes) >= 2:
+            probabilities = out_of_fold_probabilities(table.loc[judged, NORMALIZED_COLUMN].tolist(), labels)
+            issues = find_label_issues(labels, probabilities, filter_by="low_self_confidence")
+            frame.loc[judged, "suspected"] = issues.astype(np.float64)
+            frame.loc[judged, "self_confidence"] = probabilities[np.arange(len(labels)), labels]
+            frame.loc[judged, "likely_label"] = np.asarray(classes, dtype=object)[probabilities.argmax(axis=1)]
+            estimate = float(issues.mean())
+            observed.update({
+                "rows": int(issues.sum()), "fraction": round(estimate, 6),
+                "baseline_accuracy": round(float((probabilities.argmax(axis=1) == labels).mean()), 4),
+            })
+        thresholds = {
+            "warn_fraction": config.label_noise_warn_fraction, "max_fraction": config.max_label_noise_fraction,
+        }
+        observed.update(thresholds)
+        expectations = [
+            gxe.ExpectColumnValuesToBeBetween(
+                column="suspected", max_value=0, mostly=1 - config.label_noise_warn_fraction,
+                **self.gx("warning", "these labels disagree with a model that never saw them", **thresholds,
+                          estimated_fraction=observed.get("fraction"), judged_rows=len(judged)),
+            ),
+            gxe.ExpectColumnValuesToBeBetween(
+                column="suspected", max_value=0, mostly=1 - config.max_label_noise_fraction,
+                **self.gx("error", "too many labels look wrong to train on", **thresholds,
+                          estimated_fraction=observed.get("fraction"), judged_rows=len(judged)),
+            ),
+        ]
+        return CheckPlan(frame=frame, expectations=expectations, observed=observed, suspects=_flagged(table, frame))
+
+    def examples(self, table: pd.DataFrame, plan: CheckPlan, failing: list[Any], limit: int) -> list[dict[str, Any]]:
+        """The most suspicious flagged rows: lowest probability of their given label first."""
+        confidence = plan.frame.loc[failing, "self_confidence"].sort_values(kind="stable")
+        examples = []
+        for index in confidence.index[:limit]:
+            row = table.loc[index]
+            example = {"row": row["row"], "text": row["text"], "label": row["label"]}
+            if "split" in table.columns:
+                example["split"] = row["split"]
+            example["likely_label"] = plan.frame.at[index, "likely_label"]
+            example["self_confidence"] = round(float(confidence[index]), 4)
+            examples.append(to_jsonable(example))
+        return examples
+
+
+def _flagged(table: pd.DataFrame, frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Every row flagged (the `rows` the headline counts), most suspicious first, with its likely label: the
+    suspects the flagged-rows table and CSV list, whether or not the estimate reached the warning (a row-level
+    check's suspects are its failing rows, and below the warning none fail)."""
+    flagged = frame.index[frame["suspected"] == 1]
+    order = frame.loc[flagged, "self_confidence"].sort_values(kind="stable").index
+    rows = table.loc[order, ["row", "text", "label"]].assign(likely_label=frame.loc[order, "likely_label"])
+    return to_jsonable(rows.to_dict(orient="records"))
+
+
+def _rows_to_judge(table: pd.DataFrame, max_rows: int) -> tuple[pd.Index, bool, str]:
+    """Usable rows of classes with at least FOLDS rows, sampled down to `max_rows`: (rows, sampled, note)."""
+    usable = table.index[table[USABLE_COLUMN].to_numpy(dtype=bool)]
+    notes = []
+    sampled = len(usable) > max_rows
+    if sampled:
+        rng = np.random.default_rng(SAMPLE_SEED)
+        usable = usable[np.sort(rng.choice(len(usable), size=max_rows, replace=False))]
+        notes.append(f"judged a random sample of {max_rows:,} of {int(table[USABLE_COLUMN].sum()):,} rows")
+    counts = table.loc[usable, "label"].astype("str").value_counts()
+    small = counts.index[counts < FOLDS].tolist()
+    if small:
+        usable = usable[~table.loc[usable, "label"].astype("str").isin(small).to_numpy()]
+        notes.append(f"classes with fewer than {FOLDS} rows not judged: {', '.join(map(str, small[:10]))}")
+    return usable, sampled, "; ".join(notes)

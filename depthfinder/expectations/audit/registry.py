@@ -1,0 +1,68 @@
+"""The registry of audit checks: every check class by its unique name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from depthfinder.expectations.audit.checks.base import Check
+from depthfinder.expectations.audit.checks.class_imbalance import ClassImbalanceCheck
+from depthfinder.expectations.audit.checks.conflicting_labels import ConflictingLabelsCheck
+from depthfinder.expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
+from depthfinder.expectations.audit.checks.cross_split_near_duplicates import CrossSplitNearDuplicatesCheck
+from depthfinder.expectations.audit.checks.empty_text import EmptyTextCheck
+from depthfinder.expectations.audit.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
+from depthfinder.expectations.audit.checks.label_in_text import LabelInTextCheck
+from depthfinder.expectations.audit.checks.schema import SchemaCheck
+from depthfinder.expectations.audit.checks.suspected_label_noise import SuspectedLabelNoiseCheck
+
+
+class CheckRegistry:
+    """An ordered collection of check classes; a second check with a taken name is an error."""
+
+    def __init__(self, checks: Iterable[type[Check]] = ()) -> None:
+        self._checks: dict[str, type[Check]] = {}
+        for check in checks:
+            self.register(check)
+
+    def register(self, check: type[Check]) -> type[Check]:
+        """Add a check class (usable as a class decorator); ValueError on a duplicate name."""
+        for attribute in ("name", "category", "severity", "description"):
+            if not getattr(check, attribute, None):
+                raise ValueError(f"check class {check.__name__} has no {attribute!r}")
+        if check.name in self._checks:
+            raise ValueError(
+                f"duplicate check name {check.name!r}: {check.__name__} and {self._checks[check.name].__name__}"
+            )
+        self._checks[check.name] = check
+        return check
+
+    def get(self, name: str) -> type[Check]:
+        """The check class called `name`; ValueError naming the known ones otherwise."""
+        if name not in self._checks:
+            raise ValueError(f"unknown check {name!r}; expected one of: {', '.join(self._checks)}")
+        return self._checks[name]
+
+    def names(self) -> list[str]:
+        """Names of the registered checks, in registration order."""
+        return list(self._checks)
+
+    def __iter__(self) -> Iterator[type[Check]]:
+        return iter(self._checks.values())
+
+    def __len__(self) -> int:
+        return len(self._checks)
+
+
+# The default audit, in the order its results are reported. A new check: one module
+# under expectations/checks/ and one line here.
+REGISTRY = CheckRegistry([
+    SchemaCheck,
+    EmptyTextCheck,
+    CrossSplitDuplicatesCheck,
+    CrossSplitNearDuplicatesCheck,
+    LabelInTextCheck,
+    LabelGiveawayColumnsCheck,
+    ConflictingLabelsCheck,
+    SuspectedLabelNoiseCheck,
+    ClassImbalanceCheck,
+])

@@ -1,0 +1,389 @@
+"""The run's settings: one frozen model per concern, loaded from YAML with CLI overrides.
+
+The same objects are the CLI's target, the Prefect flow's parameters (so the UI renders
+them as forms) and what is logged to MLflow. A setting that is also a flag of `depthfinder
+run` says so on its field, `json_schema_extra={"flag": "--name"}`: the CLI is built from
+these declarations (cli/flags.py), and so is the flag column of docs/configuration.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
+
+from depthfinder.encoder.config import SCRATCH_DEPTHS, SEED_MAX, FamilyKind, ModelConfig, TrainConfig, yaml_switch
+from depthfinder.expectations.audit.config import AuditConfig
+from depthfinder.expectations.changes.config import ChangesConfig
+from depthfinder.expectations.table.config import DataConfig
+from depthfinder.runtime.credentials import hide_credentials
+from depthfinder.selection.halving import rung_budgets
+from depthfinder.selection.settings import SelectionRule
+from depthfinder.selection.strategies import StrategyName
+
+DATA_SOURCES = {"path", "dataset"}
+MAX_WORKERS = 256  # more candidates at once than any one machine or local cluster trains: a typo
+MAX_DEPTH = 64  # deeper than any encoder in use (BERT-large: 24 layers): a typo, not a candidate
+# A registered model name also names a lock file and a Prefect limit, and sits in models:/NAME/VERSION URIs.
+MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+# Where runs and models are recorded unless told: MLflow's own default store, a SQLite file in the working folder.
+TRACKING_URI = "sqlite:///mlflow.db"
+WORKDIR = Path(".depthfinder")  # the work folder: prepared data, tokenizers, checkpoints, logs
+# The environment variable whose value, when set, is sweep.crossfit's default (the test suite sets it to off: a
+# cross-fit multiplies a tiny sweep's training; tests/flows/test_crossfit.py asks for it).
+CROSSFIT_DEFAULT = "DEPTHFINDER_CROSSFIT"
+
+
+class SweepConfig(SelectionRule):
+    """Which depths to try and how to choose among them (the selection rule's settings, and the sweep's)."""
+
+    depths: list[StrictInt] | None = Field(
+        None, min_length=1,
+        description=f"Candidate depths (encoder blocks; 1 to {MAX_DEPTH}) of every family; null = "
+        f"{', '.join(map(str, SCRATCH_DEPTHS))} from scratch, and 1, 2, 4, ... up to and including the pretrained "
+        "checkpoint's layer count.",
+        json_schema_extra={"flag": "--depths"},
+    )
+    families: list[FamilyKind] | None = Field(
+        None, min_length=1,
+        description="Which encoders to sweep, chosen among together: scratch (depthfinder's own, trained from "
+        "scratch) and pretrained (the bottom layers of each checkpoint of model.pretrained, fine-tuned: one family "
+        "per checkpoint, named after it); null = pretrained when model.pretrained is set, else scratch.",
+        json_schema_extra={"flag": "--families"},
+    )
+    seeds: list[Annotated[StrictInt, Field(ge=0, le=SEED_MAX)]] = Field(
+        [1], min_length=1, description="Seeds trained per depth (0 to 2^32 - 1); the rule uses their mean.",
+        json_schema_extra={"flag": "--seeds"},
+    )
+    strategy: StrategyName = Field(
+        "grid", description="How depths are learned: grid, one fine-tune of each depth (halving may prune); search, "
+        "every depth 1..L of a family screened by one fine-tune of depth L with a probe on each layer, then separate "
+        "fine-tunes only of the depths the screen cannot rule out (about log2(L) of them; none once the validation "
+        "rows could not show one within the tolerance): every depth answered for at most about two fine-tunes "
+        "(docs/selection.md).",
+        json_schema_extra={"flag": "--strategy"},
+    )
+    halving: Literal["auto", "on", "off"] = Field(
+        "auto", description="Successive halving: train every depth for halving_epochs, keep the better half by the "
+        "rule, double the budget, until two depths are left; they train to the end. auto = on with 4 or more depths.",
+        json_schema_extra={"flag": "--halving"},
+    )
+    halving_epochs: int | None = Field(
+        None, strict=True, ge=1,
+        description="Epochs of the first halving rung (each later rung doubles it); null = the recipe's min_epochs "
+        "(train.min_epochs; a pretrained family's finetune_min_epochs), the epochs a depth may spend on its initial "
+        "loss plateau.",
+    )
+    extend_unconverged: bool | None = Field(
+        None,
+        description="Give candidates still improving when their budget ended (not_converged) extend_epochs more, "
+        "from their last state with a restarted learning-rate schedule, before the rule decides; null = on in the "
+        "nightly deployment, off in `depthfinder run`.",
+        json_schema_extra={"flag": "--extend-unconverged"},
+    )
+    extend_epochs: int | None = Field(
+        None, strict=True, ge=1, description="Epochs of such an extension; null = half the recipe's max_epochs."
+    )
+    check_lr: bool = Field(
+        False,
+        description="Before the sweep, train the shallowest and deepest depth of each family for the first halving "
+        "budget at 1/3, 1 and 3 times the recipe's peak learning rate, and report whether the best rate moves with "
+        "depth (the 1x runs are the sweep's own first epochs, reused).",
+        json_schema_extra={"flag": "--check-lr"},
+    )
+    budget_flops: float | None = Field(
+        None, gt=0,
+        description="Training FLOPs the sweep may spend (3 x FLOPs per example x train rows x epochs, over every "
+        "candidate): families run cheapest first, and once it is spent no further step starts; the decision says "
+        "what it left untried. null = no budget.",
+        json_schema_extra={"flag": "--budget-flops"},
+    )
+    crossfit: Literal["auto", "on", "all", "off"] = Field(
+        default_factory=lambda: os.environ.get(CROSSFIT_DEFAULT, "auto"), validate_default=True,
+        description="Cross-fitting, so that no depth is judged by a chance validation mean: depths trained again on "
+        "crossfit_folds folds of the train and validation rows, so that every one of those rows is predicted by a "
+        "model that never saw it, and the rule judges on all of them (never on test rows); the shipped model is the "
+        "sweep's. auto = every depth the validation rows do not show worse than the tolerance, and the best is the one "
+        "best on the out-of-fold rows when the budget pays for all of them (the depths cheaper than the validation "
+        "rows' choice first); on = only the cheaper depths than the choice not shown worse, the best stays the "
+        "validation rows'; all = every depth, shown worse or not; within crossfit_budget in each case "
+        f"(docs/selection.md, docs/benchmarks.md: what each buys). Default auto, or the environment's "
+        f"{CROSSFIT_DEFAULT}.",
+        json_schema_extra={"flag": "--crossfit", "documented_default": "auto"},
+    )
+    crossfit_folds: int = Field(
+        5, strict=True, ge=2, le=20,
+        description="Folds of cross-fitting: each depth cross-fitted trains this many times, on all but one fold; "
+        "fewer, down to 3, where crossfit_budget cannot pay for the best and the first depth to settle.",
+    )
+    crossfit_budget: float = Field(
+        3.0, ge=0,
+        description="Training time cross-fitting may spend, as a multiple of the sweep's own (estimated from each "
+        "candidate's train time): the best first, then the depths cheaper than the validation rows' choice, cheapest "
+        "first; fewer folds (down to 3) where that pays for every depth (4 folds of every depth: 3x); 0 = none.",
+        json_schema_extra={"flag": "--crossfit-budget"},
+    )
+    distill: Literal["auto", "on", "off"] = Field(
+        "auto", description="Distillation, after the sweep's decision: the best candidate teaches cheaper depths, "
+        "each trained again from the same initialisation on distill_alpha x T^2 x KL(teacher || student) at "
+        "temperature distill_temperature plus (1 - distill_alpha) x the cross-entropy of the labels, with the "
+        "teacher's soft labels on the train rows (and on unlabelled texts of --unlabeled: distill_unlabeled) computed "
+        "once and cached; each student is a candidate of its own (`depth 3, distilled from depth 6`) that the rule "
+        "judges beside the plain ones. on = every depth cheaper than the best; auto = every depth cheaper than the "
+        "rule's choice (none when the cheapest ships), only with --unlabeled texts to teach on; off = none "
+        "(docs/training.md).",
+        json_schema_extra={"flag": "--distill"},
+    )
+    distill_temperature: float = Field(
+        2.0, gt=0, description="Temperature T of the teacher's and the student's softmax in the distillation loss.",
+    )
+    distill_alpha: float = Field(
+        0.5, ge=0, le=1, description="Weight of the soft-label term in a student's loss (the labels' cross-entropy "
+        "takes 1 - distill_alpha); 0 trains a student exactly as its plain twin.",
+    )
+    distill_epochs: int | None = Field(
+        None, strict=True, ge=1, description="Most epochs of a student; null = its family's recipe's max_epochs "
+        "(early stopping as for any candidate).",
+    )
+    distill_start: Literal["twin", "init"] = Field(
+        "twin", description="Where a student starts: twin = from its trained plain twin (same family, depth and "
+        "seed), its teacher's soft labels refining it at half the recipe's peak learning rate, early-stopped on "
+        "validation (docs/benchmarks.md: students from their initialisation lost to their twins where the teacher was "
+        "far better); init = from the twin's initialisation, trained on the distillation loss from the start.",
+        json_schema_extra={"flag": "--distill-start"},
+    )
+    distill_unlabeled: float = Field(
+        1.0, ge=0, description="With --unlabeled: students also learn the teacher's soft labels on this many of the "
+        "unlabelled texts per train row (a teacher that fitted its train rows teaches most on texts it never saw), "
+        "at most half of them: the texts taught on are left out of the pool's evidence (a student learnt to agree "
+        "with its teacher there). 0 = the train rows alone.",
+    )
+    unlabeled: Path | None = Field(
+        None, description="Texts from the same source as the labelled rows, without labels (any format --data takes, "
+        "texts in --text-col): a cheaper depth the labelled rows cannot settle is shown within the tolerance when the "
+        "share of these texts on which it disagrees with the best bounds its difference within it; where it does "
+        "not, the texts whose labels would settle it are written to rows_to_label.csv in the run's folder "
+        "(docs/selection.md). Never trained on; texts also in the labelled table are left out.",
+        json_schema_extra={"flag": "--unlabeled"},
+    )
+    labels: Path | None = Field(
+        None, description="Labels for some of the unlabelled texts (rows_to_label.csv once filled in, or any file with "
+        "--text-col and --label-col): they tighten the bound, as evidence only; nothing is trained on them or "
+        "retrained for them. Needs --unlabeled.",
+        json_schema_extra={"flag": "--labels"},
+    )
+    unlabeled_rows: int = Field(
+        20_000, strict=True, ge=100, le=1_000_000,
+        description="Most unlabelled texts each depth to settle predicts (a fixed sample of a larger file).",
+    )
+    task_runner: Literal["threads", "processes", "dask"] = Field(
+        "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster.",
+        json_schema_extra={"flag": "--task-runner"},
+    )
+    workers: int = Field(
+        1, strict=True, ge=1, le=MAX_WORKERS,
+        description="Candidates trained at once (Dask: workers of a local cluster).",
+        json_schema_extra={"flag": "--workers"},
+    )
+    dask_address: str | None = Field(
+        None, description="Scheduler of an existing Dask cluster; a local one otherwise.",
+        json_schema_extra={"flag": "--dask-address"},
+    )
+
+    @field_validator("depths")
+    @classmethod
+    def _positive_unique(cls, depths: list[int] | None) -> list[int] | None:
+        if depths is None:
+            return None
+        if any(not 1 <= d <= MAX_DEPTH for d in depths) or len(set(depths)) != len(depths):
+            raise ValueError(f"depths must be distinct integers from 1 to {MAX_DEPTH}, got {depths}")
+        return sorted(depths)
+
+    @model_validator(mode="after")
+    def _labels_need_texts(self) -> SweepConfig:
+        if self.labels is not None and self.unlabeled is None:
+            raise ValueError("--labels needs --unlabeled: the labels are for texts of the unlabelled pool")
+        return self
+
+    @field_validator("families")
+    @classmethod
+    def _distinct_families(cls, families: list[str] | None) -> list[str] | None:
+        if families is not None and len(set(families)) != len(families):
+            raise ValueError(f"families must be distinct, got {families}")
+        return families
+
+    @property
+    def workers_per_machine(self) -> int:
+        """Candidates training at once on one machine: the workers, except on an existing Dask cluster, whose
+        machines this one cannot see (there each worker takes its machine's cores, or its OMP_NUM_THREADS)."""
+        return 1 if self.task_runner == "dask" and self.dask_address else self.workers
+
+    def halves(self, depths: int) -> bool:
+        """Whether a family sweeping this many depths uses successive halving."""
+        return self.halving == "on" or (self.halving == "auto" and depths >= 4)
+
+    def rung_budgets(self, depths: int, recipe: TrainConfig) -> list[int]:
+        """Epoch budgets of the halving rungs for this many depths (empty without halving); the first is
+        `halving_epochs`, by default the recipe's `min_epochs`: a depth may sit on its initial loss plateau
+        until then."""
+        if not self.halves(depths):
+            return []
+        return rung_budgets(depths, self.halving_epochs or recipe.min_epochs, recipe.max_epochs)
+
+    def checks(self, depths: int, recipe: TrainConfig) -> list[int]:
+        """Epoch budgets at which a family swept after cheaper ones stops the depths they outclass (the rungs it
+        would halve at, and at least the first; none with halving off)."""
+        if self.halving == "off":
+            return []
+        return rung_budgets(max(depths, 3), self.halving_epochs or recipe.min_epochs, recipe.max_epochs)
+
+    def extension(self, recipe: TrainConfig) -> int:
+        """Epochs a not-converged candidate of a family with this recipe gets more (0: no extension)."""
+        if not self.extend_unconverged:
+            return 0
+        return self.extend_epochs or max(1, recipe.max_epochs // 2)
+
+    _switches = field_validator("halving", "crossfit", "distill", mode="before")(yaml_switch)
+
+    @field_validator("seeds")
+    @classmethod
+    def _unique(cls, seeds: list[int]) -> list[int]:
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds must be distinct, got {seeds}")
+        return seeds
+
+
+class RegistryConfig(BaseModel):
+    """Where runs and models are recorded."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    tracking_uri: str = Field(
+        TRACKING_URI, description="MLflow tracking and registry URI.", json_schema_extra={"flag": "--tracking-uri"}
+    )
+    experiment: str = Field(
+        "depthfinder", min_length=1, pattern=r"\S", description="MLflow experiment of the sweep runs.",
+        json_schema_extra={"flag": "--experiment"},
+    )
+    model_name: str = Field(
+        "depthfinder", pattern=MODEL_NAME_PATTERN,
+        description="Registered model name: letters, digits, '.', '_' and '-', starting with a letter or digit.",
+        json_schema_extra={"flag": "--model-name"},
+    )
+    workdir: Path = Field(
+        WORKDIR, description="Folder for prepared data, tokenizers and checkpoints.",
+        json_schema_extra={"flag": "--workdir"},
+    )
+
+
+class RunConfig(BaseModel):
+    """Everything one retraining run needs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    data: DataConfig
+    audit: AuditConfig = AuditConfig()
+    changes: ChangesConfig = ChangesConfig()
+    model: ModelConfig = ModelConfig()
+    train: TrainConfig = TrainConfig()
+    sweep: SweepConfig = SweepConfig()
+    registry: RegistryConfig = RegistryConfig()
+
+    @model_validator(mode="after")
+    def _pretrained_family_needs_a_checkpoint(self) -> RunConfig:
+        if "pretrained" in self.families and self.model.pretrained is None:
+            raise ValueError("sweep.families holds pretrained but no checkpoint is given (--pretrained)")
+        return self
+
+    @property
+    def families(self) -> list[FamilyKind]:
+        """The kinds of family this run sweeps, in order: as configured, else the one the model settings imply
+        (pretrained: one family per checkpoint)."""
+        return self.sweep.families or (["pretrained"] if self.model.pretrained else ["scratch"])
+
+
+def settings_used(config: RunConfig) -> RunConfig:
+    """`config` as a run applies it, for the parameters it logs: a switch left null (on in the nightly deployment,
+    which sets it, off in `depthfinder run`) is off, so MLflow shows the value used, not `None`."""
+    sweep = config.sweep.model_copy(update={"extend_unconverged": bool(config.sweep.extend_unconverged)})
+    changes = config.changes.model_copy(update={"skip_minor": bool(config.changes.skip_minor)})
+    return config.model_copy(update={"sweep": sweep, "changes": changes})
+
+
+def without_credentials(config: RunConfig) -> RunConfig:
+    """`config` with the credentials of its tracking URI kept in this process's environment (runtime.credentials):
+    what is passed on, logged and stored from here on carries none."""
+    registry = config.registry
+    hidden = registry.model_copy(update={"tracking_uri": hide_credentials(registry.tracking_uri)})
+    return config.model_copy(update={"registry": hidden})
+
+
+def check_model_name(name: str) -> None:
+    """ValueError in one line when `name` cannot be a registered model's name (the rule of RegistryConfig)."""
+    if not re.fullmatch(MODEL_NAME_PATTERN, name):
+        rule = RegistryConfig.model_fields["model_name"].description.removeprefix("Registered model name: ")
+        raise ValueError(f"model name {name!r} is not one depthfinder registers: {rule[:-1]}, at most 100 characters")
+
+
+def load_run_config(path: Path | None, overrides: dict[str, dict[str, Any]]) -> RunConfig:
+    """Read a YAML config (sections named like RunConfig's fields) and apply CLI overrides.
+
+    Raises ValueError naming the file or the setting at fault.
+    """
+    sections: dict[str, dict[str, Any]] = {}
+    if path is not None:
+        sections = _read_yaml(path)
+    for section, values in overrides.items():
+        given = {k: v for k, v in values.items() if v is not None}
+        if section == "data" and given.keys() & DATA_SOURCES:
+            for source in DATA_SOURCES - given.keys():  # the CLI's data source wins over the file's
+                sections.get("data", {}).pop(source, None)
+        sections.setdefault(section, {}).update(given)
+    try:
+        return RunConfig.model_validate(sections)
+    except ValidationError as exc:
+        raise ValueError(first_error(exc, path)) from None
+
+
+def _read_yaml(path: Path) -> dict[str, dict[str, Any]]:
+    if not path.exists():
+        raise ValueError(f"config file {path} does not exist")
+    if not path.is_file():
+        raise ValueError(f"config file {path} is not a file")
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ValueError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
+    except RecursionError:  # the parser recurses once per level
+        raise ValueError(f"config file {path} nests deeper than it can be read; a config is sections "
+                         f"({', '.join(RunConfig.model_fields)}) of settings") from None
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start]
+        raise ValueError(f"config file {path} is not UTF-8 (byte 0x{byte:02x} at offset {exc.start})") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"config file {path} is not valid YAML: {_yaml_problem(exc)}") from None
+    if not isinstance(loaded, dict) or not all(isinstance(v, dict) for v in loaded.values()):
+        raise ValueError(f"config file {path} must map sections ({', '.join(RunConfig.model_fields)}) to settings")
+    return loaded
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """Where and what, on one line: `line 3, column 7: mapping values are not allowed here`."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark is not None else problem
+
+
+def first_error(exc: ValidationError, path: Path | None) -> str:
+    """A validation error's first problem in one line: `setting sweep.depths (in c.yaml): ...`."""
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "config"
+    source = f" (in {path})" if path is not None else ""
+    # A validator's ValueError reads "Value error, <what>" in pydantic's message: the user needs only the what.
+    message = str(error["ctx"]["error"]) if error["type"] == "value_error" and "error" in error.get("ctx", {}) \
+        else error["msg"]
+    return f"setting {where}{source}: {message}"

@@ -1,0 +1,71 @@
+"""The MLflow pyfunc model that serves a bundle on raw text, logged as "models from code".
+
+MLflow copies this file into the logged model and executes it on load; the last line hands
+it the model object, so nothing is pickled. The bundle folder (see encoder.serving) travels
+as the artifact "bundle" and is loaded in `load_context`. Loading needs no depthfinder: this
+file imports only mlflow and encoder.serving, which travels with it as `depthfinder_serving`
+(MLflow's code_paths, with the scratch network as `depthfinder_network`), and the model's
+declared requirements.
+
+Input: a DataFrame with a string column `text` (a Series or a list of strings also works).
+Output: a DataFrame with `label` (the most probable class), `confidence` (its probability)
+and `proba_<label>` per class in class-id order, so callers can threshold or calibrate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from mlflow.models import ModelSignature, set_model
+from mlflow.pyfunc import PythonModel, PythonModelContext
+from mlflow.types import ColSpec, Schema
+
+try:  # served: the runtime travels beside this file
+    from depthfinder_serving import (
+        CONFIDENCE_COLUMN,
+        LABEL_COLUMN,
+        TEXT_COLUMN,
+        load_bundle,
+        predictions_frame,
+        proba_columns,
+        texts_from_input,
+    )
+except ImportError:  # inside depthfinder
+    from depthfinder.encoder.serving import (
+        CONFIDENCE_COLUMN,
+        LABEL_COLUMN,
+        TEXT_COLUMN,
+        load_bundle,
+        predictions_frame,
+        proba_columns,
+        texts_from_input,
+    )
+
+BUNDLE_ARTIFACT = "bundle"
+
+
+def text_classifier_signature(labels: list[str]) -> ModelSignature:
+    """Input: one string column `text`; output: label, confidence and one probability per class."""
+    inputs = Schema([ColSpec("string", TEXT_COLUMN)])
+    outputs = Schema(
+        [ColSpec("string", LABEL_COLUMN), ColSpec("double", CONFIDENCE_COLUMN)]
+        + [ColSpec("double", column) for column in proba_columns(labels)]
+    )
+    return ModelSignature(inputs=inputs, outputs=outputs)
+
+
+class TextClassifierModel(PythonModel):
+    """Raw text in, label and class probabilities out; the bundle is the artifact "bundle"."""
+
+    def load_context(self, context: PythonModelContext) -> None:
+        self.classifier = load_bundle(Path(context.artifacts[BUNDLE_ARTIFACT]))
+
+    def predict(
+        self, context: PythonModelContext, model_input: pd.DataFrame, params: dict[str, Any] | None = None
+    ) -> pd.DataFrame:
+        return predictions_frame(self.classifier, texts_from_input(model_input))
+
+
+set_model(TextClassifierModel())
