@@ -264,8 +264,8 @@ def test_a_table_larger_than_the_memory_limit_is_said_in_one_line(tmp_path: Path
     (tmp_path / "big.csv").write_text("text,label\n" + row * (40 * 2**20 // len(row)))
     script = (
         "import resource, sys, psutil\n"
-        "import pandas, pyarrow, expectations.table.load\n"
-        "from cli.main import main\n"
+        "import pandas, pyarrow, depthfinder.expectations.table.load\n"
+        "from depthfinder.cli.main import main\n"
         "limit = psutil.Process().memory_info().vms + 30 * 2**20\n"
         "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
         "sys.exit(main(['audit', '--data', 'big.csv']))\n"

@@ -44,7 +44,7 @@ def test_a_first_migration_that_runs_out_of_space_leaves_no_database_and_the_nex
 ) -> None:
     code = (
         "from pathlib import Path\n"
-        "from tracking.runs import ensure_sqlite_store\n"
+        "from depthfinder.tracking.runs import ensure_sqlite_store\n"
         "try:\n"
         "    ensure_sqlite_store(Path('mlflow.db'))\n"
         "except ValueError as exc:\n"
