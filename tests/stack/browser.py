@@ -92,6 +92,15 @@ def table_cells(driver) -> list[str]:
         "return Array.from(document.querySelectorAll('td, th')).map(cell => cell.innerText.trim());")
 
 
+def wait_for_cells(driver, seconds: float = 60) -> list[str]:
+    """The visible text of every table cell once the page shows any (a heading renders before the Markdown below
+    it); empty if none shows in `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not (cells := table_cells(driver)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return cells
+
+
 
 # Cells whose text passes their own edge (a cell that neither wraps nor widens) or the edge of the page or of a box
 # that clips it (a table wider than its container): what passes is not on the screen.
