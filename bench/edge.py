@@ -6,8 +6,10 @@ defaults, `--max-size-mb` (default 8) and no cross-fitting (the forms are this b
 Then, for every depth, the deployment gate (encoder/deployment.py) is run twice on the same test split: without the
 train and validation texts (torch, ONNX and int8 ONNX of the full vocabulary) and with them, as the product runs it
 (the vocabulary pruned to them; when the gate ships it, the ONNX forms are made from it, else the int8 form with the
-rows they never use coded, encoder.coded). `uci6` among `--datasets` is the UCI file labelled by source and
-sentiment (6 classes: bench/student_recipe.py), written beside the runs.
+rows they never use coded, encoder.coded). Among `--datasets`, `uci6` is the UCI file labelled by source and
+sentiment (6 classes: bench/student_recipe.py) and `docstrings` 2,000 first paragraphs of docstrings in the numpy,
+pandas, torch, mlflow and prefect wheels labelled by package (5 classes, BSD-3 and Apache-2.0 text; its test split
+holds identifiers its train split never saw), each written beside the runs.
 Printed per file and depth: each form's size (MiB of its weights or file), test macro-F1 with its 90 % bootstrap
 interval, its difference from the full torch model with the paired interval, batch-1 p50 latency and whether the
 gate ships it; then, at depth 2, the tokens kept and the test macro-F1 of the pruned torch model by count threshold
@@ -24,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import DATA, DATASETS, add_cache_argument, minilm, run_depthfinder
+from bench.common import DATA, DATASETS, add_cache_argument, docstrings_file, minilm, run_depthfinder
 
 GOAL_MIB = 8.0
 METRIC, MARGIN, CONFIDENCE = "macro_f1", 0.01, 0.9
@@ -147,8 +149,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _file(name: str, folder: Path) -> Path:
-    """The data file of `name`: under DEPTHFINDER_DATA, or `uci6` written into `folder` (without the texts that
-    carry two of its labels: the same review under two sources, which the audit blocks as conflicting labels)."""
+    """The data file of `name`: under DEPTHFINDER_DATA, or written into `folder`: `uci6` (without the texts that
+    carry two of its labels: the same review under two sources, which the audit blocks as conflicting labels) or
+    `docstrings` (bench.common.docstrings_file: a vocabulary broader than the shared files')."""
     if name == "uci6":
         from bench.student_recipe import table as named_table
         from depthfinder.expectations.table.normalize import text_keys
@@ -160,6 +163,8 @@ def _file(name: str, folder: Path) -> Path:
         frame[~conflicting].to_csv(path, index=False)
         print(f"uci6: {int(conflicting.sum())} rows whose text carries two labels left out", flush=True)
         return path
+    if name == "docstrings":
+        return docstrings_file(folder / "docstrings.csv")
     if not (DATA / name).is_file():
         raise SystemExit(f"no {DATA / name}: set DEPTHFINDER_DATA (docs/benchmarks.md)")
     return DATA / name
