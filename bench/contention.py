@@ -8,7 +8,7 @@ its training seconds; busy processes are pure-Python loops, one core each. Three
 - `threads`: the count `encoder.threads` chooses, OpenMP's default wait;
 - `depthfinder`: that count and `encoder.threads.OPENMP_ENVIRONMENT` (a short spin), as the CLI runs it.
 
-Two models: the default scratch recipe at depth 1 (the issue's "depth 1 for 4 epochs") and a
+Two models: the default scratch recipe at depth 1 ("depth 1 for 4 epochs", as reported) and a
 MiniLM-sized scratch encoder (width 384, MLP 1536, depth 2), big enough for `encoder.threads` to give it
 more than one thread. Measurements are interleaved in rounds (every policy and load once per round), so a
 passing disturbance lands on all of them; the table gives the median over rounds.

@@ -12,7 +12,7 @@ their twin on test> losses_beyond_tolerance=<students below their twin by more t
 narrower=<students whose interval against the best is narrower than their twin's> shipped_student=<runs that shipped a
 student> cheaper_than_plain=<runs whose shipped depth is cheaper than the plain-only rule's>
 half_cost_students=<students of at most half the best's cost> student_within=<of those, within the tolerance of the
-best on test> twin_within=<their plain twins within it>` (numbers without units; the issue's goal: student_within >
+best on test> twin_within=<their plain twins within it>` (numbers without units; the goal: student_within >
 twin_within).
 
 A scratch known-depth problem runs in minutes: `python -m bench.distillation --dataset nested-ops-2 --rows 2000

@@ -18,7 +18,7 @@ student that beats its twin but not `more` bought its gain with epochs, not with
 
 Printed per file, seed and depth: the test macro-F1 of the teacher, the twin and each student, and each student's
 gain over its twin; then per file and recipe the mean gain, the worst and how many students fell below their twin by
-more than the tolerance (0.01). The issue's goal: students beat their twins by at least +0.01 on test on average,
+more than the tolerance (0.01). The goal: students beat their twins by at least +0.01 on test on average,
 none below by more than the tolerance, on at least two files, one with 5 or more classes.
 
 Files: `sms_spam.csv` (2 classes) and `uci6`, the UCI sentences labelled by source and sentiment (Amazon, IMDb, Yelp x

@@ -229,7 +229,7 @@ def measure_deployment(
                                  file=str(files[name]) if name in files else None, vs_torch=forms.intervals.get(name),
                                  metric_low=low, metric_high=high,
                                  pruned=name == PRUNED or (name in files and forms.pruned_base))
-    judged = _judged(measured, metric, margin, "; ".join(forms.notes), timed[1].noisy, forms.pruning)
+    judged = apply_gate(measured, metric, margin, "; ".join(forms.notes), timed[1].noisy, forms.pruning)
     judged = judged.model_copy(update={"pruning": forms.pruning, "tokenizer_file": forms.tokenizer_file,
                                        "coding": forms.coding})
     return beside_cost_table(judged, expected_ms)
@@ -340,7 +340,7 @@ def _timed(classifiers: dict[str, TextClassifier], texts: list[str], batch: int,
                        rounds=rounds, repeats=REPEATS[batch])
 
 
-def _judged(measured: dict[str, Variant], metric: str, margin: float, note: str, noisy: str | None = None,
+def apply_gate(measured: dict[str, Variant], metric: str, margin: float, note: str, noisy: str | None = None,
             pruning: Pruning | None = None) -> Deployment:
     """The variants with `shipped` decided, and the sentence (no speed-up stated when the latencies are noisy)."""
     reference = measured["torch"]

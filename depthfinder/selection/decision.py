@@ -195,7 +195,7 @@ class Decision(Record):
         rest = {key: value for key, value in values.items()
                 if key not in cls.model_computed_fields and key != "effective_tolerance"}
         applied = values.get("effective_tolerance", values.get("tolerance", 0.0))
-        return {**rest, "settings": settings, **_judged(values, applied)}
+        return {**rest, "settings": settings, **_fill_missing_verdicts(values, applied)}
 
     @property
     def selected_label(self) -> str:
@@ -212,7 +212,7 @@ def _field(key: str) -> str:
     return "rule" if key == "name" else key
 
 
-def _judged(values: dict, tolerance: float) -> dict:
+def _fill_missing_verdicts(values: dict, tolerance: float) -> dict:
     """`{"scores": ...}` with each depth the summary wrote without a verdict judged by `tolerance`; `{}` when none
     lacks one (or the best is missing: validation names what is wrong)."""
     if not values.get("scores"):

@@ -100,14 +100,14 @@ def should_promote(
              for group in APART if (stands[~judged] == group).any()]
     truths, challenger, champion = ([labels[i] for i in np.flatnonzero(judged)]
                                     for labels in (truths, challenger, champion))
-    judgement = _judged(truths, challenger, champion, rule, _rows_phrase(len(truths), stands))
+    judgement = _judge_promotion(truths, challenger, champion, rule, _rows_phrase(len(truths), stands))
     if not apart:
         return judgement
     reported = f"; apart, deciding nothing: {', '.join(rows.phrase() for rows in apart)}"
     return judgement.model_copy(update={"apart": apart, "reason": judgement.reason + reported})
 
 
-def _judged(truths: list[str], challenger: list[str], champion: list[str], rule: SelectionRule,
+def _judge_promotion(truths: list[str], challenger: list[str], champion: list[str], rule: SelectionRule,
             rows: str) -> Judgement:
     """The judgement on the rows it is judged on (`rows`: how the sentence names them)."""
     metric, margin, confidence = rule.metric, rule.promotion_margin, rule.confidence

@@ -74,10 +74,10 @@ def choose_depth(candidates: list[Candidate], rule: SelectionRule, out_of_fold: 
     scores, evidence, rows = _with_intervals(scores, eligible, best, rule)
     if out_of_fold is not None and rows is not None:
         scores, evidence = _out_of_fold(scores, evidence, best, rule, out_of_fold)
-    scores = _judged(scores, best, rule)
+    scores = _with_verdicts(scores, best, rule)
     compared = any(score.compared_on == "out-of-fold" for score in scores.values())
     if pool is not None and rows is not None:
-        scores = _judged(on_pool(scores, best, rule, pool), best, rule)
+        scores = _with_verdicts(on_pool(scores, best, rule, pool), best, rule)
         evidence = _pool_evidence(evidence, scores)
     front = pareto_front(list(scores.values()))
     to_resolve = None
@@ -192,7 +192,7 @@ def _rows(validation: int | None, out_of_fold: OutOfFold | None, pool: Pool | No
     return rows | ({"unlabeled": pool.rows} if pool is not None else {})
 
 
-def _judged(scores: dict[Arm, DepthScore], best: Arm, rule: SelectionRule) -> dict[Arm, DepthScore]:
+def _with_verdicts(scores: dict[Arm, DepthScore], best: Arm, rule: SelectionRule) -> dict[Arm, DepthScore]:
     """The scores with each depth's verdict against the best (selection.decision.judge)."""
     return {arm: score.model_copy(update={"verdict": judge(score, scores[best], rule.tolerance)})
             for arm, score in scores.items()}

@@ -139,7 +139,7 @@ def test_the_gate_is_the_rules_predicate_a_variant_the_test_rows_do_not_show_wit
     """An int8 model 0.005 below torch on the mean (the gate by means alone shipped it) but disagreeing with it on
     so many rows that its paired interval reaches −0.03: the rows do not show it within 0.01, and it stays out;
     one whose interval clears −0.01 ships."""
-    from depthfinder.encoder.deployment import Variant, _judged
+    from depthfinder.encoder.deployment import Variant, apply_gate
     from depthfinder.evidence.bootstrap import Interval
 
     def variant(name: str, f1: float, interval: Interval | None) -> Variant:
@@ -150,14 +150,14 @@ def test_the_gate_is_the_rules_predicate_a_variant_the_test_rows_do_not_show_wit
                 "onnx-int8": variant("onnx-int8", 0.895, Interval(difference=-0.005, low=-0.03, high=0.02)),
                 "onnx": variant("onnx", 0.895, Interval(difference=-0.005, low=-0.009, high=-0.001))}
 
-    judged = _judged(measured, "macro_f1", 0.01, "")
+    judged = apply_gate(measured, "macro_f1", 0.01, "")
 
     assert [(v.name, v.shipped) for v in judged.variants] == [("torch", True), ("onnx-int8", False), ("onnx", True)]
     assert "int8 ONNX: macro_f1 0.895 vs 0.900 (\u22120.005 [\u22120.030, +0.020])" in judged.sentence
     assert "not shipped (the test rows do not show it within the tolerance 0.01: its interval reaches \u22120.030)" \
         in judged.sentence
     by_means = {**measured, "onnx-int8": measured["onnx-int8"].model_copy(update={"vs_torch": None})}
-    assert _judged(by_means, "macro_f1", 0.01, "").variant("onnx-int8").shipped  # means only: within
+    assert apply_gate(by_means, "macro_f1", 0.01, "").variant("onnx-int8").shipped  # means only: within
 
 HF_ALONE = """
 import json, sys

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from depthfinder.encoder.deployment import Variant, _judged
+from depthfinder.encoder.deployment import Variant, apply_gate
 from depthfinder.encoder.latency import Latency, implausible, interleaved, measure
 
 
@@ -103,8 +103,8 @@ def test_a_noisy_machine_states_no_speed_up() -> None:
         return Variant(name=name, metrics={"macro_f1": 0.9}, latency_ms={"b1_p50": p50}, size_mb=1.0, shipped=False)
 
     measured = {"torch": variant("torch", 95.0), "onnx": variant("onnx", 0.07)}
-    trusted = _judged({"torch": variant("torch", 0.4), "onnx": variant("onnx", 0.2)}, "macro_f1", 0.01, "")
-    noisy = _judged(measured, "macro_f1", 0.01, "", "noisy machine: onnx 0.07 ms vs torch 95 ms")
+    trusted = apply_gate({"torch": variant("torch", 0.4), "onnx": variant("onnx", 0.2)}, "macro_f1", 0.01, "")
+    noisy = apply_gate(measured, "macro_f1", 0.01, "", "noisy machine: onnx 0.07 ms vs torch 95 ms")
 
     assert "2.0x as fast as torch (0.2 ms vs 0.4 ms at batch 1" in trusted.sentence
     assert "as fast" not in noisy.sentence and "no speed-up stated" in noisy.sentence
@@ -127,7 +127,7 @@ def test_the_pruned_torch_form_states_no_speed_up_over_the_same_network() -> Non
     def variant(name: str, p50: float) -> Variant:
         return Variant(name=name, metrics={"macro_f1": 0.9}, latency_ms={"b1_p50": p50}, size_mb=1.0, shipped=False)
 
-    judged = _judged({"torch": variant("torch", 0.69), "torch-pruned": variant("torch-pruned", 0.59),
+    judged = apply_gate({"torch": variant("torch", 0.69), "torch-pruned": variant("torch-pruned", 0.59),
                       "onnx": variant("onnx", 0.23)}, "macro_f1", 0.01, "")
 
     pruned, onnx = judged.sentence.split("; ")[:2]

@@ -4,7 +4,7 @@ table's figure written in the sentence as the table writes it."""
 
 from __future__ import annotations
 
-from depthfinder.encoder.deployment import Variant, _judged, beside_cost_table
+from depthfinder.encoder.deployment import Variant, apply_gate, beside_cost_table
 from depthfinder.flows.report import COST_NOTE, decision_markdown
 from depthfinder.flows.summary import RunSummary
 from depthfinder.selection.candidate import Candidate, Cost
@@ -26,7 +26,7 @@ def test_the_decision_page_says_what_each_latency_of_the_chosen_network_measures
     decision = choose_depth(candidates, SelectionRule(confidence=None))
     chosen = next(c for c in candidates if c.depth == decision.selected_depth)
     forms = {"torch": form("torch", 7.79), "onnx-int8": form("onnx-int8", 1.2)}
-    deployment = beside_cost_table(_judged(forms, "macro_f1", 0.01, ""), chosen.cost.latency_ms_p50)
+    deployment = beside_cost_table(apply_gate(forms, "macro_f1", 0.01, ""), chosen.cost.latency_ms_p50)
     summary = RunSummary(data_hash="d", candidates=candidates, rule=decision, selected_depth=decision.selected_depth,
                          deployment=deployment, model=ModelVersionRef(name="m", version="1", uri="models:/m/1"),
                          promoted=True, promotion="no champion yet")
@@ -42,8 +42,8 @@ def test_the_decision_page_says_what_each_latency_of_the_chosen_network_measures
     assert ("torch's 7.79 ms here is per test text as served" in page
             and f"the cost table's {p50} ms for the same network is its forward alone" in page)
     # Without a cost table figure, or without ONNX forms (no torch latency in the sentence), nothing to reconcile.
-    assert "cost table" not in beside_cost_table(_judged(forms, "macro_f1", 0.01, ""), None).sentence
-    alone = _judged({"torch": form("torch", 7.79)}, "macro_f1", 0.01, "ONNX variants not measured: ...")
+    assert "cost table" not in beside_cost_table(apply_gate(forms, "macro_f1", 0.01, ""), None).sentence
+    alone = apply_gate({"torch": form("torch", 7.79)}, "macro_f1", 0.01, "ONNX variants not measured: ...")
     assert beside_cost_table(alone, 3.58).sentence == "ONNX variants not measured: ..."
 
 

@@ -108,7 +108,7 @@ def test_a_confirmed_depth_is_tied_only_when_the_rule_would_ship_it_in_the_bests
     from depthfinder.selection.search import tied
 
     assert tied(decision_with(0.915, -0.008, 0.003), "pretrained", 3)
-    # The depth 3: 0.032 below, "not shown worse" by its interval's upper end: no longer tied.
+    # A reported sweep's depth 3: 0.032 below, "not shown worse" by its interval's upper end: no longer tied.
     assert not tied(decision_with(0.888, -0.060, -0.003), "pretrained", 3)
     assert not tied(decision_with(0.915, -0.030, 0.02), "pretrained", 3)  # within on the mean, not shown within
     assert tied(decision_with(0.92, 0.0, 0.0), "pretrained", 6)

@@ -135,14 +135,14 @@ def test_the_deployment_gate_follows_the_deployment_margin_not_the_depth_toleran
     from depthfinder.tasks.registry import prepare_deployment
 
     _, dataset, _, bundles, _ = registry
-    judged = depthfinder.encoder.deployment._judged
+    judged = depthfinder.encoder.deployment.apply_gate
 
     def int8_loses_003(measured, metric, margin, note, *rest):
         int8 = measured["onnx-int8"]
         lower = int8.model_copy(update={"metrics": {key: value - 0.03 for key, value in int8.metrics.items()}})
         return judged({**measured, "onnx-int8": lower}, metric, margin, note, *rest)
 
-    monkeypatch.setattr(depthfinder.encoder.deployment, "_judged", int8_loses_003)
+    monkeypatch.setattr(depthfinder.encoder.deployment, "apply_gate", int8_loses_003)
 
     def shipped(tolerance: float, margin: float) -> tuple[bool, bool]:
         rule = SelectionRule(tolerance=tolerance, deployment_margin=margin)
