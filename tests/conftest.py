@@ -8,10 +8,6 @@ import pytest
 from depthfinder.runtime.environment import set_environment_defaults
 
 set_environment_defaults()  # offline, and OpenMP's spin count before torch loads, as the CLI's process guard does
-# The suite's runs, and the CLI processes it starts, do not cross-fit unless a test asks (sweep.crossfit's default,
-# flows.config.CROSSFIT_DEFAULT): a cross-fit trains a tiny sweep's depths again on every fold, and the tests of
-# everything else judge on the validation rows they were written for. tests/flows/test_crossfit.py asks for it.
-os.environ.setdefault("DEPTHFINDER_CROSSFIT", "off")
 
 # The real datasets (docs/benchmarks.md): where DEPTHFINDER_DATA says, else the copies in the repository's data/.
 REAL_DATA = Path(os.environ.get("DEPTHFINDER_DATA", Path(__file__).resolve().parents[1] / "data"))

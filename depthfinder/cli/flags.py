@@ -30,8 +30,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 # What a field's `json_schema_extra` may say about its flag.
-# documented_default: the default the docs give where the environment may change it (flows.config.CROSSFIT_DEFAULT).
-KEYS = {"flag", "one_of", "group_required", "each", "documented_default"}
+KEYS = {"flag", "one_of", "group_required", "each"}
 
 
 class UsageError(ValueError):

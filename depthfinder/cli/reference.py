@@ -138,9 +138,6 @@ def _default(field: FieldInfo, alternatives: list[str]) -> str:
         return "required"
     if alternatives:
         return f"required unless {_either(alternatives, 'or')} is given"
-    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-    if "documented_default" in extra:  # a default the environment may change (flows.config.CROSSFIT_DEFAULT)
-        return f"`{yaml_scalar(extra['documented_default'])}`"
     return f"`{yaml_scalar(field.get_default(call_default_factory=True))}`"
 
 

@@ -19,7 +19,7 @@ from depthfinder.selection.pool import pool_sentence
 from depthfinder.selection.promotion import APART
 from depthfinder.selection.reasons import depth_verdicts
 
-# The plots the parent run keeps (flows.retrain.record_decision), linked through the MLflow server's artifact
+# The plots the parent run keeps (flows.records.record_decision), linked through the MLflow server's artifact
 # endpoint (relative, so it works under any host the UI is served from).
 PLOT = "get-artifact?path=plots%2F{name}&run_uuid={run_id}"
 

@@ -8,7 +8,6 @@ these declarations (cli/flags.py), and so is the flag column of docs/configurati
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -35,7 +34,6 @@ TRACKING_URI = "sqlite:///mlflow.db"
 WORKDIR = Path(".depthfinder")  # the work folder: prepared data, tokenizers, checkpoints, logs
 # The environment variable whose value, when set, is sweep.crossfit's default (the test suite sets it to off: a
 # cross-fit multiplies a tiny sweep's training; tests/flows/test_crossfit.py asks for it).
-CROSSFIT_DEFAULT = "DEPTHFINDER_CROSSFIT"
 
 
 class SweepConfig(SelectionRule):
@@ -103,7 +101,7 @@ class SweepConfig(SelectionRule):
         json_schema_extra={"flag": "--budget-flops"},
     )
     crossfit: Literal["auto", "on", "all", "off"] = Field(
-        default_factory=lambda: os.environ.get(CROSSFIT_DEFAULT, "auto"), validate_default=True,
+        "auto",
         description="Cross-fitting, so that no depth is judged by a chance validation mean: depths trained again on "
         "crossfit_folds folds of the train and validation rows, so that every one of those rows is predicted by a "
         "model that never saw it, and the rule judges on all of them (never on test rows); the shipped model is the "
@@ -111,9 +109,8 @@ class SweepConfig(SelectionRule):
         "best on the out-of-fold rows when the budget pays for all of them (the depths cheaper than the validation "
         "rows' choice first); on = only the cheaper depths than the choice not shown worse, the best stays the "
         "validation rows'; all = every depth, shown worse or not; within crossfit_budget in each case "
-        f"(docs/selection.md, docs/benchmarks.md: what each buys). Default auto, or the environment's "
-        f"{CROSSFIT_DEFAULT}.",
-        json_schema_extra={"flag": "--crossfit", "documented_default": "auto"},
+        "(docs/selection.md, docs/benchmarks.md: what each buys).",
+        json_schema_extra={"flag": "--crossfit"},
     )
     crossfit_folds: int = Field(
         5, strict=True, ge=2, le=20,

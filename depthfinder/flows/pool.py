@@ -1,5 +1,6 @@
-"""The unlabelled pool, after the sweep's decision (and cross-fitting's), when the labelled rows leave a cheaper depth
-unsettled (selection.pool): the best and each such depth predict the pool's texts, and the rule judges again."""
+"""The unlabelled pool in the flow: the texts students are taught on set apart from those left as evidence, what the run
+made of the pool, and, after the sweep's decision (and cross-fitting's), when the labelled rows leave a cheaper depth
+unsettled (selection.pool), the best and each such depth predicting the pool's texts for the rule to judge again."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from prefect import get_run_logger
 from depthfinder.flows.config import SweepConfig
 from depthfinder.selection.candidate import Candidate
 from depthfinder.selection.decision import Decision
-from depthfinder.selection.pool import Pool, arms_to_bound
+from depthfinder.selection.pool import Pool, PoolUse, arms_to_bound
 from depthfinder.tasks.data import PreparedData
-from depthfinder.tasks.pool import PoolTexts, class_shares, pool_labels, predict_pool
+from depthfinder.tasks.pool import PoolTexts, class_shares, pool_labels, predict_pool, teaching_texts
 
 
 def pool_evidence(sweep: SweepConfig, texts: PoolTexts | None, candidates: list[Candidate], decision: Decision,
@@ -29,3 +30,21 @@ def pool_evidence(sweep: SweepConfig, texts: PoolTexts | None, candidates: list[
     predicted = {(c.family, c.depth, c.seed): np.load(predict_pool(c, texts, dataset.labels, workdir))
                  for c in predicting}
     return Pool(predicted, pool_labels(texts, dataset.labels), class_shares(dataset, sweep.confidence))
+
+
+def pool_use(prepared: PoolTexts | None, taught: PoolTexts | None) -> PoolUse | None:
+    """What the run made of its unlabelled texts (None without any): the copies left out, the new texts used and how
+    many of them students were taught on."""
+    if prepared is None:
+        return None
+    return PoolUse(texts=prepared.read, of_held_out=prepared.of_held_out, of_train=prepared.of_train,
+                   used=prepared.rows, taught=taught.rows if taught is not None else 0, labelled=prepared.labelled)
+
+
+def split_pool(sweep: SweepConfig, pool: PoolTexts | None, dataset: PreparedData,
+               workdir: Path) -> tuple[PoolTexts | None, PoolTexts | None]:
+    """The unlabelled texts students learn from (sweep.distill_unlabeled per train row) and the pool left as evidence;
+    (None, pool) when nothing is distilled on it."""
+    if pool is None or sweep.distill == "off" or not sweep.distill_unlabeled:
+        return None, pool
+    return teaching_texts(pool, round(sweep.distill_unlabeled * dataset.split_rows.get("train", 0)), workdir)

@@ -17,7 +17,7 @@ def test_within_needs_the_mean_and_when_there_is_evidence_its_lower_end() -> Non
 
 
 def test_not_shown_worse_is_promotions_question_and_is_not_a_tie() -> None:
-    # A reported sweep's depth 3: 0.032 below, interval -0.060 to -0.003. Not shown worse by more than 0.01, and not within.
+    # A reported sweep's depth 3: 0.032 below, interval -0.060 to -0.003: not shown worse by 0.01, nor within.
     assert not shown_worse(-0.003, 0.01)
     assert not within(-0.032, 0.01, lower=-0.060)
     assert shown_worse(-0.011, 0.01) and not shown_worse(-0.01, 0.01)

@@ -31,7 +31,7 @@ data: {{dataset: topics, dataset_rows: 400}}
 model: {{max_len: 32, pretrained: {pretrained}}}
 train: {{batch_size: 32, finetune_learning_rate: 0.003, finetune_max_epochs: 3, finetune_min_epochs: 2,
         finetune_patience: 2}}
-sweep: {{depths: [1, 2, 4]{sweep}}}
+sweep: {{depths: [1, 2, 4], crossfit: off{sweep}}}
 """
 
 

@@ -20,7 +20,7 @@ CONFIG = """
 data: {dataset: topics, dataset_rows: 400}
 model: {max_len: 32, pretrained_pooling: head}
 train: {batch_size: 32, finetune_learning_rate: 0.003, finetune_max_epochs: 2, finetune_min_epochs: 2}
-sweep: {depths: [1, 2], tolerance: 0.05}
+sweep: {depths: [1, 2], tolerance: 0.05, crossfit: off}
 """
 
 

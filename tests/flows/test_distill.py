@@ -31,7 +31,7 @@ data: {dataset: topics, dataset_rows: 400}
 audit: {strict: false}
 model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
 train: {max_epochs: 5, min_epochs: 3, patience: 2, batch_size: 32, learning_rate: 0.003}
-sweep: {depths: [1, 2], distill: on, halving: off}
+sweep: {depths: [1, 2], distill: on, halving: off, crossfit: off}
 """
 STUDENT = "scratch, distilled from depth 2"
 

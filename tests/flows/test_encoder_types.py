@@ -21,7 +21,7 @@ CONFIG = """
 data: {dataset: topics, dataset_rows: 400}
 model: {max_len: 32}
 train: {batch_size: 32, finetune_learning_rate: 0.003, finetune_max_epochs: 2, finetune_min_epochs: 2}
-sweep: {depths: [1, 2]}
+sweep: {depths: [1, 2], crossfit: off}
 """
 FORMS = {"deberta-v2": "spm", "bert": "vocab"}  # how their tokenizers ship; the rest: tokenizer.json
 FAST = {"deberta-v2", "modernbert"}

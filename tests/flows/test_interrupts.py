@@ -26,7 +26,7 @@ CONFIG = """
 data: {dataset: topics, dataset_rows: 600}
 model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
 train: {max_epochs: 6, min_epochs: 6, patience: 2, batch_size: 8, learning_rate: 0.003}
-sweep: {depths: [1, 2]}
+sweep: {depths: [1, 2], crossfit: off}
 """
 RESUME_HINT = "run the same command again to continue"
 

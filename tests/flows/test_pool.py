@@ -31,7 +31,7 @@ data: {dataset: nested-ops-1, dataset_rows: 600}
 audit: {strict: false}
 model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
 train: {max_epochs: 6, patience: 2, batch_size: 32, learning_rate: 0.003}
-sweep: {depths: [1, 2], tolerance: 0.05, metric: accuracy, distill: off}
+sweep: {depths: [1, 2], tolerance: 0.05, metric: accuracy, distill: off, crossfit: off}
 """  # the pool as evidence alone; what distillation makes of a pool: tests/flows/test_distill.py
 
 

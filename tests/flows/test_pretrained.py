@@ -37,7 +37,7 @@ CONFIG = """
 data: {dataset: topics, dataset_rows: 600}
 model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
 train: {patience: 2, batch_size: 32, learning_rate: 0.003, finetune_learning_rate: 0.003, finetune_min_epochs: 2}
-sweep: {depths: [1, 2, 3, 4], families: [scratch, pretrained]}
+sweep: {depths: [1, 2, 3, 4], families: [scratch, pretrained], crossfit: off}
 """
 
 

@@ -14,7 +14,7 @@ TINY = """
 data: {dataset: topics, dataset_rows: 600}
 model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
 train: {max_epochs: 3, patience: 2, batch_size: 32, learning_rate: 0.003}
-sweep: {depths: [1, 2]}
+sweep: {depths: [1, 2], crossfit: off}
 """
 
 
@@ -24,7 +24,7 @@ def sweep(prefect_server, tmp_path_factory):
     folder = tmp_path_factory.mktemp("sweep")
     (folder / "tiny.yaml").write_text(TINY)
     untrained = TINY.replace("learning_rate: 0.003", "learning_rate: 1.0e-9").replace(
-        "sweep: {depths: [1, 2]}", "sweep: {depths: [1, 2], seeds: [1, 2], rule: pareto}"
+        "sweep: {depths: [1, 2], crossfit: off}", "sweep: {depths: [1, 2], crossfit: off, seeds: [1, 2], rule: pareto}"
     )
     (folder / "untrained.yaml").write_text(untrained)
     with pytest.MonkeyPatch.context() as patch:

@@ -18,7 +18,7 @@ CONFIG = """
 data: {dataset: topics, dataset_rows: 400}
 model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
 train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}
-sweep: {depths: [1, 2]}
+sweep: {depths: [1, 2], crossfit: off}
 """
 # The longest tag value the MLflow UI shows whole: its runs table's tag columns and the version page's tag table
 # cut longer values at about this many characters at their default widths. Longer text goes to descriptions.

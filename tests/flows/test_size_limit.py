@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-import depthfinder.flows.retrain as retrain
+import depthfinder.flows.forms as forms
 from depthfinder.cli.main import main
 from depthfinder.encoder.deployment import Deployment, Variant
 from depthfinder.flows.config import SweepConfig
@@ -37,14 +37,14 @@ def _deployment(candidate: Candidate, *_) -> Deployment:
 
 @pytest.fixture()
 def gate(monkeypatch):
-    monkeypatch.setattr(retrain, "prepare_deployment", _deployment)
+    monkeypatch.setattr(forms, "prepare_deployment", _deployment)
 
 
 def _deployed(limit: float | None, tmp_path):
     sweep = SweepConfig(confidence=None, max_size_mb=limit)
     decision = choose_depth(_candidates(), sweep)
     assert decision.selected_depth == 1  # every depth within the tolerance of depth 3: the cheapest is chosen
-    return retrain.deployed(_candidates(), decision, None, sweep, tmp_path)
+    return forms.deploy_chosen(_candidates(), decision, None, sweep, tmp_path)
 
 
 def test_the_next_depth_whose_shipped_forms_fit_ships_when_the_gate_refuses_the_chosen_ones(gate, tmp_path) -> None:
@@ -58,7 +58,7 @@ def test_the_next_depth_whose_shipped_forms_fit_ships_when_the_gate_refuses_the_
 def test_no_depth_within_the_limit_after_the_gate_is_a_verdict_with_every_form_tried(gate, tmp_path) -> None:
     """At 7 MiB the rule excludes depths 2 and 3 (their smallest forms weigh 7.5 and 10 MiB); depth 1's fitting form
     is refused by the gate."""
-    with pytest.raises(retrain.LimitUnmet) as unmet:
+    with pytest.raises(forms.LimitUnmet) as unmet:
         _deployed(7.0, tmp_path)
 
     verdict = unmet.value.verdict
@@ -83,7 +83,7 @@ def _tiny_topics_run(tmp_path: Path, monkeypatch, depths: list[int]) -> None:
         "data: {dataset: topics, dataset_rows: 400}\n"
         "model: {d_model: 64, n_heads: 2, d_ff: 128, vocab_size: 300, max_len: 32}\n"
         "train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}\n"
-        f"sweep: {{depths: {depths}, tolerance: 1.0}}\n")
+        f"sweep: {{depths: {depths}, tolerance: 1.0, crossfit: off}}\n")
     monkeypatch.chdir(tmp_path)
 
 
@@ -149,12 +149,12 @@ def test_a_latency_limit_every_depth_exceeds_is_the_same_verdict() -> None:
     """Not only size: every depth over max_latency_ms (measured once trained) leaves the rule nothing to choose."""
     candidates = [Candidate(depth=depth, status="trained", metrics={"macro_f1": 0.9},
                             cost=Cost(flops_per_example=float(depth), latency_ms_p50=2.0 * depth)) for depth in (1, 2)]
-    verdict = retrain.every_depth_over(candidates, SweepConfig(max_latency_ms=1.5))
+    verdict = forms.every_depth_over(candidates, SweepConfig(max_latency_ms=1.5))
 
     assert [tried.over for tried in verdict.tried] == [["latency_ms_p50 2 > max_latency_ms 1.5"],
                                                        ["latency_ms_p50 4 > max_latency_ms 1.5"]]
     assert verdict.sentence() == (
         "no depth within the hard limits max_latency_ms=1.5: depth 1 (latency_ms_p50 2 > max_latency_ms 1.5); depth 2 "
         "(latency_ms_p50 4 > max_latency_ms 1.5); nothing registered (raise the limits)")
-    assert retrain.every_depth_over(candidates, SweepConfig(max_latency_ms=3.0)) is None  # depth 1 meets it
-    assert retrain.every_depth_over(candidates, SweepConfig()) is None
+    assert forms.every_depth_over(candidates, SweepConfig(max_latency_ms=3.0)) is None  # depth 1 meets it
+    assert forms.every_depth_over(candidates, SweepConfig()) is None

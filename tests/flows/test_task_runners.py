@@ -26,7 +26,8 @@ def test_the_configured_runner_is_built() -> None:
 @pytest.mark.parametrize("runner", ["dask"])
 def test_a_two_depth_sweep_on_a_local_cluster(runner: str, prefect_server, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    config = TINY.replace("sweep: {depths: [1, 2]}", f"sweep: {{depths: [1, 2], task_runner: {runner}, workers: 2}}")
+    config = TINY.replace("sweep: {depths: [1, 2], crossfit: off}",
+                          f"sweep: {{depths: [1, 2], crossfit: off, task_runner: {runner}, workers: 2}}")
     (tmp_path / "tiny.yaml").write_text(config)
 
     code = main(["run", "--config", "tiny.yaml", "--summary-json", "summary.json"])

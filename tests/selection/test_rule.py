@@ -439,7 +439,7 @@ def test_ties_is_the_margin_predicate_on_the_mean_and_the_lower_end() -> None:
                           vs_best=Interval(difference=mean - 0.92, low=low, high=high))
 
     assert ties(score(0.915, -0.009, 0.0), best, 0.01)
-    assert not ties(score(0.888, -0.060, -0.003), best, 0.01)  # a reported sweep's depth 3: not shown worse, yet 0.032 below
+    assert not ties(score(0.888, -0.060, -0.003), best, 0.01)  # reported: not shown worse, yet 0.032 below
     assert not ties(score(0.915, -0.030, 0.02), best, 0.01)  # within on the mean, not shown within
     assert ties(score(0.91, -0.01, 0.0), best, 0.01)  # on the boundary, in floats
     assert ties(score(0.915, 0, 0).model_copy(update={"vs_best": None}), best, 0.01)  # means only
