@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from pydantic import Field, model_validator
+from pydantic import Field
 from tokenizers import Tokenizer
 
 from depthfinder.encoder.coded import CODED, Coding, coded_network
@@ -127,14 +127,6 @@ class Deployment(Record):
         None, description="What the onnx-int8-coded form kept exact and coded (encoder.coded); none when it was not "
         "made (no texts of the task given, no ONNX Runtime, or the pruned vocabulary shipped: its forms are smaller)."
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _margin_was_tolerance(cls, values: object) -> object:
-        """A deployment written before the margin had its own name (summaries kept it under `tolerance`)."""
-        if isinstance(values, dict) and "tolerance" in values and "margin" not in values:
-            values = {("margin" if key == "tolerance" else key): value for key, value in values.items()}
-        return values
 
     def shipped_files(self) -> list[str]:
         """The files of the ONNX variants that ship."""

@@ -8,12 +8,13 @@ its decision. docs/summary.md documents every field, generated from these models
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from depthfinder.encoder.deployment import Deployment, UnmetLimit
 from depthfinder.evidence.bootstrap import Interval
 from depthfinder.expectations.audit.report import AuditReport
 from depthfinder.expectations.changes.report import ChangeReport
+from depthfinder.flows.older import upgrade_summary
 from depthfinder.runtime.records import Record
 from depthfinder.selection.budget import Budget
 from depthfinder.selection.candidate import Candidate
@@ -137,3 +138,9 @@ class RunSummary(Record):
         None, description="The rows the run used, in all and per split (the table as prepared, after audit.drop); "
         "none in summaries written before it."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_older(cls, values: object) -> object:
+        """A summary an earlier version wrote, in this version's form (flows.older)."""
+        return upgrade_summary(values)

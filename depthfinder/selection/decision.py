@@ -184,18 +184,13 @@ class Decision(Record):
     @model_validator(mode="before")
     @classmethod
     def _read_back(cls, values: object) -> object:
-        """A decision from its JSON form, of this version or an earlier one: the settings from their keys, and, in
-        a summary written before each depth carried its verdict, each depth judged on read by the tolerance it
-        applied (earlier versions also wrote it as `effective_tolerance`, always the tolerance since the means over
-        seeds stopped widening it)."""
+        """A decision from its JSON form, which writes the settings as keys of its own (flows.older reads the forms
+        earlier versions wrote)."""
         if not isinstance(values, dict) or "settings" in values:
             return values
         settings = {_field(key): values[key] for key in cls.model_computed_fields if key in values}
-        settings.setdefault("confidence", None)  # written before the intervals: means only
-        rest = {key: value for key, value in values.items()
-                if key not in cls.model_computed_fields and key != "effective_tolerance"}
-        applied = values.get("effective_tolerance", values.get("tolerance", 0.0))
-        return {**rest, "settings": settings, **_fill_missing_verdicts(values, applied)}
+        rest = {key: value for key, value in values.items() if key not in cls.model_computed_fields}
+        return {**rest, "settings": settings}
 
     @property
     def selected_label(self) -> str:
@@ -210,22 +205,6 @@ class Decision(Record):
 def _field(key: str) -> str:
     """The SelectionRule setting behind a key of a decision's JSON form: `name` is the rule's `rule`."""
     return "rule" if key == "name" else key
-
-
-def _fill_missing_verdicts(values: dict, tolerance: float) -> dict:
-    """`{"scores": ...}` with each depth the summary wrote without a verdict judged by `tolerance`; `{}` when none
-    lacks one (or the best is missing: validation names what is wrong)."""
-    if not values.get("scores"):
-        return {}
-    scores = [DepthScore.model_validate(score) for score in values["scores"]]
-    if all(score.verdict is not None for score in scores):
-        return {}
-    arm = (values.get("best_family", "scratch"), values.get("best_depth"))
-    best = next((score for score in scores if (score.family, score.depth) == arm), None)
-    if best is None:
-        return {}
-    return {"scores": [score if score.verdict is not None else
-                       score.model_copy(update={"verdict": judge(score, best, tolerance)}) for score in scores]}
 
 
 def score_of(decision: Decision, family: str, depth: int) -> DepthScore:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from depthfinder.expectations.audit.report import AuditReport
 from depthfinder.flows.card import model_card
+from depthfinder.flows.older import upgrade_decision
 from depthfinder.flows.report import evidence_sentence
 from depthfinder.flows.summary import AuditInforms, RunAudit, RunSummary
 from depthfinder.selection.decision import Decision
@@ -62,4 +63,4 @@ def test_a_summary_written_before_the_verdict_existed_is_judged_on_read(tmp_path
             del score["verdict"]
 
         assert [s.verdict for s in decision.scores] == [verdict, "best"]
-        assert Decision.from_dict(old) == decision
+        assert Decision.from_dict(upgrade_decision(old)) == decision

@@ -89,19 +89,20 @@ def test_the_sentence_names_exactly_the_depths_only_screened() -> None:
 
 
 def decision_with(mean: float, low: float, high: float):
-    """A decision of the search between a confirmed depth 3 and the best, depth 6 at 0.92."""
+    """A decision of the search between a confirmed depth 3 and the best, depth 6 at 0.92, each depth judged."""
     from depthfinder.evidence.bootstrap import Interval
-    from depthfinder.selection.decision import Decision, DepthScore
+    from depthfinder.selection.decision import Decision, DepthScore, judge
 
     def score(depth: int, value: float, interval: Interval) -> DepthScore:
         return DepthScore(depth=depth, family="pretrained", mean=value, std_error=0, seeds=1, cost=depth,
                           vs_best=interval)
 
+    best = score(6, 0.92, Interval(difference=0, low=0, high=0))
+    scores = [score(3, mean, Interval(difference=mean - 0.92, low=low, high=high)), best]
     return Decision(name="tolerance", metric="macro_f1", tolerance=0.01, cost="flops_per_example", reason="",
                     selected_depth=6, selected_family="pretrained", best_depth=6, best_family="pretrained",
-                    effective_tolerance=0.01, alpha=0.1, pareto_front=[3, 6],
-                    scores=[score(3, mean, Interval(difference=mean - 0.92, low=low, high=high)),
-                            score(6, 0.92, Interval(difference=0, low=0, high=0))])
+                    confidence=None, alpha=0.1, pareto_front=[3, 6],
+                    scores=[s.model_copy(update={"verdict": judge(s, best, 0.01)}) for s in scores])
 
 
 def test_a_confirmed_depth_is_tied_only_when_the_rule_would_ship_it_in_the_bests_place() -> None:
