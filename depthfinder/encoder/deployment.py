@@ -188,7 +188,8 @@ def _made_forms(network: Network, tokenizer: Tokenizer, labels: list[str], texts
     if not files:
         notes.append("ONNX variants not measured: onnxruntime is not installed (pip install 'depthfinder[onnx]')")
     for name, classifier in classifiers.items():
-        predicted.setdefault(name, classifier.predict(texts))
+        if name not in predicted:  # torch's and the pruned model's are made above
+            predicted[name] = classifier.predict(texts)
         if name != "torch" and name not in intervals:
             intervals[name] = _vs_torch(truths, predicted, name, metric, confidence)
     return _Forms(classifiers, predicted, intervals, files, tokenizer_file, pruning, coding,

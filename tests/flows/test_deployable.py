@@ -100,7 +100,7 @@ def test_the_rule_can_choose_by_the_latency_of_what_will_run(prefect_server, tmp
         "data: {dataset: topics, dataset_rows: 400}\n"
         "model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}\n"
         "train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}\n"
-        "sweep: {depths: [1, 2], cost: onnx_latency_ms_p50}\n")
+        "sweep: {depths: [1, 2], cost: onnx_latency_ms_p50, crossfit: off}\n")
     monkeypatch.chdir(tmp_path)
 
     assert main(["run", "--config", "run.yaml", "--summary-json", "s.json"]) == 0
@@ -121,7 +121,7 @@ def test_the_rule_can_choose_and_limit_by_the_size_of_the_smallest_form(prefect_
         "data: {dataset: topics, dataset_rows: 400}\n"
         "model: {d_model: 64, n_heads: 2, d_ff: 128, vocab_size: 300, max_len: 32}\n"
         "train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}\n"
-        "sweep: {depths: [1, 2], cost: size_mb, tolerance: 1.0}\n")
+        "sweep: {depths: [1, 2], cost: size_mb, tolerance: 1.0, crossfit: off}\n")
     monkeypatch.chdir(tmp_path)
 
     # 64 wide: a block is about 33,000 weights; at int8 depth 1 weighs about 0.07 MiB, depth 2 about 0.12
