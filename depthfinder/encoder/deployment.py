@@ -334,7 +334,7 @@ def _timed(classifiers: dict[str, TextClassifier], texts: list[str], batch: int,
 
 
 def apply_gate(measured: dict[str, Variant], metric: str, margin: float, note: str, noisy: str | None = None,
-            pruning: Pruning | None = None) -> Deployment:
+               pruning: Pruning | None = None) -> Deployment:
     """The variants with `shipped` decided, and the sentence (no speed-up stated when the latencies are noisy)."""
     reference = measured["torch"]
     base = reference.metrics[metric]

@@ -13,7 +13,7 @@ about 7x on bench/latency.py's model — and int8 weights save at most a few tim
 that differ by more than PLAUSIBLE_RATIO, or a torch figure more than SAME_FORM_RATIO away from the cost table's
 for the same network, say the machine was busy, not that a form is fast. `measure` then measures again with
 twice the rounds; a result still out of bounds comes back with `noisy` set, and callers print that instead of a
-speed-up.
+speed-up. Where every form's round medians already agree after a few rounds (SETTLED_SPREAD), the rest are not run.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ SAME_FORM_RATIO = 4.0
 # its FLOPs ratio, is the machine.
 COST_TABLE_RATIO = 8.0
 NOISY = "noisy machine"
+# Rounds enough once every form's round medians lie within this share of its median (no burst to outvote), and at
+# least SETTLED_ROUNDS of them: a calm machine's figures stand after 3 rounds, a busy one's get all of ROUNDS.
+SETTLED_SPREAD = 0.15
+SETTLED_ROUNDS = 3
 
 
 class Latency(Record):
@@ -66,9 +70,9 @@ class Measured:
 
 
 def interleaved(forwards: dict[str, Forward], rounds: int = ROUNDS, repeats: int = REPEATS, warmup: int = WARMUP,
-                clock: Callable[[], float] = time.perf_counter) -> dict[str, Latency]:
+                clock: Callable[[], float] = time.perf_counter, settle: bool = False) -> dict[str, Latency]:
     """Each form's latency over `rounds` rounds, each timing every form `repeats` times (order rotated each round),
-    after `warmup` untimed calls of each."""
+    after `warmup` untimed calls of each; with `settle`, fewer rounds once the figures are settled (SETTLED_SPREAD)."""
     if rounds < 1 or repeats < 1 or not forwards:
         raise ValueError(f"rounds and repeats must be >= 1 and some form given, got {rounds}, {repeats}, "
                          f"{list(forwards)}")
@@ -86,7 +90,16 @@ def interleaved(forwards: dict[str, Forward], rounds: int = ROUNDS, repeats: int
                 forwards[name](warmup + round_ * repeats + repeat)
                 calls.append((clock() - started) * 1000)
             times[name].append(calls)
+        if settle and round_ + 1 >= SETTLED_ROUNDS and all(_settled(times[name]) for name in names):
+            break
     return {name: _latency(times[name]) for name in names}
+
+
+def _settled(rounds: list[list[float]]) -> bool:
+    """Whether a form's round medians lie within SETTLED_SPREAD of their median."""
+    medians = [float(np.median(calls)) for calls in rounds]
+    middle = float(np.median(medians))
+    return middle > 0 and (max(medians) - min(medians)) <= SETTLED_SPREAD * middle
 
 
 def _latency(rounds: list[list[float]]) -> Latency:
@@ -114,9 +127,10 @@ def implausible(latencies: dict[str, Latency], reference: str, expected: float |
 
 def measure(forwards: dict[str, Forward], reference: str, expected: float | None = None, rounds: int = ROUNDS,
             repeats: int = REPEATS) -> Measured:
-    """Interleaved latencies of `forwards`; measured again with twice the rounds when they contradict the forms'
-    FLOPs (or `expected`, the reference's figure elsewhere), and marked noisy when they still do."""
-    latencies = interleaved(forwards, rounds, repeats)
+    """Interleaved latencies of `forwards`, in fewer rounds once settled; measured again with twice the rounds
+    (every one of them) when they contradict the forms' FLOPs (or `expected`, the reference's figure elsewhere), and
+    marked noisy when they still do."""
+    latencies = interleaved(forwards, rounds, repeats, settle=True)
     if implausible(latencies, reference, expected) is None:
         return Measured(latencies)
     latencies = interleaved(forwards, 2 * rounds, repeats, warmup=0)

@@ -77,6 +77,19 @@ def test_a_burst_of_other_work_lands_on_no_form_alone() -> None:
     assert latencies["torch"].high > latencies["torch"].p50  # the burst shows in the spread, not the figure
 
 
+def test_a_calm_machine_stops_once_the_figures_are_settled_and_a_burst_gets_every_round() -> None:
+    forms = lambda machine: {"torch": machine.form("torch", 0.002), "onnx": machine.form("onnx", 0.001)}  # noqa: E731
+    calm, busy = Machine(), Machine(busy=(0.010, 0.030), slowdown=10.0)  # busy in the second round
+
+    settled = interleaved(forms(calm), rounds=7, repeats=3, warmup=0, clock=calm.clock, settle=True)
+    unsettled = interleaved(forms(busy), rounds=7, repeats=3, warmup=0, clock=busy.clock, settle=True)
+    every = interleaved(forms(Machine()), rounds=7, repeats=3, warmup=0, clock=Machine().clock)
+
+    assert settled["torch"].rounds == 3 and settled["torch"].p50 == pytest.approx(2.0)
+    assert unsettled["torch"].rounds == 7 and unsettled["torch"].p50 == pytest.approx(2.0)  # the burst outvoted
+    assert every["torch"].rounds == 7  # without settle: every round
+
+
 def test_figures_that_contradict_equal_flops_are_measured_again_then_called_noisy(monkeypatch) -> None:
     figure = lambda p50: Latency(p50=p50, p95=p50, low=p50, high=p50, rounds=7, repeats=5)  # noqa: E731
     assert implausible({"torch": figure(1.0), "onnx": figure(0.5)}, "torch") is None
@@ -85,7 +98,7 @@ def test_figures_that_contradict_equal_flops_are_measured_again_then_called_nois
 
     measured = []
 
-    def fake(forwards, rounds, repeats, warmup=3):
+    def fake(forwards, rounds, repeats, warmup=3, settle=False):
         measured.append(rounds)
         return {"torch": figure(95.0 if len(measured) == 1 else 0.4), "onnx": figure(0.2)}
 
