@@ -79,15 +79,15 @@ def main() -> None:
     parser.add_argument("--pretrained", default=None)
     parser.add_argument("--work", type=Path, default=None,
                         help="reused: a second recipe in the same folder retrains only the students")
-    parser.add_argument("--temperature", type=float, default=None, help="sweep.distill_temperature (default: its own)")
-    parser.add_argument("--alpha", type=float, default=None, help="sweep.distill_alpha (default: its own)")
+    parser.add_argument("--temperature", type=float, default=None, help="sweep.distill.temperature (default: its own)")
+    parser.add_argument("--alpha", type=float, default=None, help="sweep.distill.alpha (default: its own)")
     parser.add_argument("--start", choices=("twin", "init"), default=None,
-                        help="sweep.distill_start: a student from its trained twin or its initialisation (default: "
+                        help="sweep.distill.start: a student from its trained twin or its initialisation (default: "
                         "its own); both into the same --work: the second retrains only the students")
     parser.add_argument("--pool", type=float, default=0.0,
                         help="share of --data's rows held out as unlabelled texts (--unlabeled), labels dropped")
     parser.add_argument("--distill-unlabeled", type=float, default=None,
-                        help="sweep.distill_unlabeled: pool texts taught on per train row (default: its own)")
+                        help="sweep.distill.unlabeled: pool texts taught on per train row (default: its own)")
     args = parser.parse_args()
     source = ["--data", str(args.data)] if args.data else ["--dataset", args.dataset]
     work = args.work or Path(tempfile.mkdtemp(prefix="distillation-"))
@@ -105,10 +105,10 @@ def main() -> None:
                    *(["--pretrained", args.pretrained] if args.pretrained else [])]
         # The known-depth problems are noisy by construction (a digit buried three levels deep): the audit is told so.
         rows = "" if args.data else f"data: {{dataset_rows: {args.rows}}}\n"
-        recipe = {"distill_temperature": args.temperature, "distill_alpha": args.alpha,
-                  "distill_unlabeled": args.distill_unlabeled, "distill_start": args.start}
+        recipe = {"temperature": args.temperature, "alpha": args.alpha, "unlabeled": args.distill_unlabeled,
+                  "start": args.start}
         recipe = ", ".join(f"{key}: {value}" for key, value in recipe.items() if value is not None)
-        (folder / "bench.yaml").write_text(f"{rows}{AUDIT}" + (f"sweep: {{{recipe}}}\n" if recipe else ""))
+        (folder / "bench.yaml").write_text(f"{rows}{AUDIT}" + (f"sweep: {{distill: {{{recipe}}}}}\n" if recipe else ""))
         options += ["--config", str(folder / "bench.yaml")]
         summary = run_depthfinder(source, args.depths, folder, *options)["summary"]
         runs += 1

@@ -4,8 +4,8 @@ For each file and seed: the rows cut once (stratified, by the seed) into `--trai
 validation and every other row as test (the truth: thousands of rows, never used to decide); a teacher (the deepest
 depth, `--teacher-depth`) and a plain twin of every cheaper depth trained on the labels (encoder.training, the family's
 recipe, early-stopped on validation); then each cheaper depth trained again as a student of the teacher on the
-distillation loss (sweep.distill_temperature and distill_alpha's defaults, the teacher's logits on the train rows), two
-ways, the product's two settings of `sweep.distill_start`:
+distillation loss (sweep.distill.temperature and alpha's defaults, the teacher's logits on the train rows), two
+ways, the product's two settings of `sweep.distill.start`:
 
 - init: from the twin's initialisation (same family, depth and seed), the loss from the first step, the recipe's
   budget;

@@ -37,7 +37,7 @@ class Command:
 def section_flags(*sections: str, only: tuple[str, ...] = ()) -> list[Flag]:
     """The flags of the run's settings in `sections`: given, each overrides its setting in the YAML file."""
     return [flag for section in sections
-            for flag in flags_of(RunConfig.model_fields[section].annotation, *only, section=section)]
+            for flag in flags_of(RunConfig.model_fields[section].annotation, *only, section=section, parts=True)]
 
 
 def commands() -> list[Command]:

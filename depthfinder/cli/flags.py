@@ -127,11 +127,15 @@ def declaration(field: FieldInfo) -> dict[str, Any] | None:
 
 
 def flags_of(model: type[BaseModel], *names: str, section: str | None = None,
-             spelled: dict[str, tuple[str, ...]] | None = None) -> list[Flag]:
+             spelled: dict[str, tuple[str, ...]] | None = None, parts: bool = False) -> list[Flag]:
     """The flags that `model`'s fields declare (only those of `names`, when given), in field order; `spelled` gives a
-    command's own spellings of some (`--model` beside `--model-name`)."""
+    command's own spellings of some (`--model` beside `--model-name`); with `parts`, those of a field that is a model
+    of its own too, in the section named by both (`sweep.crossfit`: `--crossfit` sets sweep.crossfit.mode)."""
     flags = []
     for name, field in model.model_fields.items():
+        if parts and isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            flags += flags_of(field.annotation, *names, section=f"{section}.{name}", spelled=spelled, parts=True)
+            continue
         declared = declaration(field)
         if declared is not None and (not names or name in names):
             spellings = (spelled or {}).get(name, (declared["flag"],))
@@ -150,13 +154,16 @@ def add_flags(parser: argparse.ArgumentParser, flags: Iterable[Flag]) -> None:
 
 
 def settings_given(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """The settings the command line gave, by section (`sweep.depths` -> {"sweep": {"depths": ...}}); a flag that was
-    not given is absent, so the YAML file's value or the default stands."""
+    """The settings the command line gave, by section (`sweep.depths` -> {"sweep": {"depths": ...}}, a part's within
+    it); a flag that was not given is absent, so the YAML file's value or the default stands."""
     given: dict[str, dict[str, Any]] = {}
     for dest, value in vars(args).items():
-        section, dot, name = dest.partition(".")
-        if dot:
-            given.setdefault(section, {})[name] = value
+        *sections, name = dest.split(".")
+        if sections:
+            settings = given
+            for section in sections:  # a part's setting: sweep.crossfit.mode -> {"sweep": {"crossfit": {"mode": ..}}}
+                settings = settings.setdefault(section, {})
+            settings[name] = value
     return given
 
 

@@ -35,8 +35,8 @@ def load_config(args: argparse.Namespace) -> RunConfig:
 
     config = without_credentials(load_run_config(args.config, settings_given(args)))
     table = load_table(config.data)
-    if config.sweep.unlabeled is not None:
-        check_pool(config.sweep.unlabeled, config.sweep.labels, config.data, set(table["label"]),
+    if config.sweep.pool.unlabeled is not None:
+        check_pool(config.sweep.pool.unlabeled, config.sweep.pool.labels, config.data, set(table["label"]),
                    labelled=table[[c for c in ("text", "split") if c in table]],
                    threshold=config.audit.near_duplicate_threshold)
     return config

@@ -76,7 +76,10 @@ def build_reference() -> str:
         "A run reads its settings from a YAML file given with `depthfinder run --config FILE` — one mapping per "
         "section below — and from the flags of `depthfinder run`. A flag beats the file and the file beats the "
         "defaults. Everything is validated before the run starts: an unknown setting or a value out of range "
-        "stops it with a message naming the setting (exit code 2).",
+        "stops it with a message naming the setting (exit code 2). A part of a section (`sweep.crossfit`, "
+        "`sweep.distill`, `sweep.pool`, `sweep.runner`) is a mapping of its own, or a bare value that sets its first "
+        "setting (`crossfit: off`); the flat keys an earlier version wrote (`crossfit_folds: 3`, `task_runner: dask`) "
+        "are read in their parts, with a line on stderr saying so.",
         "",
         "Sections: " + ", ".join(f"[`{name}`](#{name.replace('.', '')})" for name, _, _ in sections) + ".",
     ]

@@ -9,6 +9,7 @@ these declarations (cli/flags.py), and so is the flag column of docs/configurati
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,6 +20,7 @@ from depthfinder.encoder.config import SCRATCH_DEPTHS, SEED_MAX, FamilyKind, Mod
 from depthfinder.expectations.audit.config import AuditConfig
 from depthfinder.expectations.changes.config import ChangesConfig
 from depthfinder.expectations.table.config import DataConfig
+from depthfinder.flows.older import upgrade_sweep
 from depthfinder.runtime.credentials import hide_credentials
 from depthfinder.selection.halving import rung_budgets
 from depthfinder.selection.settings import SelectionRule
@@ -32,8 +34,144 @@ MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 # Where runs and models are recorded unless told: MLflow's own default store, a SQLite file in the working folder.
 TRACKING_URI = "sqlite:///mlflow.db"
 WORKDIR = Path(".depthfinder")  # the work folder: prepared data, tokenizers, checkpoints, logs
-# The environment variable whose value, when set, is sweep.crossfit's default (the test suite sets it to off: a
-# cross-fit multiplies a tiny sweep's training; tests/flows/test_crossfit.py asks for it).
+
+
+class SweepPart(BaseModel):
+    """One part of the sweep's settings. Given a bare value instead of a mapping (`crossfit: off` in YAML, a flow
+    parameter), the value is its first setting."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_value(cls, values: object) -> object:
+        return values if isinstance(values, dict | BaseModel) else {next(iter(cls.model_fields)): values}
+
+
+class CrossfitConfig(SweepPart):
+    """Cross-fitting: depths judged on rows no model of theirs saw (sweep.crossfit)."""
+
+    mode: Literal["auto", "on", "all", "off"] = Field(
+        "auto",
+        description="Cross-fitting, so that no depth is judged by a chance validation mean: depths trained again on "
+        "`folds` folds of the train and validation rows, so that every one of those rows is predicted by a "
+        "model that never saw it, and the rule judges on all of them (never on test rows); the shipped model is the "
+        "sweep's. auto = every depth the validation rows do not show worse than the tolerance, and the best is the one "
+        "best on the out-of-fold rows when the budget pays for all of them (the depths cheaper than the validation "
+        "rows' choice first); on = only the cheaper depths than the choice not shown worse, the best stays the "
+        "validation rows'; all = every depth, shown worse or not; within `budget` in each case "
+        "(docs/selection.md, docs/benchmarks.md: what each buys).",
+        json_schema_extra={"flag": "--crossfit"},
+    )
+    folds: int = Field(
+        5, strict=True, ge=2, le=20,
+        description="Folds of cross-fitting: each depth cross-fitted trains this many times, on all but one fold; "
+        "fewer, down to 3, where `budget` cannot pay for the best and the first depth to settle.",
+    )
+    budget: float = Field(
+        3.0, ge=0,
+        description="Training time cross-fitting may spend, as a multiple of the sweep's own (estimated from each "
+        "candidate's train time): the best first, then the depths cheaper than the validation rows' choice, cheapest "
+        "first; fewer folds (down to 3) where that pays for every depth (4 folds of every depth: 3x); 0 = none.",
+        json_schema_extra={"flag": "--crossfit-budget"},
+    )
+
+    _switch = field_validator("mode", mode="before")(yaml_switch)
+
+
+class DistillConfig(SweepPart):
+    """Distillation: the best candidate teaching cheaper depths (sweep.distill)."""
+
+    mode: Literal["auto", "on", "off"] = Field(
+        "auto", description="Distillation, after the sweep's decision: the best candidate teaches cheaper depths, "
+        "each trained again from the same initialisation on alpha x T^2 x KL(teacher || student) at "
+        "temperature T plus (1 - alpha) x the cross-entropy of the labels, with the "
+        "teacher's soft labels on the train rows (and on unlabelled texts of --unlabeled: `unlabeled`) computed "
+        "once and cached; each student is a candidate of its own (`depth 3, distilled from depth 6`) that the rule "
+        "judges beside the plain ones. on = every depth cheaper than the best; auto = every depth cheaper than the "
+        "rule's choice (none when the cheapest ships), only with --unlabeled texts to teach on; off = none "
+        "(docs/training.md).",
+        json_schema_extra={"flag": "--distill"},
+    )
+    temperature: float = Field(
+        2.0, gt=0, description="Temperature T of the teacher's and the student's softmax in the distillation loss.",
+    )
+    alpha: float = Field(
+        0.5, ge=0, le=1, description="Weight of the soft-label term in a student's loss (the labels' cross-entropy "
+        "takes 1 - alpha); 0 trains a student exactly as its plain twin.",
+    )
+    epochs: int | None = Field(
+        None, strict=True, ge=1, description="Most epochs of a student; null = its family's recipe's max_epochs "
+        "(early stopping as for any candidate).",
+    )
+    start: Literal["twin", "init"] = Field(
+        "twin", description="Where a student starts: twin = from its trained plain twin (same family, depth and "
+        "seed), its teacher's soft labels refining it at half the recipe's peak learning rate, early-stopped on "
+        "validation (docs/benchmarks.md: students from their initialisation lost to their twins where the teacher was "
+        "far better); init = from the twin's initialisation, trained on the distillation loss from the start.",
+        json_schema_extra={"flag": "--distill-start"},
+    )
+    unlabeled: float = Field(
+        1.0, ge=0, description="With --unlabeled: students also learn the teacher's soft labels on this many of the "
+        "unlabelled texts per train row (a teacher that fitted its train rows teaches most on texts it never saw), "
+        "at most half of them: the texts taught on are left out of the pool's evidence (a student learnt to agree "
+        "with its teacher there). 0 = the train rows alone.",
+    )
+
+    _switch = field_validator("mode", mode="before")(yaml_switch)
+
+
+class PoolConfig(SweepPart):
+    """Texts without labels from the labelled rows' source, and labels given later for some (sweep.pool)."""
+
+    unlabeled: Path | None = Field(
+        None, description="Texts from the same source as the labelled rows, without labels (any format --data takes, "
+        "texts in --text-col): a cheaper depth the labelled rows cannot settle is shown within the tolerance when the "
+        "share of these texts on which it disagrees with the best bounds its difference within it; where it does "
+        "not, the texts whose labels would settle it are written to rows_to_label.csv in the run's folder "
+        "(docs/selection.md). Never trained on; texts also in the labelled table are left out.",
+        json_schema_extra={"flag": "--unlabeled"},
+    )
+    labels: Path | None = Field(
+        None, description="Labels for some of the unlabelled texts (rows_to_label.csv once filled in, or any file with "
+        "--text-col and --label-col): they tighten the bound, as evidence only; nothing is trained on them or "
+        "retrained for them. Needs --unlabeled.",
+        json_schema_extra={"flag": "--labels"},
+    )
+    rows: int = Field(
+        20_000, strict=True, ge=100, le=1_000_000,
+        description="Most unlabelled texts each depth to settle predicts (a fixed sample of a larger file).",
+    )
+
+    @model_validator(mode="after")
+    def _labels_need_texts(self) -> PoolConfig:
+        if self.labels is not None and self.unlabeled is None:
+            raise ValueError("--labels needs --unlabeled: the labels are for texts of the unlabelled pool")
+        return self
+
+
+class RunnerConfig(SweepPart):
+    """Where candidates train (sweep.runner)."""
+
+    kind: Literal["threads", "processes", "dask"] = Field(
+        "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster.",
+        json_schema_extra={"flag": "--task-runner"},
+    )
+    workers: int = Field(
+        1, strict=True, ge=1, le=MAX_WORKERS,
+        description="Candidates trained at once (Dask: workers of a local cluster).",
+        json_schema_extra={"flag": "--workers"},
+    )
+    dask_address: str | None = Field(
+        None, description="Scheduler of an existing Dask cluster; a local one otherwise.",
+        json_schema_extra={"flag": "--dask-address"},
+    )
+
+    @property
+    def per_machine(self) -> int:
+        """Candidates training at once on one machine: the workers, except on an existing Dask cluster, whose
+        machines this one cannot see (there each worker takes its machine's cores, or its OMP_NUM_THREADS)."""
+        return 1 if self.kind == "dask" and self.dask_address else self.workers
 
 
 class SweepConfig(SelectionRule):
@@ -100,96 +238,18 @@ class SweepConfig(SelectionRule):
         "what it left untried. null = no budget.",
         json_schema_extra={"flag": "--budget-flops"},
     )
-    crossfit: Literal["auto", "on", "all", "off"] = Field(
-        "auto",
-        description="Cross-fitting, so that no depth is judged by a chance validation mean: depths trained again on "
-        "crossfit_folds folds of the train and validation rows, so that every one of those rows is predicted by a "
-        "model that never saw it, and the rule judges on all of them (never on test rows); the shipped model is the "
-        "sweep's. auto = every depth the validation rows do not show worse than the tolerance, and the best is the one "
-        "best on the out-of-fold rows when the budget pays for all of them (the depths cheaper than the validation "
-        "rows' choice first); on = only the cheaper depths than the choice not shown worse, the best stays the "
-        "validation rows'; all = every depth, shown worse or not; within crossfit_budget in each case "
-        "(docs/selection.md, docs/benchmarks.md: what each buys).",
-        json_schema_extra={"flag": "--crossfit"},
-    )
-    crossfit_folds: int = Field(
-        5, strict=True, ge=2, le=20,
-        description="Folds of cross-fitting: each depth cross-fitted trains this many times, on all but one fold; "
-        "fewer, down to 3, where crossfit_budget cannot pay for the best and the first depth to settle.",
-    )
-    crossfit_budget: float = Field(
-        3.0, ge=0,
-        description="Training time cross-fitting may spend, as a multiple of the sweep's own (estimated from each "
-        "candidate's train time): the best first, then the depths cheaper than the validation rows' choice, cheapest "
-        "first; fewer folds (down to 3) where that pays for every depth (4 folds of every depth: 3x); 0 = none.",
-        json_schema_extra={"flag": "--crossfit-budget"},
-    )
-    distill: Literal["auto", "on", "off"] = Field(
-        "auto", description="Distillation, after the sweep's decision: the best candidate teaches cheaper depths, "
-        "each trained again from the same initialisation on distill_alpha x T^2 x KL(teacher || student) at "
-        "temperature distill_temperature plus (1 - distill_alpha) x the cross-entropy of the labels, with the "
-        "teacher's soft labels on the train rows (and on unlabelled texts of --unlabeled: distill_unlabeled) computed "
-        "once and cached; each student is a candidate of its own (`depth 3, distilled from depth 6`) that the rule "
-        "judges beside the plain ones. on = every depth cheaper than the best; auto = every depth cheaper than the "
-        "rule's choice (none when the cheapest ships), only with --unlabeled texts to teach on; off = none "
-        "(docs/training.md).",
-        json_schema_extra={"flag": "--distill"},
-    )
-    distill_temperature: float = Field(
-        2.0, gt=0, description="Temperature T of the teacher's and the student's softmax in the distillation loss.",
-    )
-    distill_alpha: float = Field(
-        0.5, ge=0, le=1, description="Weight of the soft-label term in a student's loss (the labels' cross-entropy "
-        "takes 1 - distill_alpha); 0 trains a student exactly as its plain twin.",
-    )
-    distill_epochs: int | None = Field(
-        None, strict=True, ge=1, description="Most epochs of a student; null = its family's recipe's max_epochs "
-        "(early stopping as for any candidate).",
-    )
-    distill_start: Literal["twin", "init"] = Field(
-        "twin", description="Where a student starts: twin = from its trained plain twin (same family, depth and "
-        "seed), its teacher's soft labels refining it at half the recipe's peak learning rate, early-stopped on "
-        "validation (docs/benchmarks.md: students from their initialisation lost to their twins where the teacher was "
-        "far better); init = from the twin's initialisation, trained on the distillation loss from the start.",
-        json_schema_extra={"flag": "--distill-start"},
-    )
-    distill_unlabeled: float = Field(
-        1.0, ge=0, description="With --unlabeled: students also learn the teacher's soft labels on this many of the "
-        "unlabelled texts per train row (a teacher that fitted its train rows teaches most on texts it never saw), "
-        "at most half of them: the texts taught on are left out of the pool's evidence (a student learnt to agree "
-        "with its teacher there). 0 = the train rows alone.",
-    )
-    unlabeled: Path | None = Field(
-        None, description="Texts from the same source as the labelled rows, without labels (any format --data takes, "
-        "texts in --text-col): a cheaper depth the labelled rows cannot settle is shown within the tolerance when the "
-        "share of these texts on which it disagrees with the best bounds its difference within it; where it does "
-        "not, the texts whose labels would settle it are written to rows_to_label.csv in the run's folder "
-        "(docs/selection.md). Never trained on; texts also in the labelled table are left out.",
-        json_schema_extra={"flag": "--unlabeled"},
-    )
-    labels: Path | None = Field(
-        None, description="Labels for some of the unlabelled texts (rows_to_label.csv once filled in, or any file with "
-        "--text-col and --label-col): they tighten the bound, as evidence only; nothing is trained on them or "
-        "retrained for them. Needs --unlabeled.",
-        json_schema_extra={"flag": "--labels"},
-    )
-    unlabeled_rows: int = Field(
-        20_000, strict=True, ge=100, le=1_000_000,
-        description="Most unlabelled texts each depth to settle predicts (a fixed sample of a larger file).",
-    )
-    task_runner: Literal["threads", "processes", "dask"] = Field(
-        "threads", description="Where candidates train: threads of this process, worker processes, or a Dask cluster.",
-        json_schema_extra={"flag": "--task-runner"},
-    )
-    workers: int = Field(
-        1, strict=True, ge=1, le=MAX_WORKERS,
-        description="Candidates trained at once (Dask: workers of a local cluster).",
-        json_schema_extra={"flag": "--workers"},
-    )
-    dask_address: str | None = Field(
-        None, description="Scheduler of an existing Dask cluster; a local one otherwise.",
-        json_schema_extra={"flag": "--dask-address"},
-    )
+    crossfit: CrossfitConfig = Field(
+        CrossfitConfig(), description="Cross-fitting (its mode alone may be given: `crossfit: off`).")
+    distill: DistillConfig = Field(
+        DistillConfig(), description="Distillation (its mode alone may be given: `distill: on`).")
+    pool: PoolConfig = Field(PoolConfig(), description="Unlabelled texts from the labelled rows' source.")
+    runner: RunnerConfig = Field(
+        RunnerConfig(), description="Where candidates train (its kind alone may be given: `runner: processes`).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_older(cls, values: object) -> object:
+        return upgrade_sweep(values)[0]
 
     @field_validator("depths")
     @classmethod
@@ -200,24 +260,12 @@ class SweepConfig(SelectionRule):
             raise ValueError(f"depths must be distinct integers from 1 to {MAX_DEPTH}, got {depths}")
         return sorted(depths)
 
-    @model_validator(mode="after")
-    def _labels_need_texts(self) -> SweepConfig:
-        if self.labels is not None and self.unlabeled is None:
-            raise ValueError("--labels needs --unlabeled: the labels are for texts of the unlabelled pool")
-        return self
-
     @field_validator("families")
     @classmethod
     def _distinct_families(cls, families: list[str] | None) -> list[str] | None:
         if families is not None and len(set(families)) != len(families):
             raise ValueError(f"families must be distinct, got {families}")
         return families
-
-    @property
-    def workers_per_machine(self) -> int:
-        """Candidates training at once on one machine: the workers, except on an existing Dask cluster, whose
-        machines this one cannot see (there each worker takes its machine's cores, or its OMP_NUM_THREADS)."""
-        return 1 if self.task_runner == "dask" and self.dask_address else self.workers
 
     def halves(self, depths: int) -> bool:
         """Whether a family sweeping this many depths uses successive halving."""
@@ -244,7 +292,7 @@ class SweepConfig(SelectionRule):
             return 0
         return self.extend_epochs or max(1, recipe.max_epochs // 2)
 
-    _switches = field_validator("halving", "crossfit", "distill", mode="before")(yaml_switch)
+    _switches = field_validator("halving", mode="before")(yaml_switch)
 
     @field_validator("seeds")
     @classmethod
@@ -334,16 +382,31 @@ def load_run_config(path: Path | None, overrides: dict[str, dict[str, Any]]) -> 
     sections: dict[str, dict[str, Any]] = {}
     if path is not None:
         sections = _read_yaml(path)
+    if "sweep" in sections:
+        sections["sweep"], moved = upgrade_sweep(sections["sweep"])
+        if moved:
+            print(f"depthfinder: {path}: the sweep's settings of an earlier version read in their parts "
+                  f"({', '.join(moved)}); write them so to silence this", file=sys.stderr)
     for section, values in overrides.items():
         given = {k: v for k, v in values.items() if v is not None}
         if section == "data" and given.keys() & DATA_SOURCES:
             for source in DATA_SOURCES - given.keys():  # the CLI's data source wins over the file's
                 sections.get("data", {}).pop(source, None)
-        sections.setdefault(section, {}).update(given)
+        _merge(sections.setdefault(section, {}), given)
     try:
         return RunConfig.model_validate(sections)
     except ValidationError as exc:
         raise ValueError(first_error(exc, path)) from None
+
+
+def _merge(settings: dict[str, Any], given: dict[str, Any]) -> None:
+    """`given` written over `settings`, a part's mapping merged setting by setting (`--crossfit-budget` keeps the
+    file's crossfit.folds)."""
+    for key, value in given.items():
+        if isinstance(value, dict) and isinstance(settings.get(key), dict):
+            _merge(settings[key], value)
+        else:
+            settings[key] = value
 
 
 def _read_yaml(path: Path) -> dict[str, dict[str, Any]]:

@@ -35,17 +35,17 @@ FoldKey = tuple[str, int, int, int]  # (family, depth, seed, fold)
 
 def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Candidate],
               decision: Decision) -> tuple[OutOfFold | None, CrossFit | None]:
-    """Out-of-fold predictions of the best and the depths `sweep.crossfit` asks to judge on them (auto: every depth
+    """Out-of-fold predictions of the best and the depths `sweep.crossfit.mode` asks to judge on them (auto: every depth
     `decision`, the sweep's on the validation rows, did not show worse), as far as its budget allows, and what
     cross-fitting did; (None, None) when there is nothing to judge, (None, why) when it did not run or its folds did
     not finish."""
     # Students are left to the validation rows: their teacher learnt from the rows a fold holds out, so their
     # out-of-fold predictions would not be out of fold.
-    settle = [arm for arm in arms_to_settle(decision, sweep.crossfit) if teacher_of(arm[0]) is None]
+    settle = [arm for arm in arms_to_settle(decision, sweep.crossfit.mode) if teacher_of(arm[0]) is None]
     if not settle or teacher_of(decision.best_family) is not None:
         return None, None
     best = (decision.best_family, decision.best_depth)
-    plan = plan_cross_fit(settle, best, candidates, sweep.crossfit_folds, sweep.crossfit_budget)
+    plan = plan_cross_fit(settle, best, candidates, sweep.crossfit.folds, sweep.crossfit.budget)
     named = len({family for family, _ in [best, *settle]}) > 1 or best[0] != "scratch"
     label = lambda arm: arm_label(*arm, named=named)  # noqa: E731
     left_out = [label(arm) for arm in plan.left_out]
@@ -54,7 +54,7 @@ def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Ca
     if not plan.arms:
         reason = (f"not run: settling {', '.join(label(arm) for arm in settle)} would take about "
                   f"{plan.wanted_seconds:.0f} s of training, over its budget of "
-                  f"{plan.budget_seconds:.0f} s ({sweep.crossfit_budget:g}x the sweep's; --crossfit-budget)")
+                  f"{plan.budget_seconds:.0f} s ({sweep.crossfit.budget:g}x the sweep's; --crossfit-budget)")
         get_run_logger().info("Cross-fitting %s", reason)
         return None, record.model_copy(update={"reason": reason})
     folds = fold_tables(trainings[0].dataset, plan.folds, trainings[0].workdir)
@@ -67,7 +67,7 @@ def cross_fit(sweep: SweepConfig, trainings: list[Training], candidates: list[Ca
         return None, record.model_copy(update={"reason": reason})
     arms = sorted({key[:2] for key in held_out}, key=lambda arm: (arm[1], arm[0]))
     evidence = OutOfFold(predictions=out_of_fold(folds.ids, held_out), folds=plan.folds,
-                         chooses_best=judges_every_depth(sweep.crossfit, decision, arms))
+                         chooses_best=judges_every_depth(sweep.crossfit.mode, decision, arms))
     kept = save_out_of_fold(trainings[0].workdir / "crossfit" / f"{trainings[0].dataset.data_hash}-"
                             f"{_digest(sorted(held_out))}.npz", evidence)
     spent = sum(c.cost.train_seconds for c in trained.values() if c.cost and c.cost.train_seconds)

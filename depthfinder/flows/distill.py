@@ -1,5 +1,5 @@
 """Distillation, after the sweep's decision (selection.distillation): the best candidate teaches the cheaper depths,
-each trained again as a student from its trained plain twin (or its initialisation: sweep.distill_start), a task like
+each trained again as a student from its trained plain twin (or its initialisation: sweep.distill.start), a task like
 any candidate (its own MLflow
 child run, kept and resumed by a key that holds its teacher's content), and a candidate of its own for the rule."""
 
@@ -20,20 +20,20 @@ from depthfinder.tasks.train import Training, make_teacher, train_depth
 
 def distill(sweep: SweepConfig, trainings: list[Training], candidates: list[Candidate],
             unlabeled: PoolTexts | None = None) -> list[Candidate]:
-    """The students `sweep.distill` asks for after the rule's choice among `candidates`, every seed of each cheaper
+    """The students `sweep.distill.mode` asks for after the rule's choice among `candidates`, every seed of each cheaper
     arm that trained (none when distillation is off or not needed), taught on the train rows and the `unlabeled`
     texts (tasks.pool.teaching_texts); failed ones come back failed, like any candidate, and the rule skips them."""
-    if sweep.distill == "off":
+    if sweep.distill.mode == "off":
         return []
     decision = choose_depth(candidates, sweep)
-    arms = arms_to_distill(decision, sweep.distill, unlabeled is not None)
+    arms = arms_to_distill(decision, sweep.distill.mode, unlabeled is not None)
     by_family = {training.family.name: training for training in trainings}
     arms = [arm for arm in arms if arm[0] in by_family]
     if not arms:
         return []
     best = teacher_candidate(candidates, decision, sweep.metric)
-    twins = [c for c in candidates if c.usable and (c.family, c.depth) in arms] if sweep.distill_start == "twin" else []
-    teacher = make_teacher(best, arm_label(best.family, best.depth), sweep.distill_temperature, sweep.distill_alpha,
+    twins = [c for c in candidates if c.usable and (c.family, c.depth) in arms] if sweep.distill.start == "twin" else []
+    teacher = make_teacher(best, arm_label(best.family, best.depth), sweep.distill.temperature, sweep.distill.alpha,
                            unlabeled, twins)
     get_run_logger().info("Distillation: %s seed %d teaches %s (T %g, alpha %g) on the train rows%s", teacher.label,
                           teacher.seed, ", ".join(arm_label(*arm) for arm in arms), teacher.temperature, teacher.alpha,
@@ -41,8 +41,8 @@ def distill(sweep: SweepConfig, trainings: list[Training], candidates: list[Cand
     students = {}
     for family, depth in arms:
         training = by_family[family]
-        recipe = training.train if sweep.distill_epochs is None else training.train.model_copy(
-            update={"max_epochs": sweep.distill_epochs})
+        recipe = training.train if sweep.distill.epochs is None else training.train.model_copy(
+            update={"max_epochs": sweep.distill.epochs})
         students[family, depth] = replace(training, teacher=teacher, train=recipe, probes=False)
     seeds = {arm: sorted(c.seed for c in candidates if c.usable and (c.family, c.depth) == arm) for arm in arms}
     keys = [(arm, seed) for arm in arms for seed in seeds[arm]]

@@ -1,8 +1,11 @@
 """What earlier versions of depthfinder wrote, read as today's records: every reader of an older JSON form in one
 place. A summary (`run --summary-json`, the MLflow parent run's summary.json) passes through `upgrade_summary` before
-`RunSummary` validates it; today's form passes unchanged."""
+`RunSummary` validates it, the sweep's settings (a YAML file, a flow's parameters) through `upgrade_sweep` before
+`SweepConfig` does; today's form passes unchanged."""
 
 from __future__ import annotations
+
+from pydantic import BaseModel
 
 from depthfinder.selection.decision import DepthScore, judge
 
@@ -53,3 +56,37 @@ def _fill_missing_verdicts(values: dict, tolerance: float) -> dict:
         return {}
     return {"scores": [score if score.verdict is not None else
                        score.model_copy(update={"verdict": judge(score, best, tolerance)}) for score in scores]}
+
+
+# The sweep's settings an earlier version held flat, and where they are now (section, setting).
+FLAT_SWEEP = {
+    "crossfit_folds": ("crossfit", "folds"), "crossfit_budget": ("crossfit", "budget"),
+    "distill_temperature": ("distill", "temperature"), "distill_alpha": ("distill", "alpha"),
+    "distill_epochs": ("distill", "epochs"), "distill_start": ("distill", "start"),
+    "distill_unlabeled": ("distill", "unlabeled"),
+    "unlabeled": ("pool", "unlabeled"), "labels": ("pool", "labels"), "unlabeled_rows": ("pool", "rows"),
+    "task_runner": ("runner", "kind"), "workers": ("runner", "workers"), "dask_address": ("runner", "dask_address"),
+}
+# A part given as a bare value (`crossfit: off`, as every version wrote it) is its first setting.
+BARE = {"crossfit": "mode", "distill": "mode", "pool": "unlabeled", "runner": "kind"}
+
+
+def upgrade_sweep(values: object) -> tuple[object, list[str]]:
+    """The sweep's settings with an earlier version's flat keys moved into their parts (`crossfit_folds: 3` ->
+    `crossfit: {folds: 3}`), and the keys moved (`crossfit_folds -> crossfit.folds`); today's form passes
+    unchanged but for bare parts written as mappings (`crossfit: off` -> `crossfit: {mode: off}`), so that a flag can
+    be merged into them."""
+    if not isinstance(values, dict):
+        return values, []
+    upgraded = {key: value for key, value in values.items() if key not in FLAT_SWEEP}
+    for part, first in BARE.items():
+        if part in upgraded and not isinstance(upgraded[part], dict | BaseModel):
+            upgraded[part] = {first: upgraded[part]}
+        elif isinstance(upgraded.get(part), BaseModel):
+            upgraded[part] = upgraded[part].model_dump()
+    moved = []
+    for key, (part, setting) in FLAT_SWEEP.items():
+        if key in values:
+            upgraded[part] = {**upgraded.get(part, {}), setting: values[key]}
+            moved.append(f"{key} -> {part}.{setting}")
+    return upgraded, moved

@@ -43,8 +43,8 @@ def pool_use(prepared: PoolTexts | None, taught: PoolTexts | None) -> PoolUse | 
 
 def split_pool(sweep: SweepConfig, pool: PoolTexts | None, dataset: PreparedData,
                workdir: Path) -> tuple[PoolTexts | None, PoolTexts | None]:
-    """The unlabelled texts students learn from (sweep.distill_unlabeled per train row) and the pool left as evidence;
+    """The unlabelled texts students learn from (sweep.distill.unlabeled per train row) and the pool left as evidence;
     (None, pool) when nothing is distilled on it."""
-    if pool is None or sweep.distill == "off" or not sweep.distill_unlabeled:
+    if pool is None or sweep.distill.mode == "off" or not sweep.distill.unlabeled:
         return None, pool
-    return teaching_texts(pool, round(sweep.distill_unlabeled * dataset.split_rows.get("train", 0)), workdir)
+    return teaching_texts(pool, round(sweep.distill.unlabeled * dataset.split_rows.get("train", 0)), workdir)

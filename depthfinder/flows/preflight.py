@@ -255,21 +255,21 @@ def check_dask_scheduler(sweep: SweepConfig) -> None:
     import socket
     from urllib.parse import urlsplit
 
-    if sweep.task_runner != "dask" or not sweep.dask_address:
+    if sweep.runner.kind != "dask" or not sweep.runner.dask_address:
         return
-    address = sweep.dask_address if "://" in sweep.dask_address else f"tcp://{sweep.dask_address}"
+    address = sweep.runner.dask_address if "://" in sweep.runner.dask_address else f"tcp://{sweep.runner.dask_address}"
     parts = urlsplit(address)
     try:
         port = parts.port
     except ValueError:
         port = None
     if parts.scheme not in ("tcp", "tls") or not parts.hostname or port is None:
-        raise ValueError(f"sweep.dask_address {sweep.dask_address!r} is not a scheduler address such as "
+        raise ValueError(f"sweep.runner.dask_address {sweep.runner.dask_address!r} is not a scheduler address such as "
                          "tcp://127.0.0.1:8786")
     try:
         socket.create_connection((parts.hostname, port), timeout=REACHABLE_SECONDS).close()
     except OSError as exc:
-        raise ValueError(f"no Dask scheduler answers at {sweep.dask_address} ({exc.strerror or exc}); start it "
+        raise ValueError(f"no Dask scheduler answers at {sweep.runner.dask_address} ({exc.strerror or exc}); start it "
                          "(dask scheduler) or fix --dask-address") from None
 
 

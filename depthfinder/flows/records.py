@@ -320,7 +320,7 @@ SETTINGS = ("config_hash", "code_version", "pretrained")
 # data), where the checkpoint is (its content hash is in the fingerprint), where results are
 # recorded, when a change is worth a retrain, and where candidates train.
 UNDECIDING = {"data": True, "changes": True, "model": {"pretrained"}, "registry": True,
-              "sweep": {"task_runner", "workers", "dask_address"}}
+              "sweep": {"runner": True}}
 
 
 def config_hash(config: RunConfig) -> str:

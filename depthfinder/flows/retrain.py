@@ -109,8 +109,8 @@ def retrain(
             check_run(config)
         registry, workdir = config.registry, Path(config.registry.workdir)
         dataset = drop_flagged_rows(prepare_dataset(data, workdir), audit, workdir)
-        unlabeled = prepare_pool(sweep.unlabeled, sweep.labels, sweep.unlabeled_rows, data, dataset, workdir,
-                                 audit.near_duplicate_threshold) if sweep.unlabeled else None
+        unlabeled = prepare_pool(sweep.pool.unlabeled, sweep.pool.labels, sweep.pool.rows, data, dataset, workdir,
+                                 audit.near_duplicate_threshold) if sweep.pool.unlabeled else None
         label_flow_run(name=run_title(registry.model_name, data, dataset.data_hash))
         with one_retrain_at_a_time(registry.model_name, workdir):
             tracking_uri = tidy_store(registry)
@@ -195,7 +195,7 @@ def trainings_of(config: RunConfig, dataset: PreparedData, families: list[Family
     workdir = Path(config.registry.workdir)
     return [Training(family, dataset, prepare_tokenizer(family, dataset, config.model, workdir), config.model,
                      family.recipe(config.train), class_weights, run, workdir,
-                     onnx_cost=config.sweep.cost == "onnx_latency_ms_p50", concurrent=config.sweep.workers_per_machine,
+                     onnx_cost=config.sweep.cost == "onnx_latency_ms_p50", concurrent=config.sweep.runner.per_machine,
                      onnx_size=config.sweep.asks_size, vocabulary_min_count=config.sweep.vocabulary_min_count,
                      form_check=form_check(config.sweep))
             for family in families]

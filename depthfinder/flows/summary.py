@@ -89,7 +89,7 @@ class RunSummary(Record):
         "validation rows settled every cheaper depth (or crossfit off)."
     )
     pool: PoolUse | None = Field(
-        None, description="What the run made of its unlabelled texts (sweep.unlabeled): the copies of labelled texts "
+        None, description="What the run made of its unlabelled texts (sweep.pool): the copies of labelled texts "
         "it left out, and the new texts it taught on and judged on; none without a pool."
     )
     rows_to_label: str | None = Field(

@@ -55,7 +55,7 @@ def sweep_depths(
                 if step.grids and spending.spent(candidates + list(strategy.latest.values())):
                     _stop_for_budget(strategy, step, training, spending)
                     break
-                strategy.record(_take(step, training, runner, sweep.workers))
+                strategy.record(_take(step, training, runner, sweep.runner.workers))
             tag_convergence(training.parent_run, [c for c in strategy.latest.values() if c.usable])
             candidates += strategy.candidates()
             rungs += strategy.rungs
@@ -162,16 +162,17 @@ def depths_of(sweep: SweepConfig, training: Training) -> list[int]:
 
 def task_runner(sweep: SweepConfig) -> TaskRunner:
     """The runner the candidates train on, as configured."""
-    if sweep.task_runner == "processes":
-        return ProcessPoolTaskRunner(max_workers=sweep.workers)
-    if sweep.task_runner == "dask":
+    if sweep.runner.kind == "processes":
+        return ProcessPoolTaskRunner(max_workers=sweep.runner.workers)
+    if sweep.runner.kind == "dask":
         from prefect_dask import DaskTaskRunner
 
-        if sweep.dask_address:
-            return DaskTaskRunner(address=sweep.dask_address)
-        local = {"n_workers": sweep.workers, "threads_per_worker": 1, "host": "127.0.0.1", "dashboard_address": None}
+        if sweep.runner.dask_address:
+            return DaskTaskRunner(address=sweep.runner.dask_address)
+        local = {"n_workers": sweep.runner.workers, "threads_per_worker": 1, "host": "127.0.0.1",
+                 "dashboard_address": None}
         return DaskTaskRunner(cluster_kwargs=local)
-    return ThreadPoolTaskRunner(max_workers=sweep.workers)
+    return ThreadPoolTaskRunner(max_workers=sweep.runner.workers)
 
 
 def collect_candidate(

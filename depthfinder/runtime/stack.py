@@ -19,8 +19,8 @@ the worker and the Dask workers are started with; `env` prints the line that sou
 rather than the secrets.
 
 depthfinder is pointed at the stack by configuration only: `PREFECT_API_URL`,
-`registry.tracking_uri` (the MLflow server) and `sweep.task_runner: dask` with
-`sweep.dask_address` (the scheduler); `env` prints them and `stack.yaml` in the home holds
+`registry.tracking_uri` (the MLflow server) and `sweep.runner.kind: dask` with
+`sweep.runner.dask_address` (the scheduler); `env` prints them and `stack.yaml` in the home holds
 the configuration sections.
 """
 
@@ -316,7 +316,7 @@ def _create_pool(stack: Stack) -> None:
 def stack_yaml(stack: Stack) -> str:
     """The configuration sections that point a run at the stack (merge them into your run.yaml)."""
     return (f"registry: {{tracking_uri: \"{stack.mlflow_uri}\"}}\n"
-            f"sweep: {{task_runner: dask, dask_address: \"{stack.dask_address}\"}}\n")
+            f"sweep: {{runner: {{kind: dask, dask_address: \"{stack.dask_address}\"}}}}\n")
 
 
 def down(stack: Stack, only: list[str] | None = None) -> None:

@@ -135,7 +135,7 @@ class Candidate(Record):
         "soft labels on, besides the train rows."
     )
     kept_twin: bool = Field(
-        False, description="For a distilled student started from its trained plain twin (sweep.distill_start twin): "
+        False, description="For a distilled student started from its trained plain twin (sweep.distill.start twin): "
         "no epoch its teacher taught beat the twin on the validation rows, so it kept the twin's weights; the rule "
         "leaves it out (it is its twin) and the Distillation sentence says so."
     )

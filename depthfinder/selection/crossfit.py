@@ -16,7 +16,7 @@ still converging on fewer rows is understated more than one that has converged (
 either way). The rows' resampling holds the row noise and, a row being predicted by one
 fold's model, part of the folds'; seeds are resampled as in the sweep.
 
-Its cost is K trainings per depth; `crossfit_budget` bounds it (a multiple of the sweep's own training time,
+Its cost is K trainings per depth; `sweep.crossfit.budget` bounds it (a multiple of the sweep's own training time,
 estimated from each candidate's): the best always, then (crossfit: auto) every depth the validation rows do not show
 worse, those cheaper than their choice first. A validation mean beyond the tolerance by chance keeps no depth out:
 the rows that decide are the same for every depth, and when they hold every depth the best is chosen on them too
@@ -68,7 +68,7 @@ class CrossFit(Record):
     families: list[FamilyName] = Field([], description="The family of each of those depths.")
     left_out: list[str] = Field([], description="Depths the budget left out (the validation rows judge them).")
     estimated_seconds: float = Field(0.0, description="Training time it was estimated to take, s.")
-    budget_seconds: float = Field(0.0, description="Training time it was allowed: crossfit_budget x the sweep's.")
+    budget_seconds: float = Field(0.0, description="Training time it was allowed: sweep.crossfit.budget x the sweep's.")
     seconds: float = Field(0.0, description="Training time its folds took, s (reused folds: their first training).")
     chooses_best: bool = Field(
         False, description="Every depth was cross-fitted (crossfit: all) and the best was chosen on the out-of-fold "

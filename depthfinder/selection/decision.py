@@ -59,7 +59,7 @@ class DepthScore(Record):
         "selection.pool)."
     )
     pool: PoolBound | None = Field(
-        None, description="How it stands against the best on the unlabelled texts (sweep.unlabeled), for a depth the "
+        None, description="How it stands against the best on the unlabelled texts (sweep.pool), for a depth the "
         "labelled rows could not settle: its disagreement with the best and the bound that puts on the difference."
     )
     verdict: Verdict | None = Field(
@@ -105,11 +105,11 @@ class Decision(Record):
     )
     folds: int | None = Field(None, description="Folds of that cross-fitting.")
     unlabeled_rows: int | None = Field(
-        None, description="Unlabelled texts (sweep.unlabeled) the depths the labelled rows could not settle were "
+        None, description="Unlabelled texts (sweep.pool.unlabeled) the depths the labelled rows could not settle were "
         "bounded on; none without a pool, or when no depth needed it."
     )
     labelled_texts: int | None = Field(
-        None, description="Of those, the texts whose labels were given (sweep.labels): evidence, never training."
+        None, description="Of those, the texts whose labels were given (sweep.pool.labels): evidence, never training."
     )
     rows_to_label: int | None = Field(
         None, description="Texts of the pool whose labels could settle a cheaper depth the pool could not bound "

@@ -1,7 +1,7 @@
 """Which candidates distillation trains, and which model teaches them (encoder.distillation has the loss).
 
 After the sweep's decision the best candidate teaches cheaper depths: each continues from its trained plain twin
-(sweep.distill_start twin; or starts from the twin's initialisation, init) on the teacher's soft labels and the
+(sweep.distill.start twin; or starts from the twin's initialisation, init) on the teacher's soft labels and the
 labels, early-stopped on the validation rows where the twin's own weights count as its first state: a student that no
 taught epoch improved keeps them (Candidate.kept_twin) and is no arm of its own. A student is an arm of its own
 (its family `scratch, distilled from depth 6`: selection.candidate.student_family), judged by the same rule beside

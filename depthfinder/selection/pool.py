@@ -1,12 +1,12 @@
 """Unlabelled texts as evidence: a cheaper depth the labelled rows cannot settle, shown within the tolerance by how
 little it disagrees with the best (evidence.disagreement), or the few texts whose labels would settle it.
 
-A pool (sweep.unlabeled) is texts from the same source as the labelled rows, without labels: each depth to settle and
+A pool (sweep.pool) is texts from the same source as the labelled rows, without labels: each depth to settle and
 the best predict it, and a depth whose mean was within the tolerance on the labelled rows but whose interval was not
 (unsettled) is shown within when the pool's bound of how much worse it can be is within the tolerance. Where the
 bound is not, the texts on which it and the best disagree are the only ones whose labels can move the decision: they
 are written to label (rows_to_label), the depth that needs the fewest first, and labels given for them on the next
-run (sweep.labels) tighten the bound; they never reach training.
+run (sweep.pool.labels) tighten the bound; they never reach training.
 
 The labelled rows' verdicts stand: the pool is asked only about depths they left unsettled, so a depth they show
 worse, or whose mean is beyond the tolerance, never ships on it. Asking a second kind of evidence after the first
@@ -42,9 +42,9 @@ class PoolUse(Record):
         "validation or test text: left out, never taught on and never evidence."
     )
     of_train: int = Field(description="Copies or near-copies of train texts (and of no evaluation text): left out.")
-    used: int = Field(description="New texts used (a fixed sample of at most sweep.unlabeled_rows of them).")
+    used: int = Field(description="New texts used (a fixed sample of at most sweep.pool.rows of them).")
     taught: int = Field(0, description="Of those, taught to students with the teacher's soft labels: not evidence.")
-    labelled: int = Field(0, description="Of the evidence, texts given a label (sweep.labels).")
+    labelled: int = Field(0, description="Of the evidence, texts given a label (sweep.pool.labels).")
 
     def sentence(self) -> str:
         """`Unlabelled pool: 900 texts; left out 312 copies or near-copies of validation or test texts (never taught

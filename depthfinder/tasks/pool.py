@@ -28,7 +28,7 @@ from depthfinder.runtime.files import written_whole
 from depthfinder.selection.candidate import Candidate
 from depthfinder.tasks.data import PreparedData
 
-# The seed of the sample drawn from a pool larger than sweep.unlabeled_rows: the same texts on every run.
+# The seed of the sample drawn from a pool larger than sweep.pool.rows: the same texts on every run.
 SAMPLE_SEED = 20261204
 
 

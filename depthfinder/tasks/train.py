@@ -146,7 +146,7 @@ class Teacher:
     temperature: float
     alpha: float
     unlabeled: PoolTexts | None = None
-    # (depth, seed, bundle): the trained plain twin each student starts from (sweep.distill_start twin); none: its
+    # (depth, seed, bundle): the trained plain twin each student starts from (sweep.distill.start twin); none: its
     # initialisation, as the twin started.
     twins: tuple[tuple[int, int, str], ...] = ()
 

@@ -214,7 +214,7 @@ def test_sweep_flags_reach_the_config() -> None:
 
     assert (sweep.seeds, sweep.rule, sweep.cost) == ([1, 2], "pareto", "latency_ms_p50")
     assert (sweep.max_latency_ms, sweep.max_params) == (2.5, 1_000_000)
-    assert (sweep.task_runner, sweep.workers, sweep.dask_address) == ("dask", 2, "tcp://127.0.0.1:8786")
+    assert (sweep.runner.kind, sweep.runner.workers, sweep.runner.dask_address) == ("dask", 2, "tcp://127.0.0.1:8786")
 
 
 def test_a_run_into_a_deleted_experiment_exits_2_and_says_how_to_restore_it(tmp_path: Path, monkeypatch, capsys):

@@ -29,7 +29,7 @@ def test_make_run_sweeps_the_built_in_demo_by_halving_on_two_workers_of_their_ow
     assert config.sweep.halves(len(config.sweep.depths))  # three depths: halving on by the flag, not by auto
     # Worker processes, not threads: each candidate keeps its own random stream, so the decision is the one a
     # sweep one candidate at a time makes (threads share torch's generator: dropout masks interleave).
-    assert (config.sweep.workers, config.sweep.task_runner) == (2, "processes")
+    assert (config.sweep.runner.workers, config.sweep.runner.kind) == (2, "processes")
 
 
 def test_the_readme_quotes_make_runs_command_as_the_makefile_runs_it() -> None:

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from depthfinder.cli import options
@@ -32,8 +33,9 @@ YAML_ONLY = {
               "finetune_min_epochs", "finetune_patience"},
     # The margins of the decisions besides the depth rule's tolerance: set in the file, so the CLI's contract holds.
     "sweep": {"alpha", "halving_epochs", "extend_epochs", "promotion_margin", "deployment_margin", "halving_margin",
-              "convergence_gain", "crossfit_folds", "unlabeled_rows", "distill_temperature", "distill_alpha",
-              "distill_epochs", "distill_unlabeled"},
+              "convergence_gain"},
+    "sweep.crossfit": {"folds"}, "sweep.distill": {"temperature", "alpha", "epochs", "unlabeled"},
+    "sweep.pool": {"rows"}, "sweep.runner": set(),
     "registry": set(),
 }
 # Where a command's own option (a dest without a section) is declared.
@@ -47,10 +49,14 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
 
 
 def _field(dest: str) -> FieldInfo:
-    """The config field a flag's destination names: `sweep.depths`, or a command's own option such as `to`."""
-    section, dot, name = dest.partition(".")
-    if dot:
-        return RunConfig.model_fields[section].annotation.model_fields[name]
+    """The config field a flag's destination names: `sweep.depths`, a part's `sweep.crossfit.mode`, or a command's
+    own option such as `to`."""
+    *sections, name = dest.split(".")
+    if sections:
+        model = RunConfig
+        for section in sections:
+            model = model.model_fields[section].annotation
+        return model.model_fields[name]
     fields = [model.model_fields[dest] for model in OPTION_MODELS if dest in model.model_fields]
     assert fields, f"flag destination {dest!r} is no config field"
     return fields[0]
@@ -89,9 +95,22 @@ def test_the_tracking_uri_has_one_default_everywhere() -> None:
     assert uris == {TRACKING_URI} and RegistryConfig().tracking_uri == TRACKING_URI
 
 
+def _settings() -> dict[str, dict[str, FieldInfo]]:
+    """Every section's settings by its dotted name (`sweep`, and its parts `sweep.crossfit`, ...)."""
+    sections = {}
+    for name, field in RunConfig.model_fields.items():
+        for key, setting in field.annotation.model_fields.items():
+            if isinstance(setting.annotation, type) and issubclass(setting.annotation, BaseModel):
+                sections[f"{name}.{key}"] = setting.annotation.model_fields
+            else:
+                sections.setdefault(name, {})[key] = setting
+    return sections
+
+
 def test_every_setting_declares_a_flag_or_is_set_in_the_yaml_file_only() -> None:
-    for section, field in RunConfig.model_fields.items():
-        settings = field.annotation.model_fields
+    sections = _settings()
+    assert set(sections) == set(YAML_ONLY)
+    for section, settings in sections.items():
         undecided = [name for name, setting in settings.items()
                      if declaration(setting) is None and name not in YAML_ONLY[section]]
         assert not undecided, (
@@ -137,3 +156,30 @@ def test_no_flag_and_no_file_leave_every_default() -> None:
     args = build_parser().parse_args(["run", "--dataset", "topics"])
     assert settings_given(args) == {"data": {"dataset": "topics"}}
     assert load_run_config(None, settings_given(args)) == RunConfig(data={"dataset": "topics"})
+
+
+def test_a_parts_flag_keeps_the_files_other_settings_of_that_part(tmp_path: Path) -> None:
+    yaml = "data: {dataset: topics}\nsweep: {crossfit: {mode: all, folds: 3}, runner: processes}\n"
+
+    config = _run(tmp_path, yaml, "--crossfit-budget", "2", "--workers", "2")
+
+    assert (config.sweep.crossfit.mode, config.sweep.crossfit.folds, config.sweep.crossfit.budget) == ("all", 3, 2.0)
+    assert (config.sweep.runner.kind, config.sweep.runner.workers) == ("processes", 2)  # the bare kind, then a flag
+    assert _run(tmp_path, "data: {dataset: topics}\nsweep: {crossfit: off}\n").sweep.crossfit.mode == "off"
+
+
+def test_an_earlier_versions_flat_sweep_settings_are_read_in_their_parts_and_said_so(tmp_path, capsys) -> None:
+    flat = ("data: {dataset: topics}\nsweep: {crossfit: on, crossfit_folds: 4, distill_alpha: 0.2, unlabeled: u.csv,"
+            " unlabeled_rows: 500, task_runner: processes, workers: 3}\n")
+    nested = ("data: {dataset: topics}\nsweep: {crossfit: {mode: on, folds: 4}, distill: {alpha: 0.2},"
+              " pool: {unlabeled: u.csv, rows: 500}, runner: {kind: processes, workers: 3}}\n")
+
+    read = _run(tmp_path, flat, "--crossfit-budget", "1.5")
+    line = capsys.readouterr().err
+    today = _run(tmp_path, nested, "--crossfit-budget", "1.5")
+
+    assert read == today and read.sweep.crossfit.budget == 1.5
+    assert line.count("\n") == 1 and "crossfit_folds -> crossfit.folds" in line and "task_runner -> runner.kind" in line
+    assert capsys.readouterr().err == ""  # today's form: nothing to say
+    with pytest.raises(ValueError, match="sweep.crossfit.folds"):
+        _run(tmp_path, flat.replace("crossfit_folds: 4", "crossfit_folds: 1"))

@@ -266,7 +266,7 @@ def test_any_family_teaches_any_other_whatever_their_tokenizers(tmp_path: Path) 
 
 
 def test_a_student_from_its_trained_twin_never_ends_below_it_on_validation(tmp_path: Path) -> None:
-    """A student continued from its trained plain twin (sweep.distill_start twin) with soft labels that say the wrong
+    """A student continued from its trained plain twin (sweep.distill.start twin) with soft labels that say the wrong
     class: started from the twin's initialisation the misled student falls far below its twin; from the twin's weights
     no taught epoch beats them, so it keeps them (kept_start), weight for weight, and scores what the twin scores. With
     a teacher that knows more than the noisy labels show, the student from its twin improves on it."""

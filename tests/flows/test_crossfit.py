@@ -23,7 +23,7 @@ data: {dataset: nested-ops-1, dataset_rows: 600}
 audit: {strict: false}
 model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 32}
 train: {max_epochs: 6, patience: 2, batch_size: 32, learning_rate: 0.003}
-sweep: {depths: [1, 2], crossfit: auto, crossfit_folds: 3}
+sweep: {depths: [1, 2], crossfit: {mode: auto, folds: 3}}
 """
 
 

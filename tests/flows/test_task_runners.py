@@ -15,8 +15,8 @@ from tests.flows.test_retrain import TINY
 
 def test_the_configured_runner_is_built() -> None:
     assert isinstance(task_runner(SweepConfig()), ThreadPoolTaskRunner)
-    assert isinstance(task_runner(SweepConfig(task_runner="processes", workers=2)), ProcessPoolTaskRunner)
-    dask = task_runner(SweepConfig(task_runner="dask", dask_address="tcp://127.0.0.1:8786"))
+    assert isinstance(task_runner(SweepConfig(runner={"kind": "processes", "workers": 2})), ProcessPoolTaskRunner)
+    dask = task_runner(SweepConfig(runner={"kind": "dask", "dask_address": "tcp://127.0.0.1:8786"}))
     assert type(dask).__name__ == "DaskTaskRunner" and dask.address == "tcp://127.0.0.1:8786"
 
 
@@ -27,7 +27,7 @@ def test_the_configured_runner_is_built() -> None:
 def test_a_two_depth_sweep_on_a_local_cluster(runner: str, prefect_server, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     config = TINY.replace("sweep: {depths: [1, 2], crossfit: off}",
-                          f"sweep: {{depths: [1, 2], crossfit: off, task_runner: {runner}, workers: 2}}")
+                          f"sweep: {{depths: [1, 2], crossfit: off, runner: {{kind: {runner}, workers: 2}}}}")
     (tmp_path / "tiny.yaml").write_text(config)
 
     code = main(["run", "--config", "tiny.yaml", "--summary-json", "summary.json"])

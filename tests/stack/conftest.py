@@ -89,7 +89,8 @@ def form_parameters(stack: Stack, work: Path, model_name: str, **sections: dict)
     """What the UI's Custom run form sends: every section, the deployment's defaults edited."""
     return {
         "data": {"dataset": "topics", "dataset_rows": 600}, **TINY,
-        "sweep": {"depths": [1, 2], "crossfit": "off", "task_runner": "dask", "dask_address": stack.dask_address},
+        "sweep": {"depths": [1, 2], "crossfit": {"mode": "off"},
+                  "runner": {"kind": "dask", "dask_address": stack.dask_address}},
         "changes": {"skip_minor": True},
         "registry": {"tracking_uri": stack.mlflow_uri, "experiment": model_name, "model_name": model_name,
                      "workdir": str(work)},

@@ -95,7 +95,7 @@ def nights(stack: Stack, deployment: dict, tmp_path_factory) -> dict:
     first, grown = folder / "first.csv", folder / "grown.csv"
     topics.to_csv(first, index=False)
     pd.concat([topics, foreign]).to_csv(grown, index=False)
-    sweep = {"depths": [1], "task_runner": "dask", "dask_address": stack.dask_address}
+    sweep = {"depths": [1], "runner": {"kind": "dask", "dask_address": stack.dask_address}}
     runs = {}
     for night, data, force in (("first", first, False), ("stopped", grown, False), ("forced", grown, True)):
         parameters = form_parameters(stack, folder / "work", name, data={"path": str(data)}, sweep=sweep, force=force)

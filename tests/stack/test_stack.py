@@ -33,7 +33,8 @@ def two_paced_sweep(stack: Stack, work: Path, name: str) -> dict:
     """Depths 1 and 4 on 1,500 rows for 8 epochs on the Dask workers: depth 4 trains well after depth 1 is done."""
     return form_parameters(
         stack, work, name, data={"dataset": "topics", "dataset_rows": 1500},
-        sweep={"depths": [1, 4], "crossfit": "off", "task_runner": "dask", "dask_address": stack.dask_address},
+        sweep={"depths": [1, 4], "crossfit": {"mode": "off"},
+               "runner": {"kind": "dask", "dask_address": stack.dask_address}},
         train={**TINY["train"], "max_epochs": 8, "patience": 8},
     )
 

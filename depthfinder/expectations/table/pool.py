@@ -1,4 +1,4 @@
-"""Texts without labels (sweep.unlabeled), and labels given later for some of them (sweep.labels): evidence for the
+"""Texts without labels (sweep.pool.unlabeled), and labels given later for some (sweep.pool.labels): evidence for the
 depth rule (selection.pool), never training rows. Read like the labelled table: any format --data takes, the texts
 in the --text-col column, the labels in --label-col."""
 
