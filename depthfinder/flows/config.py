@@ -174,6 +174,63 @@ class RunnerConfig(SweepPart):
         return 1 if self.kind == "dask" and self.dask_address else self.workers
 
 
+class HalvingConfig(SweepPart):
+    """Successive halving of each family's depths (sweep.halving)."""
+
+    mode: Literal["auto", "on", "off"] = Field(
+        "auto", description="Successive halving: train every depth for `epochs`, keep the better half by the "
+        "rule, double the budget, until two depths are left; they train to the end. auto = on with 4 or more depths.",
+        json_schema_extra={"flag": "--halving"},
+    )
+    epochs: int | None = Field(
+        None, strict=True, ge=1,
+        description="Epochs of the first halving rung (each later rung doubles it); null = the recipe's min_epochs "
+        "(train.min_epochs; a pretrained family's finetune_min_epochs), the epochs a depth may spend on its initial "
+        "loss plateau.",
+    )
+
+    _switch = field_validator("mode", mode="before")(yaml_switch)
+
+    def halves(self, depths: int) -> bool:
+        """Whether a family sweeping this many depths uses successive halving."""
+        return self.mode == "on" or (self.mode == "auto" and depths >= 4)
+
+    def rung_budgets(self, depths: int, recipe: TrainConfig) -> list[int]:
+        """Epoch budgets of the halving rungs for this many depths (empty without halving); the first is
+        `epochs`, by default the recipe's `min_epochs`: a depth may sit on its initial loss plateau until then."""
+        if not self.halves(depths):
+            return []
+        return rung_budgets(depths, self.epochs or recipe.min_epochs, recipe.max_epochs)
+
+    def checks(self, depths: int, recipe: TrainConfig) -> list[int]:
+        """Epoch budgets at which a family swept after cheaper ones stops the depths they outclass (the rungs it
+        would halve at, and at least the first; none with halving off)."""
+        if self.mode == "off":
+            return []
+        return rung_budgets(max(depths, 3), self.epochs or recipe.min_epochs, recipe.max_epochs)
+
+
+class ExtendConfig(SweepPart):
+    """More epochs for candidates still improving when their budget ended (sweep.extend)."""
+
+    unconverged: bool | None = Field(
+        None,
+        description="Give candidates still improving when their budget ended (not_converged) `epochs` more, "
+        "from their last state with a restarted learning-rate schedule, before the rule decides; null = on in the "
+        "nightly deployment, off in `depthfinder run`.",
+        json_schema_extra={"flag": "--extend-unconverged"},
+    )
+    epochs: int | None = Field(
+        None, strict=True, ge=1, description="Epochs of such an extension; null = half the recipe's max_epochs."
+    )
+
+    def epochs_for(self, recipe: TrainConfig) -> int:
+        """Epochs a not-converged candidate of a family with this recipe gets more (0: no extension)."""
+        if not self.unconverged:
+            return 0
+        return self.epochs or max(1, recipe.max_epochs // 2)
+
+
 class SweepConfig(SelectionRule):
     """Which depths to try and how to choose among them (the selection rule's settings, and the sweep's)."""
 
@@ -203,27 +260,10 @@ class SweepConfig(SelectionRule):
         "(docs/selection.md).",
         json_schema_extra={"flag": "--strategy"},
     )
-    halving: Literal["auto", "on", "off"] = Field(
-        "auto", description="Successive halving: train every depth for halving_epochs, keep the better half by the "
-        "rule, double the budget, until two depths are left; they train to the end. auto = on with 4 or more depths.",
-        json_schema_extra={"flag": "--halving"},
-    )
-    halving_epochs: int | None = Field(
-        None, strict=True, ge=1,
-        description="Epochs of the first halving rung (each later rung doubles it); null = the recipe's min_epochs "
-        "(train.min_epochs; a pretrained family's finetune_min_epochs), the epochs a depth may spend on its initial "
-        "loss plateau.",
-    )
-    extend_unconverged: bool | None = Field(
-        None,
-        description="Give candidates still improving when their budget ended (not_converged) extend_epochs more, "
-        "from their last state with a restarted learning-rate schedule, before the rule decides; null = on in the "
-        "nightly deployment, off in `depthfinder run`.",
-        json_schema_extra={"flag": "--extend-unconverged"},
-    )
-    extend_epochs: int | None = Field(
-        None, strict=True, ge=1, description="Epochs of such an extension; null = half the recipe's max_epochs."
-    )
+    halving: HalvingConfig = Field(
+        HalvingConfig(), description="Successive halving (its mode alone may be given: `halving: off`).")
+    extend: ExtendConfig = Field(
+        ExtendConfig(), description="More epochs for candidates still improving (`extend: true` turns it on).")
     check_lr: bool = Field(
         False,
         description="Before the sweep, train the shallowest and deepest depth of each family for the first halving "
@@ -267,32 +307,6 @@ class SweepConfig(SelectionRule):
             raise ValueError(f"families must be distinct, got {families}")
         return families
 
-    def halves(self, depths: int) -> bool:
-        """Whether a family sweeping this many depths uses successive halving."""
-        return self.halving == "on" or (self.halving == "auto" and depths >= 4)
-
-    def rung_budgets(self, depths: int, recipe: TrainConfig) -> list[int]:
-        """Epoch budgets of the halving rungs for this many depths (empty without halving); the first is
-        `halving_epochs`, by default the recipe's `min_epochs`: a depth may sit on its initial loss plateau
-        until then."""
-        if not self.halves(depths):
-            return []
-        return rung_budgets(depths, self.halving_epochs or recipe.min_epochs, recipe.max_epochs)
-
-    def checks(self, depths: int, recipe: TrainConfig) -> list[int]:
-        """Epoch budgets at which a family swept after cheaper ones stops the depths they outclass (the rungs it
-        would halve at, and at least the first; none with halving off)."""
-        if self.halving == "off":
-            return []
-        return rung_budgets(max(depths, 3), self.halving_epochs or recipe.min_epochs, recipe.max_epochs)
-
-    def extension(self, recipe: TrainConfig) -> int:
-        """Epochs a not-converged candidate of a family with this recipe gets more (0: no extension)."""
-        if not self.extend_unconverged:
-            return 0
-        return self.extend_epochs or max(1, recipe.max_epochs // 2)
-
-    _switches = field_validator("halving", mode="before")(yaml_switch)
 
     @field_validator("seeds")
     @classmethod
@@ -354,7 +368,8 @@ class RunConfig(BaseModel):
 def settings_used(config: RunConfig) -> RunConfig:
     """`config` as a run applies it, for the parameters it logs: a switch left null (on in the nightly deployment,
     which sets it, off in `depthfinder run`) is off, so MLflow shows the value used, not `None`."""
-    sweep = config.sweep.model_copy(update={"extend_unconverged": bool(config.sweep.extend_unconverged)})
+    extend = config.sweep.extend.model_copy(update={"unconverged": bool(config.sweep.extend.unconverged)})
+    sweep = config.sweep.model_copy(update={"extend": extend})
     changes = config.changes.model_copy(update={"skip_minor": bool(config.changes.skip_minor)})
     return config.model_copy(update={"sweep": sweep, "changes": changes})
 

@@ -54,8 +54,8 @@ def nightly_settings(config: RunConfig) -> RunConfig:
     """What a nightly run does differently unless told: extend candidates still improving (no one is waiting),
     and skip the retrain when no change since the champion reaches a retrain threshold."""
     sweep, changes = config.sweep, config.changes
-    if sweep.extend_unconverged is None:
-        sweep = sweep.model_copy(update={"extend_unconverged": True})
+    if sweep.extend.unconverged is None:
+        sweep = sweep.model_copy(update={"extend": sweep.extend.model_copy(update={"unconverged": True})})
     if changes.skip_minor is None:
         changes = changes.model_copy(update={"skip_minor": True})
     return config.model_copy(update={"sweep": sweep, "changes": changes})

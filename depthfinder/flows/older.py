@@ -66,9 +66,12 @@ FLAT_SWEEP = {
     "distill_unlabeled": ("distill", "unlabeled"),
     "unlabeled": ("pool", "unlabeled"), "labels": ("pool", "labels"), "unlabeled_rows": ("pool", "rows"),
     "task_runner": ("runner", "kind"), "workers": ("runner", "workers"), "dask_address": ("runner", "dask_address"),
+    "halving_epochs": ("halving", "epochs"), "extend_unconverged": ("extend", "unconverged"),
+    "extend_epochs": ("extend", "epochs"),
 }
 # A part given as a bare value (`crossfit: off`, as every version wrote it) is its first setting.
-BARE = {"crossfit": "mode", "distill": "mode", "pool": "unlabeled", "runner": "kind"}
+BARE = {"crossfit": "mode", "distill": "mode", "pool": "unlabeled", "runner": "kind", "halving": "mode",
+        "extend": "unconverged"}
 
 
 def upgrade_sweep(values: object) -> tuple[object, list[str]]:

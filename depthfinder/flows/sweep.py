@@ -99,9 +99,9 @@ def strategy_of(sweep: SweepConfig, training: Training, reference: list[Candidat
     """The strategy that sweeps `training`'s family, with what its recipe and the sweep let it spend, beside the
     finished candidates of the cheaper families (`reference`)."""
     depths, recipe = depths_of(sweep, training), training.train
-    plan = SweepPlan(seeds=list(sweep.seeds), rungs=sweep.rung_budgets(len(depths), recipe),
-                     checks=sweep.checks(len(depths), recipe),
-                     max_epochs=recipe.max_epochs, extension=sweep.extension(recipe), window=recipe.patience)
+    plan = SweepPlan(seeds=list(sweep.seeds), rungs=sweep.halving.rung_budgets(len(depths), recipe),
+                     checks=sweep.halving.checks(len(depths), recipe),
+                     max_epochs=recipe.max_epochs, extension=sweep.extend.epochs_for(recipe), window=recipe.patience)
     return strategy_named(sweep.strategy)(sweep, training.family.name, depths, plan, reference)
 
 
@@ -137,7 +137,7 @@ def check_learning_rates(sweep: SweepConfig, trainings: list[Training]) -> list[
         for training in trainings:
             recipe, seed = training.train, sweep.seeds[0]
             depths = depths_of(sweep, training)
-            epochs = min(sweep.halving_epochs or recipe.min_epochs, recipe.max_epochs)
+            epochs = min(sweep.halving.epochs or recipe.min_epochs, recipe.max_epochs)
             rates = [factor * recipe.learning_rate for factor in RATE_FACTORS]
             futures = {
                 (depth, rate): runner.submit(train_depth, {

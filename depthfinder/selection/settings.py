@@ -71,7 +71,7 @@ class SelectionRule(BaseModel):
     convergence_gain: float = Field(
         0.01, ge=0,
         description="A candidate whose best of the last patience epochs beats its best before them by more than this "
-        "was still rising when its budget ended (not_converged; extend_unconverged extends it).",
+        "was still rising when its budget ended (not_converged; sweep.extend extends it).",
     )
     alpha: float = Field(0.1, gt=0, description="Exponent of the cost in the ratio rule.")
     cost: CostName = Field(

@@ -26,7 +26,7 @@ def test_make_run_sweeps_the_built_in_demo_by_halving_on_two_workers_of_their_ow
     config = load_run_config(args.config, settings_given(args))
 
     assert config.data.dataset == "reviews-negation" and config.sweep.depths == [1, 2, 4]
-    assert config.sweep.halves(len(config.sweep.depths))  # three depths: halving on by the flag, not by auto
+    assert config.sweep.halving.halves(len(config.sweep.depths))  # three depths: halving on by the flag, not by auto
     # Worker processes, not threads: each candidate keeps its own random stream, so the decision is the one a
     # sweep one candidate at a time makes (threads share torch's generator: dropout masks interleave).
     assert (config.sweep.runner.workers, config.sweep.runner.kind) == (2, "processes")

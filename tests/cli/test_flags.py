@@ -32,10 +32,10 @@ YAML_ONLY = {
               "class_weights", "accelerator", "precision", "seed", "finetune_learning_rate", "finetune_max_epochs",
               "finetune_min_epochs", "finetune_patience"},
     # The margins of the decisions besides the depth rule's tolerance: set in the file, so the CLI's contract holds.
-    "sweep": {"alpha", "halving_epochs", "extend_epochs", "promotion_margin", "deployment_margin", "halving_margin",
+    "sweep": {"alpha", "promotion_margin", "deployment_margin", "halving_margin",
               "convergence_gain"},
     "sweep.crossfit": {"folds"}, "sweep.distill": {"temperature", "alpha", "epochs", "unlabeled"},
-    "sweep.pool": {"rows"}, "sweep.runner": set(),
+    "sweep.pool": {"rows"}, "sweep.runner": set(), "sweep.halving": {"epochs"}, "sweep.extend": {"epochs"},
     "registry": set(),
 }
 # Where a command's own option (a dest without a section) is declared.
@@ -135,19 +135,19 @@ def _run(tmp_path: Path, yaml: str, *argv: str) -> RunConfig:
 
 def test_a_flag_given_overrides_the_yaml_file_and_one_not_given_leaves_it(tmp_path: Path) -> None:
     yaml = ("data: {dataset: topics, text_col: body}\naudit: {drop: [conflicts]}\nchanges: {skip_minor: true}\n"
-            "sweep: {tolerance: 0.02, depths: [2, 3], extend_unconverged: true, check_lr: true}\n"
+            "sweep: {tolerance: 0.02, depths: [2, 3], extend: {unconverged: true}, check_lr: true}\n"
             "registry: {tracking_uri: 'sqlite:///a.db', workdir: w}\n")
 
     kept = _run(tmp_path, yaml)
     assert (kept.data.text_col, kept.audit.drop, kept.changes.skip_minor) == ("body", ["conflicts"], True)
-    assert (kept.sweep.tolerance, kept.sweep.depths, kept.sweep.extend_unconverged) == (0.02, [2, 3], True)
+    assert (kept.sweep.tolerance, kept.sweep.depths, kept.sweep.extend.unconverged) == (0.02, [2, 3], True)
     assert (kept.registry.tracking_uri, kept.registry.workdir) == ("sqlite:///a.db", Path("w"))
 
     given = _run(tmp_path, yaml, "--data", "t.csv", "--drop-leaks", "--drop-empty", "--no-skip-minor",
                  "--tolerance", "0.05", "--depths", "1,4", "--no-extend-unconverged", "--tracking-uri", "sqlite:///b.db")
     assert (given.data.path, given.data.dataset, given.data.text_col) == (Path("t.csv"), None, "body")
     assert given.audit.drop == ["empty", "leaks"] and given.changes.skip_minor is False  # in the order of the kinds
-    assert (given.sweep.tolerance, given.sweep.depths, given.sweep.extend_unconverged) == (0.05, [1, 4], False)
+    assert (given.sweep.tolerance, given.sweep.depths, given.sweep.extend.unconverged) == (0.05, [1, 4], False)
     assert given.sweep.check_lr is True and given.registry.workdir == Path("w")
     assert given.registry.tracking_uri == "sqlite:///b.db"
 
@@ -170,9 +170,11 @@ def test_a_parts_flag_keeps_the_files_other_settings_of_that_part(tmp_path: Path
 
 def test_an_earlier_versions_flat_sweep_settings_are_read_in_their_parts_and_said_so(tmp_path, capsys) -> None:
     flat = ("data: {dataset: topics}\nsweep: {crossfit: on, crossfit_folds: 4, distill_alpha: 0.2, unlabeled: u.csv,"
-            " unlabeled_rows: 500, task_runner: processes, workers: 3}\n")
+            " unlabeled_rows: 500, task_runner: processes, workers: 3, halving: off, halving_epochs: 2,"
+            " extend_unconverged: true}\n")
     nested = ("data: {dataset: topics}\nsweep: {crossfit: {mode: on, folds: 4}, distill: {alpha: 0.2},"
-              " pool: {unlabeled: u.csv, rows: 500}, runner: {kind: processes, workers: 3}}\n")
+              " pool: {unlabeled: u.csv, rows: 500}, runner: {kind: processes, workers: 3},"
+              " halving: {mode: off, epochs: 2}, extend: {unconverged: true}}\n")
 
     read = _run(tmp_path, flat, "--crossfit-budget", "1.5")
     line = capsys.readouterr().err

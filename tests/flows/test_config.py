@@ -59,12 +59,12 @@ def test_missing_config_file_is_named(tmp_path: Path) -> None:
 def test_halving_reads_yaml_switches(tmp_path, written: str, read: str) -> None:
     path = tmp_path / "run.yaml"
     path.write_text(f"data: {{dataset: topics}}\nsweep: {{halving: {written}}}\n")
-    assert load_run_config(path, {}).sweep.halving == read
+    assert load_run_config(path, {}).sweep.halving.mode == read
 
 
 def test_halving_is_on_by_default_from_four_depths() -> None:
-    assert [SweepConfig().halves(depths) for depths in (4, 3, 5)] == [True, False, True]
-    assert SweepConfig(halving="on").halves(2) and not SweepConfig(halving="off").halves(6)
+    assert [SweepConfig().halving.halves(depths) for depths in (4, 3, 5)] == [True, False, True]
+    assert SweepConfig(halving="on").halving.halves(2) and not SweepConfig(halving="off").halving.halves(6)
 
 
 def test_class_weights_read_a_bare_yaml_on(tmp_path) -> None:
@@ -77,13 +77,13 @@ def test_the_first_halving_rung_defaults_to_the_recipes_min_epochs() -> None:
     from depthfinder.encoder.config import TrainConfig
 
     sweep = SweepConfig()
-    assert sweep.rung_budgets(4, TrainConfig()) == [10]  # min_epochs 10, max_epochs 20
-    assert sweep.rung_budgets(4, TrainConfig(min_epochs=3)) == [3]
-    assert SweepConfig(halving_epochs=2).rung_budgets(6, TrainConfig()) == [2, 4]
-    assert sweep.rung_budgets(4, TrainConfig(min_epochs=10, max_epochs=8)) == []  # no rung before the end
-    assert sweep.rung_budgets(3, TrainConfig()) == []  # auto: off below four depths
+    assert sweep.halving.rung_budgets(4, TrainConfig()) == [10]  # min_epochs 10, max_epochs 20
+    assert sweep.halving.rung_budgets(4, TrainConfig(min_epochs=3)) == [3]
+    assert SweepConfig(halving={"epochs": 2}).halving.rung_budgets(6, TrainConfig()) == [2, 4]
+    assert sweep.halving.rung_budgets(4, TrainConfig(min_epochs=10, max_epochs=8)) == []  # no rung before the end
+    assert sweep.halving.rung_budgets(3, TrainConfig()) == []  # auto: off below four depths
     # The fine-tuning recipe has budgets of its own: two epochs first, out of five.
-    assert sweep.rung_budgets(4, Pretrained.recipe(TrainConfig())) == [2]
+    assert sweep.halving.rung_budgets(4, Pretrained.recipe(TrainConfig())) == [2]
 
 
 def test_each_family_sweeps_its_default_depths_unless_depths_are_given() -> None:

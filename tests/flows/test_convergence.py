@@ -12,7 +12,7 @@ from depthfinder.cli.main import main
 from depthfinder.selection.candidate import still_rising
 from tests.flows.test_retrain import TINY
 
-EXTENDED = TINY.replace("crossfit: off}", "crossfit: off, extend_unconverged: true, extend_epochs: 2, check_lr: true}")
+EXTENDED = TINY.replace("crossfit: off}", "crossfit: off, extend: {unconverged: true, epochs: 2}, check_lr: true}")
 
 
 def test_rising_candidates_get_more_epochs_from_where_they_stopped(prefect_server, tmp_path, monkeypatch) -> None:

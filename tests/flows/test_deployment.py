@@ -53,7 +53,7 @@ def test_the_parameters_render_as_a_form_with_descriptions(deployment) -> None:
     checkpoints = next(option for option in model["pretrained"]["anyOf"] if option.get("type") == "array")
     assert checkpoints["items"]["type"] == "string"  # the form takes a list of checkpoints
     assert sweep["rule"]["enum"] == ["tolerance", "ratio", "pareto"]
-    assert sweep["halving"]["enum"] == ["auto", "on", "off"]
+    assert _resolve(schema, sweep["halving"])["properties"]["mode"]["enum"] == ["auto", "on", "off"]
     for section in ("sweep", "train", "model", "registry", "audit", "changes", "data"):
         fields = _resolve(schema, properties[section])["properties"]
         undescribed = [name for name, field in fields.items() if not field.get("description")]
@@ -67,7 +67,7 @@ def test_the_deployment_is_scheduled_nightly_in_its_time_zone_with_the_config_as
     assert (schedule.schedule.cron, schedule.schedule.timezone) == ("0 2 * * *", "Europe/Berlin")
     assert read.name == NIGHTLY
     assert read.parameters["sweep"]["depths"] == [1, 2]
-    assert read.parameters["sweep"]["extend_unconverged"] is True  # not set in the config: on at night
+    assert read.parameters["sweep"]["extend"]["unconverged"] is True  # not set in the config: on at night
     assert read.parameters["changes"]["skip_minor"] is True  # likewise: minor changes do not retrain at night
     assert read.parameters["registry"]["workdir"] == str(folder / "work")  # absolute: runs may start elsewhere
 
@@ -106,7 +106,7 @@ def test_prefect_yaml_declares_the_nightly_deployment() -> None:
     assert nightly["schedules"][0]["cron"] == NIGHTLY_CRON and "timezone" in nightly["schedules"][0]
     assert nightly["work_pool"]["name"]
     RunConfig.model_validate({k: v for k, v in nightly["parameters"].items() if k != "force"})
-    assert nightly["parameters"]["sweep"]["extend_unconverged"] is True  # as `depthfinder deploy` sets it
+    assert nightly["parameters"]["sweep"]["extend"]["unconverged"] is True  # as `depthfinder deploy` sets it
     assert nightly["parameters"]["changes"]["skip_minor"] is True
     assert nightly["parameters"]["registry"]["tracking_uri"] == TRACKING_URI  # YAML cannot import the constant
 

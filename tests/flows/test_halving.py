@@ -13,7 +13,7 @@ from tests.flows.test_retrain import TINY
 FOUR_DEPTHS = (
     TINY.replace("max_epochs: 3", "max_epochs: 4")
     .replace("sweep: {depths: [1, 2], crossfit: off}",
-             "sweep: {depths: [1, 2, 3, 4], crossfit: off, halving_epochs: 2, halving: HALVING}")
+             "sweep: {depths: [1, 2, 3, 4], crossfit: off, halving: {mode: HALVING, epochs: 2}}")
 )
 
 

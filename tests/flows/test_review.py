@@ -104,7 +104,7 @@ def test_mlflow_shows_the_night_the_scores_and_the_card_and_only_short_tags(nigh
         "macro_f1"])
     assert summary["rule"]["reason"] in parent.data.tags["mlflow.note.content"]
     # Settings left null are logged as the run applied them (`depthfinder run`: off), not as None.
-    assert (parent.data.params["changes.skip_minor"], parent.data.params["sweep.extend_unconverged"]) == (
+    assert (parent.data.params["changes.skip_minor"], parent.data.params["sweep.extend.unconverged"]) == (
         "False", "False")
     version = client.get_model_version("ui", "1")
     served = next(line for line in version.description.splitlines() if line.startswith("**Served form.**"))
