@@ -1,10 +1,10 @@
 """The chosen model as it will run: torch, ONNX and int8 ONNX, each measured the way the choice was made.
 
 The network is exported to ONNX (torch's TorchScript-based exporter, dynamic batch and sequence axes) and
-quantised to int8 weights by ONNX Runtime's dynamic quantisation. Each variant labels the test split through the
-same tokenizer and length-sorted batching as the torch model (encoder.serving.TextClassifier), so its metric is
-the one the promotion compares, and its latency is timed on the same texts at batch 1 and batch 32, every variant
-in the same interleaved rounds (encoder.latency: a figure contradicted by the variants' equal FLOPs, or by the
+quantised to int8 weights with float activations (encoder.export.quantize). Each variant labels the test split
+through the same tokenizer and length-sorted batching as the torch model (encoder.serving.TextClassifier), so its
+metric is the one the promotion compares, and its latency is timed on the same texts at batch 1 and batch 32, every
+variant in the same interleaved rounds (encoder.latency: a figure contradicted by the variants' equal FLOPs, or by the
 cost table's figure for the torch model, is measured again, and marked a noisy machine's if it still is, and then
 no speed-up is stated). A variant
 ships only when it is within the deployment margin (`deployment_margin`, a setting of its own: loosening the depth

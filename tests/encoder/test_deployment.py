@@ -4,6 +4,7 @@ predictions, and `depthfinder export` writing each form to a folder."""
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from depthfinder.encoder.deployment import forms_passed, measure_deployment
 from depthfinder.encoder.export import OnnxNetwork, export_onnx
 from depthfinder.encoder.pretrained import load_truncated
 from depthfinder.encoder.serving import TextClassifier, load_tokenizer
+from depthfinder.encoder.vocabulary import word_embedding
 from depthfinder.evidence.bootstrap import Interval
 from depthfinder.tracking.registry import log_text_classifier, register_version
 from tests.encoder.keyword_task import LABELS, keyword_frame
@@ -53,19 +55,25 @@ def test_the_onnx_graph_computes_what_the_torch_network_computes(model, tmp_path
     assert np.allclose(onnx_model.predict_proba(texts), torch_model.predict_proba(texts), atol=1e-4)
 
 
-def test_the_int8_form_scales_each_output_channel_of_a_matrix_apart(model, tmp_path: Path) -> None:
-    """One scale per output channel (per-channel weights): a matrix whose rows differ in size keeps its small rows,
-    where one scale per matrix rounds them to a few levels (bench/quantization.py measured what it keeps)."""
+def test_the_int8_form_scales_each_embedding_row_and_each_block_of_a_matrix_apart(model, tmp_path: Path) -> None:
+    """One scale per embedding row: a row of small numbers (a rare token's) keeps its values, where one scale per
+    table (ONNX Runtime's dynamic quantisation) rounds it to zero; every matrix with a scale per block of a column."""
     import onnx
     from onnx import numpy_helper
 
-    _, network, _, _, _ = model
+    network = copy.deepcopy(model[1])
+    table = word_embedding(network).weight
+    with torch.no_grad():
+        table[7] *= 1e-3
     int8 = depthfinder.encoder.deployment.quantize(export_onnx(network, tmp_path / "fp32.onnx"), tmp_path / "int8.onnx")
     graph = onnx.load(str(int8)).graph
-    scales = [numpy_helper.to_array(t) for t in graph.initializer if t.name.endswith("_scale")]
-    weights = [t for t in graph.initializer if t.data_type == onnx.TensorProto.INT8]
-    assert weights, "no weight was quantised to int8"
-    assert any(scale.size > 1 for scale in scales), [scale.shape for scale in scales]
+    arrays = {tensor.name: numpy_helper.to_array(tensor) for tensor in graph.initializer}
+    name = next(name for name, array in arrays.items() if name.endswith("_int8") and array.shape == table.shape)
+    rows = arrays[name].astype(np.float32) * arrays[name.removesuffix("_int8") + "_scale"]
+    small = table[7].detach().numpy()
+    assert np.abs(rows[7] - small).max() <= np.abs(small).max() / 100, (rows[7][:4], small[:4])
+    matrices = [node for node in graph.node if node.op_type == "MatMulNBits"]
+    assert matrices and all(arrays[node.input[2]].size > 1 for node in matrices)
 
 
 def _zeroed(fp32: Path, int8: Path) -> Path:
