@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
+from pathlib import Path
 
 import torch
 from pydantic import Field
@@ -34,6 +35,9 @@ from depthfinder.runtime.records import Record
 CODED = "onnx-int8-coded"  # the form's name, as the cost table and the deployment call it
 CENTROIDS = 256  # one byte per sub-vector
 CODE_DIMS = 4  # numbers per sub-vector at most (the largest divisor of the width up to it)
+# Under a size limit the coded form's file is over: the coarsest code tried, numbers per byte (all-MiniLM-L6-v2's
+# rows at 0.32 of their norm at 4, 0.47 at 6, 0.56 at 8).
+MAX_CODE_DIMS = 8
 ITERATIONS = 20  # of k-means: all-MiniLM-L6-v2's rows at 0.322 of their norm after 5, 0.319 after 10, 0.318 after 20
 SAMPLE = 8192  # rows the centroids are fitted on (every row is then coded): seconds, not half a minute
 
@@ -74,8 +78,8 @@ class CodedEmbedding(nn.Module):
         return torch.where((slot < self.rows.num_embeddings).unsqueeze(-1), exact, decoded)
 
 
-def coded_network(network: Network, tokenizer: Tokenizer, texts: Iterable[str], seed: int = 0, fit: bool = True
-                  ) -> tuple[Network, Coding]:
+def coded_network(network: Network, tokenizer: Tokenizer, texts: Iterable[str], seed: int = 0, fit: bool = True,
+                  code_dims: int = CODE_DIMS) -> tuple[Network, Coding]:
     """A copy of the network whose word embedding keeps the rows `texts` use exact and codes the rest; the tokenizer
     is unchanged. What coding kept and cost. Without `fit`, the codes are all zero: a form of the same shapes, to
     weigh (encoder.size), in no time."""
@@ -87,7 +91,7 @@ def coded_network(network: Network, tokenizer: Tokenizer, texts: Iterable[str], 
     if embedding.padding_idx is not None:
         used[embedding.padding_idx] = True
     exact, rare = used.nonzero().squeeze(1), (~used).nonzero().squeeze(1)
-    dims = max(d for d in range(1, CODE_DIMS + 1) if weight.shape[1] % d == 0)
+    dims = max(d for d in range(1, code_dims + 1) if weight.shape[1] % d == 0)
     codes, codebooks = (product_quantise(weight[rare], dims, seed) if fit else
                         (torch.zeros(len(rare), weight.shape[1] // dims, dtype=torch.uint8),
                          torch.zeros(weight.shape[1] // dims, CENTROIDS, dims)))
@@ -98,6 +102,28 @@ def coded_network(network: Network, tokenizer: Tokenizer, texts: Iterable[str], 
     error = float((decoded - weight[rare]).norm() / weight[rare].norm().clamp(min=1e-12)) if len(rare) else 0.0
     set_word_embedding(network, coded)
     return network, Coding(exact=len(exact), coded=len(rare), code_dims=dims, error=error)
+
+
+def coded_file(network: Network, tokenizer: Tokenizer, texts: Iterable[str], path: Path,
+               limit_mb: float | None = None, fit: bool = True) -> tuple[Network, Coding, Path]:
+    """The int8 ONNX file (`path`, encoder.export) of the network with the rows `texts` never use coded: at
+    `CODE_DIMS` numbers per byte, or, where that file is over `limit_mb`, at the fewest numbers per byte (up to
+    `MAX_CODE_DIMS`) that bring it within the limit, the finest code it allows (the coarsest where none does). The
+    coded network and its coding beside. Every code is weighed unfitted (its shapes are the file's): one fit."""
+    from depthfinder.encoder.export import export_onnx, quantize
+
+    texts, width = list(texts), word_embedding(network).weight.shape[1]
+    fp32, dims = path.with_suffix(".fp32.onnx"), CODE_DIMS
+    if limit_mb is not None:
+        for dims in [CODE_DIMS, *(d for d in range(CODE_DIMS + 1, MAX_CODE_DIMS + 1) if width % d == 0)]:
+            coded, coding = coded_network(network, tokenizer, texts, fit=False, code_dims=dims)
+            if quantize(export_onnx(coded, fp32), path).stat().st_size / 2**20 <= limit_mb:
+                break
+    if fit or limit_mb is None:
+        coded, coding = coded_network(network, tokenizer, texts, fit=fit, code_dims=dims)
+        quantize(export_onnx(coded, fp32), path)
+    fp32.unlink()
+    return coded, coding, path
 
 
 def product_quantise(rows: torch.Tensor, dims: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

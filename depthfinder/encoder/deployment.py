@@ -33,7 +33,7 @@ import torch
 from pydantic import Field
 from tokenizers import Tokenizer
 
-from depthfinder.encoder.coded import CODED, Coding, coded_network
+from depthfinder.encoder.coded import CODED, Coding, coded_file
 from depthfinder.encoder.export import OnnxNetwork, export_onnx, quantize
 from depthfinder.encoder.latency import NOISY, ROUNDS, Measured, measure
 from depthfinder.encoder.serving import TOKENIZER_FILE, Network, TextClassifier, encode_texts, pad_batch
@@ -161,11 +161,11 @@ class _Forms:
 
 def _made_forms(network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str],
                 metric: str, margin: float, folder: Path, confidence: float | None, train_texts: list[str] | None,
-                min_count: int) -> _Forms:
+                min_count: int, limit_mb: float | None) -> _Forms:
     """Prune (to the tokens `train_texts` use `min_count` times or more), export and quantise the network into
     `folder`, and label `texts` with every form: the ONNX forms are made from the pruned model when it is within
     `margin` of torch on them, and the int8 form with the unused rows coded is made when the full vocabulary is the
-    base."""
+    base (as finely as the size limit `limit_mb` allows)."""
     classifiers = {"torch": TextClassifier(network, tokenizer, labels)}
     predicted = {"torch": classifiers["torch"].predict(texts)}
     intervals: dict[str, Interval | None] = {}
@@ -184,7 +184,7 @@ def _made_forms(network: Network, tokenizer: Tokenizer, labels: list[str], texts
     files, tokenizer_file = _onnx_forms(base, labels, folder, classifiers)
     coding = None
     if files and train_texts is not None and base is classifiers["torch"]:  # the full vocabulary ships
-        coding, files[CODED], classifiers[CODED] = _coded_form(base, train_texts, folder)
+        coding, files[CODED], classifiers[CODED] = _coded_form(base, train_texts, folder, limit_mb)
     if not files:
         notes.append("ONNX variants not measured: onnxruntime is not installed (pip install 'depthfinder[onnx]')")
     for name, classifier in classifiers.items():
@@ -199,16 +199,16 @@ def _made_forms(network: Network, tokenizer: Tokenizer, labels: list[str], texts
 def measure_deployment(
     network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str], metric: str,
     margin: float, folder: Path, confidence: float | None = 0.9, expected_ms: float | None = None,
-    train_texts: list[str] | None = None, min_count: int = 1,
+    train_texts: list[str] | None = None, min_count: int = 1, limit_mb: float | None = None,
 ) -> Deployment:
     """Prune, export and quantise the network into `folder`, measure every variant on the labelled test texts (their
     latencies in the same rounds, checked against `expected_ms`, the cost table's batch-1 p50 of the torch model),
     and say which ship (within `margin`, the deployment margin, of the torch model's `metric`, by the paired
     bootstrap at `confidence`; None: by the metric alone). With `train_texts`, the vocabulary is pruned to the
     tokens they use `min_count` times or more; when that form ships, its bundle is written to `folder` and the ONNX
-    variants are made from it."""
+    variants are made from it. Under a size limit (`limit_mb`) the coded form is coded as finely as it allows."""
     forms = _made_forms(network, tokenizer, labels, texts, truths, metric, margin, folder, confidence, train_texts,
-                        min_count)
+                        min_count, limit_mb)
     classifiers, predicted, files = forms.classifiers, forms.predicted, forms.files
     timed = {batch: _timed(classifiers, texts, batch, expected_ms if batch == 1 else None) for batch in BATCHES}
     measured = {}
@@ -230,23 +230,23 @@ def measure_deployment(
 
 def forms_passed(
     network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str], metric: str,
-    margin: float, train_texts: list[str], min_count: int = 1,
+    margin: float, train_texts: list[str], min_count: int = 1, limit_mb: float | None = None,
 ) -> list[str]:
-    """The forms (encoder.size's names) that pass the validation check on the labelled `texts`, torch always among
-    them: a candidate's validation rows, so that the rule knows which depth can ship within a size limit before it
-    chooses. The forms are those the deployment makes (the vocabulary pruned to `train_texts`, which should not hold
-    `texts`, as the deployed vocabulary does not hold the test split; int8 ONNX, of the pruned model when it passes;
-    int8 with the unused rows coded otherwise), without their latencies; their files are made in a temporary folder
-    and deleted. A check, not the gate: a form passes unless its `metric` is more than `margin` below torch's on
-    these rows (by the mean), since a few hundred validation rows cannot show a form that changes a handful of
-    labels within a margin of 0.01 (a paired interval there spans about ±0.01-0.02) and refusing it for that left
-    forms the test split's gate ships out of the rule's choice; the deployment gate judges the chosen depth's forms
-    on the test split by their intervals."""
+    """The forms (encoder.size's names) that pass the validation check on the labelled `texts`, torch always among them:
+    a candidate's validation rows, so that the rule knows which depth can ship within a size limit before it chooses.
+    The forms are those the deployment makes (the vocabulary pruned to `train_texts`, which should not hold `texts`, as
+    the deployed vocabulary does not hold the test split; int8 ONNX, of the pruned model when it passes; int8 with the
+    unused rows coded otherwise, as finely as `limit_mb` allows), without their latencies; their files are made in a
+    temporary folder and deleted. A check, not the gate: a form passes unless its `metric` is more than `margin` below
+    torch's on these rows (by the mean), since a few hundred validation rows cannot show a form that changes a handful
+    of labels within a margin of 0.01 (a paired interval there spans about ±0.01-0.02) and refusing it for that left
+    forms the test split's gate ships out of the rule's choice; the deployment gate judges the chosen depth's forms on
+    the test split by their intervals."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="depthfinder-gate-") as folder:
         forms = _made_forms(network, tokenizer, labels, texts, truths, metric, margin, Path(folder), None,
-                            train_texts, min_count)
+                            train_texts, min_count, limit_mb)
     return [INT8_PRUNED if name == "onnx-int8" and forms.pruned_base else name for name in forms.classifiers
             if name == "torch" or _ships(forms.predicted, None, truths, name, metric, margin)]
 
@@ -301,12 +301,12 @@ def _onnx_forms(base: TextClassifier, labels: list[str], folder: Path, classifie
     return files, str(folder / TOKENIZER_FILE)
 
 
-def _coded_form(base: TextClassifier, texts: list[str], folder: Path) -> tuple[Coding, Path, TextClassifier]:
-    """The int8 ONNX file of `base` with the embedding rows `texts` never use coded (encoder.coded): the whole
-    vocabulary, for the texts pruning would cut into pieces; its coding, file and classifier (the same tokenizer)."""
-    network, coding = coded_network(base.network, base.tokenizer, texts)
-    path = quantize(export_onnx(network, folder / "coded.onnx"), folder / CODED_FILE)
-    (folder / "coded.onnx").unlink()
+def _coded_form(base: TextClassifier, texts: list[str], folder: Path, limit_mb: float | None
+                ) -> tuple[Coding, Path, TextClassifier]:
+    """The int8 ONNX file of `base` with the embedding rows `texts` never use coded (encoder.coded), as finely as
+    `limit_mb` allows: the whole vocabulary, for the texts pruning would cut into pieces; its coding, file and
+    classifier (the same tokenizer)."""
+    network, coding, path = coded_file(base.network, base.tokenizer, texts, folder / CODED_FILE, limit_mb)
     return coding, path, TextClassifier(OnnxNetwork(path, network.cfg), base.tokenizer, base.labels)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from depthfinder.encoder.coded import CODED, coded_network
+from depthfinder.encoder.coded import CODED, coded_file
 from depthfinder.encoder.serving import Network
 from depthfinder.encoder.vocabulary import prunable, prune
 
@@ -33,32 +33,35 @@ def weights_mb(network: Network) -> float:
 
 
 def form_sizes(network: Network, tokenizer: Tokenizer, train_texts: Iterable[str], onnx: bool = False,
-               min_count: int = 1) -> dict[str, float]:
+               min_count: int = 1, limit_mb: float | None = None) -> dict[str, float]:
     """MiB of each form the network could ship in: torch, torch with the vocabulary pruned to `train_texts` (tokens
     used `min_count` times or more; WordPiece only), and with `onnx` their int8 ONNX files and the int8 file with the
-    embedding rows `train_texts` never use coded (encoder.coded; its size is its shapes', so it is weighed unfitted).
-    The network is not changed (the forms are made from a CPU copy)."""
+    embedding rows `train_texts` never use coded (encoder.coded, as finely as the size limit `limit_mb` allows; its
+    size is its shapes', so it is weighed unfitted). The network is not changed (the forms are made from a CPU
+    copy)."""
     network, train_texts = copy.deepcopy(network).cpu().eval(), list(train_texts)
     forms = {TORCH: network}
     if prunable(tokenizer, network) is None:
         forms[TORCH_PRUNED] = prune(network, tokenizer, train_texts, min_count)[0]
     sizes = {name: weights_mb(form) for name, form in forms.items()}
     if onnx and _has_onnxruntime():
-        forms[INT8_CODED] = coded_network(network, tokenizer, train_texts, fit=False)[0]
-        sizes |= _int8_sizes(forms)
+        sizes |= _int8_sizes(forms, tokenizer, train_texts, limit_mb)
     return sizes
 
 
-def _int8_sizes(forms: dict[str, Network]) -> dict[str, float]:
-    """The int8 ONNX file of each torch form, weighed and deleted."""
+def _int8_sizes(forms: dict[str, Network], tokenizer: Tokenizer, train_texts: list[str], limit_mb: float | None
+                ) -> dict[str, float]:
+    """The int8 ONNX file of each torch form and the coded one, weighed and deleted."""
     from depthfinder.encoder.export import export_onnx, quantize
 
-    names = {TORCH: INT8, TORCH_PRUNED: INT8_PRUNED, INT8_CODED: INT8_CODED}
+    names = {TORCH: INT8, TORCH_PRUNED: INT8_PRUNED}
     sizes = {}
     with tempfile.TemporaryDirectory(prefix="depthfinder-size-") as folder:
         for name, form in forms.items():
             fp32 = export_onnx(form, Path(folder) / f"{name}.onnx")
             sizes[names[name]] = quantize(fp32, Path(folder) / f"{name}-int8.onnx").stat().st_size / MIB
+        coded = coded_file(forms[TORCH], tokenizer, train_texts, Path(folder) / "coded-int8.onnx", limit_mb, fit=False)
+        sizes[INT8_CODED] = coded[2].stat().st_size / MIB
     return sizes
 
 

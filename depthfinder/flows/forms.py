@@ -23,7 +23,7 @@ def form_check(sweep: SweepConfig) -> FormCheck | None:
     without one."""
     if sweep.max_size_mb is None:
         return None
-    return FormCheck(metric=sweep.metric, margin=sweep.deployment_margin)
+    return FormCheck(metric=sweep.metric, margin=sweep.deployment_margin, limit_mb=sweep.max_size_mb)
 
 
 def best_seed(candidates: list[Candidate], decision: Decision) -> Candidate:

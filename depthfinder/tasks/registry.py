@@ -42,7 +42,7 @@ def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: Select
                                     rule.deployment_margin, Path(folder) / "onnx", rule.confidence,
                                     candidate.cost.latency_ms_p50 if candidate.cost else None,
                                     train_texts=vocabulary_texts(frame, pool_texts(pool)),
-                                    min_count=rule.vocabulary_min_count)
+                                    min_count=rule.vocabulary_min_count, limit_mb=rule.max_size_mb)
     deployment = within_size(deployment, rule.max_size_mb)
     if deployment.bundle is not None:  # the pruned model ships: every form carries its vocabulary
         model = load_bundle(Path(deployment.bundle))

@@ -158,10 +158,12 @@ class Teacher:
 @dataclass(frozen=True)
 class FormCheck:
     """The check a candidate's forms pass on its validation rows under a size limit (encoder.deployment.forms_passed):
-    the rule's metric and the deployment margin its mean may lose."""
+    the rule's metric, the deployment margin its mean may lose, and the limit (the coded form is coded as finely as
+    it allows)."""
 
     metric: str
     margin: float
+    limit_mb: float
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,8 @@ def candidate_key(training: Training, depth: int, seed: int) -> str:
         **({"onnx_cost": True} if training.onnx_cost else {}), **({"probes": True} if training.probes else {}),
         **({"onnx_size": True} if training.onnx_size else {}),
         **({"vocabulary_min_count": n} if (n := training.vocabulary_min_count) != 1 else {}),
-        **({"form_check": [training.form_check.metric, training.form_check.margin]} if training.form_check else {}),
+        **({"form_check": [(check := training.form_check).metric, check.margin, check.limit_mb]}
+           if training.form_check else {}),
         # A student: by its teacher's content (not its path or label) and the recipe that weighed its soft labels.
         **({"teacher": training.teacher.digest, "temperature": training.teacher.temperature,
             "alpha": training.teacher.alpha} if training.teacher else {}),
@@ -341,8 +344,9 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     size = sum(path.stat().st_size for path in bundle.iterdir()) / 2**20
     # The train and validation texts' tokens: a pool's (kept by the deployed form too) would make every candidate's
     # key depend on the pool, and adding unlabelled texts retrain them all.
-    sizes = form_sizes(trained.network, tokenizer, vocabulary_texts(frame),
-                       onnx=training.onnx_size, min_count=training.vocabulary_min_count)
+    sizes = form_sizes(trained.network, tokenizer, vocabulary_texts(frame), onnx=training.onnx_size,
+                       min_count=training.vocabulary_min_count,
+                       limit_mb=training.form_check.limit_mb if training.form_check else None)
     passed = _passed_sizes(training, trained.network, tokenizer, frame, sizes) if training.form_check else {}
     cost = Cost(**measure_cost(trained.network, trained.median_length, onnx=training.onnx_cost),
                 train_seconds=trained.train_seconds, bundle_mb=size, sizes_mb=sizes, passed_mb=passed,
@@ -372,7 +376,7 @@ def _passed_sizes(training: Training, network: Any, tokenizer: Any, frame: pd.Da
     train = frame.loc[frame["split"] == "train", "text"].astype(str).tolist()
     passed = forms_passed(copy.deepcopy(network).cpu().eval(), tokenizer, training.dataset.labels,
                           val["text"].astype(str).tolist(), val["label"].tolist(), check.metric, check.margin,
-                          train, training.vocabulary_min_count)
+                          train, training.vocabulary_min_count, check.limit_mb)
     return {name: sizes[name] for name in passed if name in sizes}
 
 

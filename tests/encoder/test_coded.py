@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from depthfinder.encoder.coded import CENTROIDS, coded_network, product_quantise
+from depthfinder.encoder.coded import CENTROIDS, CODE_DIMS, MAX_CODE_DIMS, coded_file, coded_network, product_quantise
 from depthfinder.encoder.deployment import CODED, measure_deployment
 from depthfinder.encoder.export import OnnxNetwork
 from depthfinder.encoder.serving import TextClassifier, load_tokenizer
@@ -82,3 +82,23 @@ def test_no_coded_form_where_the_pruned_vocabulary_ships(varied, tmp_path: Path)
 
     assert deployment.variant("torch-pruned").shipped
     assert deployment.variant(CODED) is None and deployment.coding is None
+
+
+def test_under_a_size_limit_the_rows_are_coded_as_finely_as_it_allows(varied, tmp_path: Path) -> None:
+    """A limit the finest code's file is over: the next coarser code brings the file within it, fitted (not the
+    zeros it was weighed with); a limit no code meets: the coarsest, over it (the gate's verdict follows)."""
+    network, tokenizer, train, _ = varied
+    width = word_embedding(network).weight.shape[1]
+    coarser = [d for d in range(CODE_DIMS + 1, MAX_CODE_DIMS + 1) if width % d == 0]
+    assert coarser, width  # else the tiny model tests nothing here
+    _, fine, path = coded_file(network, tokenizer, train, tmp_path / "fine.onnx")
+    limit = path.stat().st_size / 2**20 - 1e-6
+
+    _, coding, path = coded_file(network, tokenizer, train, tmp_path / "limited.onnx", limit_mb=limit)
+
+    assert fine.code_dims == CODE_DIMS and coding.code_dims == coarser[0]
+    assert path.stat().st_size / 2**20 <= limit
+    assert coding.error < 0.99  # fitted: codes of zeros would miss every row by its whole norm
+    _, coarsest, path = coded_file(network, tokenizer, train, tmp_path / "over.onnx", limit_mb=1e-3)
+    assert coarsest.code_dims == coarser[-1] and path.stat().st_size / 2**20 > 1e-3
+    assert not list(tmp_path.glob("*.fp32.onnx"))  # the float32 graphs it quantised are gone
