@@ -72,10 +72,10 @@ def quantize(fp32: Path, int8: Path) -> Path:
     graph optimisation).
 
     Measured against the torch model on the validation and test texts of four files (sms_spam.csv, the UCI sentences,
-    a 6-class file of review sentences and one of docstrings, 185-563 rows each; all-MiniLM-L6-v2 at depth 2), it
-    changed 5 labels of 2,740 where dynamic quantisation (activations quantised on the fly, one scale per output
-    channel, one per embedding table) changed 19, and 24 of the coded form's where it changed 38, for 0.1-0.2 MiB
-    and 30-40% more time per text (bench/quantization.py)."""
+    a 6-class file of review sentences and one of docstrings, 185-563 rows each; all-MiniLM-L6-v2 at depths 2 and 3),
+    it changed 15 labels where dynamic quantisation (activations quantised on the fly, one scale per output channel,
+    one per embedding table) changed 47, and 39 of the coded form's where it changed 67, for 0.1-0.2 MiB and 40-65%
+    more time per text (bench/quantization.py, docs/benchmarks.md)."""
     import onnx
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
