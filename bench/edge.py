@@ -42,8 +42,9 @@ def splits(path: Path) -> dict[str, tuple[list[str], list[str]]]:
             for name, part in table.groupby("split")}
 
 
-def forms(bundle: Path, data: dict, folder: Path) -> list[dict]:
-    """Every form of one depth's model, each measured on the test split by the deployment gate."""
+def forms(bundle: Path, data: dict, folder: Path, limit_mb: float) -> list[dict]:
+    """Every form of one depth's model, each measured on the test split by the deployment gate (the coded one coded
+    as finely as `limit_mb` allows, as the run codes it)."""
     from depthfinder.encoder.deployment import measure_deployment
     from depthfinder.encoder.serving import load_bundle
 
@@ -53,7 +54,7 @@ def forms(bundle: Path, data: dict, folder: Path) -> list[dict]:
     for pruned in (False, True):
         deployment = measure_deployment(
             model.network, model.tokenizer, model.labels, texts, truths, METRIC, MARGIN, folder / str(pruned),
-            CONFIDENCE, train_texts=[*data["train"][0], *data["val"][0]] if pruned else None)
+            CONFIDENCE, train_texts=[*data["train"][0], *data["val"][0]] if pruned else None, limit_mb=limit_mb)
         for variant in deployment.variants:
             if pruned and not (variant.pruned or variant.name == "onnx-int8-coded"):
                 continue  # each form once: the full ones from the first pass, the pruned and coded from the second
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             for candidate in sorted(summary["candidates"], key=lambda c: c["depth"]):
                 if not candidate.get("bundle"):
                     continue
-                rows = forms(Path(candidate["bundle"]), data, folder / f"forms-{candidate['depth']}")
+                rows = forms(Path(candidate["bundle"]), data, folder / f"forms-{candidate['depth']}", args.max_size_mb)
                 print("\n".join(table(name, candidate["depth"], rows)), flush=True)
                 print(f"cost table sizes_mb: {candidate['cost']['sizes_mb']}")
                 if candidate["depth"] == 2:
