@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-counts", default="1,2,3,5,10", help="count thresholds measured at depth 2")
     parser.add_argument("--work", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
     args = parser.parse_args(argv)
-    from depthfinder.encoder.deployment import UnmetLimit
+    from depthfinder.encoder.verdict import UnmetLimit
 
     checkpoint = minilm(args.cache)
     fields: dict[str, list[str]] = {key: [] for key in ("d2_shipped_mib", "d2_goal", "d2_int8_pruned_mib",

@@ -8,7 +8,7 @@ its numbers; what each deployable form scored and costs; the hashes a version is
 
 from __future__ import annotations
 
-from depthfinder.encoder.deployment import TriedDepth
+from depthfinder.encoder.verdict import TriedDepth
 from depthfinder.expectations.audit.report import cell, markdown_table
 from depthfinder.expectations.changes.report import FORCED
 from depthfinder.flows.summary import RunSummary

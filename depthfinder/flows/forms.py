@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from depthfinder.encoder.deployment import Deployment, TriedDepth, UnmetLimit
+from depthfinder.encoder.verdict import Deployment, TriedDepth, UnmetLimit
 from depthfinder.flows.config import SweepConfig
 from depthfinder.selection.candidate import Candidate, arm_label, base_family
 from depthfinder.selection.decision import Decision

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from depthfinder.encoder.deployment import Deployment, UnmetLimit
+from depthfinder.encoder.verdict import Deployment, UnmetLimit
 from depthfinder.evidence.bootstrap import Interval
 from depthfinder.expectations.audit.report import AuditReport
 from depthfinder.expectations.changes.report import ChangeReport

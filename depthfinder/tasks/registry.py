@@ -11,7 +11,7 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NONE
 
-from depthfinder.encoder.deployment import Deployment
+from depthfinder.encoder.verdict import Deployment
 from depthfinder.expectations.changes.report import ChangeReport
 from depthfinder.runtime.retries import RETRIES
 from depthfinder.selection.candidate import Candidate
@@ -31,8 +31,9 @@ def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: Select
     candidate's cost table figure) and shipped only within the rule's deployment margin (encoder.deployment); the
     ONNX variants and the folder are made from the pruned model when it ships."""
     from depthfinder.encoder.bundle import save_hf_folder
-    from depthfinder.encoder.deployment import measure_deployment, within_size
+    from depthfinder.encoder.deployment import measure_deployment
     from depthfinder.encoder.serving import load_bundle
+    from depthfinder.encoder.verdict import within_size
     from depthfinder.encoder.vocabulary import vocabulary_texts
 
     model = load_bundle(Path(candidate.bundle))

@@ -24,9 +24,9 @@ from mlflow.tracking import MlflowClient
 
 from depthfinder.encoder import model as network
 from depthfinder.encoder import serving
-from depthfinder.encoder.deployment import Deployment
 from depthfinder.encoder.families import SERVING_PACKAGES, family_of
 from depthfinder.encoder.serving import TEXT_COLUMN, read_bundle_config
+from depthfinder.encoder.verdict import Deployment
 from depthfinder.runtime.interrupt import STOP
 from depthfinder.selection.candidate import Candidate
 from depthfinder.selection.promotion import Judgement, should_promote

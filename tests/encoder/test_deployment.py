@@ -147,7 +147,7 @@ def test_the_gate_is_the_rules_predicate_a_variant_the_test_rows_do_not_show_wit
     """An int8 model 0.005 below torch on the mean (the gate by means alone shipped it) but disagreeing with it on
     so many rows that its paired interval reaches −0.03: the rows do not show it within 0.01, and it stays out;
     one whose interval clears −0.01 ships."""
-    from depthfinder.encoder.deployment import Variant, apply_gate
+    from depthfinder.encoder.verdict import Variant, apply_gate
     from depthfinder.evidence.bootstrap import Interval
 
     def variant(name: str, f1: float, interval: Interval | None) -> Variant:
@@ -302,7 +302,7 @@ def test_a_tokenizer_that_cannot_be_pruned_ships_unpruned_and_says_why(varied, t
 
 
 def test_under_a_size_limit_the_sentence_names_the_smallest_shipped_form_and_whether_it_fits() -> None:
-    from depthfinder.encoder.deployment import Deployment, Variant, within_size
+    from depthfinder.encoder.verdict import Deployment, Variant, within_size
 
     def variant(name: str, size: float, shipped: bool, pruned: bool = False) -> Variant:
         return Variant(name=name, metrics={"macro_f1": 0.9}, latency_ms={"b1_p50": 1.0}, size_mb=size,

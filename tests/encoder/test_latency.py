@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from depthfinder.encoder.deployment import Variant, apply_gate
 from depthfinder.encoder.latency import Latency, implausible, interleaved, measure
+from depthfinder.encoder.verdict import Variant, apply_gate
 
 
 class Machine:

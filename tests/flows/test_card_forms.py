@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from depthfinder.encoder.deployment import Deployment, Variant
+from depthfinder.encoder.verdict import Deployment, Variant
 from depthfinder.flows.card import _loading, served_sentence
 from depthfinder.flows.summary import RunSummary
 from depthfinder.tracking.records import ModelVersionRef
@@ -47,7 +47,7 @@ def test_the_card_names_the_form_the_alias_serves_and_each_forms_test_interval()
 
 
 def test_the_card_says_the_served_model_carries_the_pruned_vocabulary_and_what_it_saved() -> None:
-    from depthfinder.encoder.deployment import Pruning
+    from depthfinder.encoder.verdict import Pruning
 
     def form(name: str, f1: float, size: float, shipped: bool, pruned: bool = False) -> Variant:
         return Variant(name=name, metrics={"macro_f1": f1}, latency_ms={"b1_p50": 1.0}, size_mb=size,

@@ -4,7 +4,7 @@ table's figure written in the sentence as the table writes it."""
 
 from __future__ import annotations
 
-from depthfinder.encoder.deployment import Variant, apply_gate, beside_cost_table
+from depthfinder.encoder.verdict import Variant, apply_gate, beside_cost_table
 from depthfinder.flows.report import COST_NOTE, decision_markdown
 from depthfinder.flows.summary import RunSummary
 from depthfinder.selection.candidate import Candidate, Cost

@@ -13,7 +13,7 @@ from mlflow import MlflowClient
 
 import depthfinder.flows.forms as forms
 from depthfinder.cli.main import main
-from depthfinder.encoder.deployment import Deployment, Variant
+from depthfinder.encoder.verdict import Deployment, Variant
 from depthfinder.flows.config import SweepConfig
 from depthfinder.selection.candidate import Candidate, Cost
 from depthfinder.selection.rule import choose_depth
