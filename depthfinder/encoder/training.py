@@ -150,18 +150,8 @@ def train_candidate(
     network = family.network(depth, len(labels), model_cfg, tokenizer)
     if start_from is not None and resume_from is None:  # a resumed state holds its own weights
         network.load_state_dict(torch.load(Path(start_from) / WEIGHTS_FILE, map_location="cpu", weights_only=True))
-    screen = None
-    if probes:
-        with torch.random.fork_rng():  # the probes' initialisation leaves the network's random stream as it was
-            torch.manual_seed(train_cfg.seed)
-            screen = LayerProbes(network, len(labels))
-    data = TextDataModule(frame, tokenizer, labels, network.cfg.max_len, train_cfg.batch_size, train_cfg.seed,
-                          pad_id=network.cfg.pad_id, teacher_logits=None if soft_labels is None else soft_labels.logits,
-                          unlabeled=None if soft_labels is None or not soft_labels.unlabeled_texts
-                          else (soft_labels.unlabeled_texts, soft_labels.unlabeled_logits))
-    data.setup()
-    if len(data.splits["test"]) == 0:
-        raise ValueError("the 'test' split is empty; test metrics need test rows")
+    screen = _probes(network, len(labels), train_cfg.seed) if probes else None
+    data = _data_module(frame, tokenizer, labels, network, train_cfg, soft_labels)
     median_length = int(np.median(data.token_lengths("train")))
     threads = checkpoint_threads(resume_from) or training_threads(
         network, depth, train_cfg.batch_size, median_length, concurrent)
@@ -193,6 +183,29 @@ def train_candidate(
         finished=early_stopping.stopped_epoch > 0 or trainer.current_epoch >= train_cfg.max_epochs,
         checkpoint=state.path, history=state.history, **scores,
     )
+
+
+def _probes(network: Network, n_classes: int, seed: int) -> LayerProbes:
+    """A probe on each layer below the network's last, initialised apart: the network's random stream is left as it
+    was, so a candidate trains the same with and without them."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return LayerProbes(network, n_classes)
+
+
+def _data_module(frame: pd.DataFrame, tokenizer: Tokenizer, labels: list[str], network: Network,
+                 train_cfg: TrainConfig, soft_labels: SoftLabels | None) -> TextDataModule:
+    """The splits encoded for the network (with a student's soft labels and its transfer set's texts), set up; a
+    frame without test rows refused."""
+    unlabeled = (None if soft_labels is None or not soft_labels.unlabeled_texts
+                 else (soft_labels.unlabeled_texts, soft_labels.unlabeled_logits))
+    data = TextDataModule(frame, tokenizer, labels, network.cfg.max_len, train_cfg.batch_size, train_cfg.seed,
+                          pad_id=network.cfg.pad_id, teacher_logits=None if soft_labels is None else soft_labels.logits,
+                          unlabeled=unlabeled)
+    data.setup()
+    if len(data.splits["test"]) == 0:
+        raise ValueError("the 'test' split is empty; test metrics need test rows")
+    return data
 
 
 def _start_if_not_beaten(network: Network, start_from: Path, best: dict[str, Any], tokenizer: Tokenizer,
