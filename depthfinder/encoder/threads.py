@@ -9,7 +9,7 @@ Two reasons to choose rather than take torch's default (one thread per core it s
 - Exactness. A reduction split over two threads adds in another order than one thread does, so the
   same training on 1 and on 2 threads ends in different weights. The count is a function of the model,
   the data and the machine, never of what the caller's process happened to set, and a resumed training
-  takes the count its saved state was trained with (`encoder.training`).
+  takes the count its saved state was trained with (`encoder.trainer`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The flow's main thread gets the signal; candidates train in worker threads, which a signal
 cannot reach. The signal handler (runtime/signals.py) calls `STOP.request`, and the
-`StopOnRequest` callback (encoder.training) ends training at the next batch by raising `Interrupted`, so a
+`StopOnRequest` callback (encoder.trainer) ends training at the next batch by raising `Interrupted`, so a
 run stops within one optimiser step instead of at the end of its sweep.
 
 A step that must not be cut in two (a registry write and its record, the aliases of one judgement)

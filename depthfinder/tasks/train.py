@@ -298,7 +298,8 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     from depthfinder.encoder.cost import measure_cost
     from depthfinder.encoder.serving import load_tokenizer
     from depthfinder.encoder.size import form_sizes, smallest
-    from depthfinder.encoder.training import checkpoint_epochs, last_checkpoint, train_candidate
+    from depthfinder.encoder.trainer import checkpoint_epochs, last_checkpoint
+    from depthfinder.encoder.training import train_candidate
     from depthfinder.encoder.vocabulary import vocabulary_texts
     from depthfinder.evidence.bootstrap import save_predictions
 

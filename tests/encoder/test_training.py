@@ -9,10 +9,11 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from tokenizers import Tokenizer
 
-from depthfinder.encoder import training
+from depthfinder.encoder import trainer, training
 from depthfinder.encoder.serving import TextClassifier, encode_texts
 from depthfinder.encoder.tokenizer import train_tokenizer
-from depthfinder.encoder.training import TrainedCandidate, inverse_frequency_weights, resolve_precision, train_candidate
+from depthfinder.encoder.trainer import resolve_precision
+from depthfinder.encoder.training import TrainedCandidate, inverse_frequency_weights, train_candidate
 from depthfinder.evidence.metrics import METRICS, classification_metrics
 from depthfinder.runtime.interrupt import STOP, Interrupted
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
@@ -135,8 +136,8 @@ def test_a_run_killed_mid_epoch_resumes_from_its_last_epoch_and_ends_as_one_trai
             run(tmp_path / "killed", callbacks=[StopInEpoch3()])
     finally:
         STOP.clear()
-    last = training.last_checkpoint(tmp_path / "killed", 2)
-    assert training.checkpoint_epochs(last) == 2
+    last = trainer.last_checkpoint(tmp_path / "killed", 2)
+    assert trainer.checkpoint_epochs(last) == 2
     resumed = run(tmp_path / "killed", resume_from=last)
 
     assert (resumed.epochs, resumed.finished) == (straight.epochs, straight.finished) == (4, True)
@@ -144,7 +145,7 @@ def test_a_run_killed_mid_epoch_resumes_from_its_last_epoch_and_ends_as_one_trai
     assert all(torch.equal(value, weights[key]) for key, value in resumed.network.state_dict().items())
     assert resumed.metrics == straight.metrics
     assert resumed.train_seconds > 0
-    assert training.checkpoint_epochs(tmp_path / "nowhere.ckpt") is None
+    assert trainer.checkpoint_epochs(tmp_path / "nowhere.ckpt") is None
 
 
 def test_class_weights_are_inverse_frequencies_with_mean_one() -> None:
@@ -188,7 +189,7 @@ def test_auto_precision_is_bf16_where_the_device_computes_bf16_natively(
 ) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: cuda_bf16)
-    monkeypatch.setattr(training, "cpu_has_native_bf16", lambda: cpu_bf16)
+    monkeypatch.setattr(trainer, "cpu_has_native_bf16", lambda: cpu_bf16)
     assert resolve_precision("auto", accelerator) == expected
     assert resolve_precision("16-mixed", accelerator) == "16-mixed"
 
@@ -258,7 +259,7 @@ def test_a_resumed_training_keeps_the_threads_its_state_was_trained_with(
     rung, _ = run(tmp_path / "resumed", 2, epochs=2)
     resumed, seen = run(tmp_path / "resumed", 1, resume_from=rung.checkpoint)
 
-    assert training.checkpoint_threads(rung.checkpoint) == 2 and seen == {2}
+    assert trainer.checkpoint_threads(rung.checkpoint) == 2 and seen == {2}
     weights = straight.network.state_dict()
     assert all(torch.equal(value, weights[key]) for key, value in resumed.network.state_dict().items())
     assert resumed.test_metrics == straight.test_metrics
@@ -284,7 +285,7 @@ def test_progress_bars_are_drawn_only_on_a_terminal(monkeypatch) -> None:
     epoch's log line says the same), and never two trainings' at once."""
     import io
 
-    from depthfinder.encoder.training import progress_bars
+    from depthfinder.encoder.trainer import progress_bars
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

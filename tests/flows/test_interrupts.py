@@ -134,7 +134,7 @@ def test_sigterm_while_training_stops_within_the_epoch_and_a_rerun_continues_to_
     assert not is_locked(lock_path(tmp_path / ".depthfinder", "depthfinder"))
     (depth_2,) = (tmp_path / ".depthfinder" / "candidates").glob("scratch-depth-2-*")
     assert not list(depth_2.glob("result-*.json"))  # it stopped in epoch 3, not at the end of the sweep
-    from depthfinder.encoder.training import checkpoint_epochs, last_checkpoint
+    from depthfinder.encoder.trainer import checkpoint_epochs, last_checkpoint
 
     assert checkpoint_epochs(last_checkpoint(depth_2 / "checkpoints", 2)) == 2
 
