@@ -44,7 +44,7 @@ def load_config(args: argparse.Namespace) -> RunConfig:
 
 def folders_written(config: RunConfig | None, *outputs: Path | None) -> list[Path]:
     """The folders a command writes to: its output files', the work folder and a SQLite store's."""
-    from depthfinder.tracking.runs import SQLITE, resolve_tracking_uri
+    from depthfinder.tracking.store import SQLITE, resolve_tracking_uri
 
     folders = [Path(path).parent for path in outputs if path is not None]
     if config is not None:

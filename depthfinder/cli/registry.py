@@ -62,7 +62,7 @@ def _opened(open_model: Callable[[str], T], args: argparse.Namespace) -> T:
 def _check_store_exists(tracking_uri: str) -> None:
     """A SQLite store that a command only reads must exist (MLflow would create an empty one)."""
     from depthfinder.flows.preflight import check_store_uri
-    from depthfinder.tracking.runs import SQLITE
+    from depthfinder.tracking.store import SQLITE
 
     check_store_uri(tracking_uri)
     database = tracking_uri.removeprefix(SQLITE)

@@ -34,7 +34,7 @@ def server_problem() -> str | None:
 
 def absolute_paths(config: RunConfig) -> RunConfig:
     """The config with its files pinned to where they are now: scheduled runs may start elsewhere."""
-    from depthfinder.tracking.runs import resolve_tracking_uri
+    from depthfinder.tracking.store import resolve_tracking_uri
 
     data = config.data
     if data.path is not None:

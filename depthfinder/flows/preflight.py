@@ -161,7 +161,7 @@ def check_tracking_store(tracking_uri: str, experiment: str | None = None) -> No
     """The MLflow store can be written: a SQLite file that is whole (created now, atomically, if missing), a
     tracking server that answers, or a database whose driver is installed and which answers; and the
     experiment, if it exists, is not deleted."""
-    from depthfinder.tracking.runs import SQLITE, ensure_sqlite_store, resolve_tracking_uri
+    from depthfinder.tracking.store import SQLITE, ensure_sqlite_store, resolve_tracking_uri
 
     check_store_uri(tracking_uri)
     uri = resolve_tracking_uri(tracking_uri)

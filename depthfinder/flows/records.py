@@ -56,7 +56,8 @@ from depthfinder.tasks.tracking import (
     start_sweep_run,
 )
 from depthfinder.tracking.records import KnownVersion, ModelVersionRef
-from depthfinder.tracking.runs import SweepRun, code_version, ending, flatten, resolve_tracking_uri
+from depthfinder.tracking.runs import SweepRun, code_version, ending, flatten
+from depthfinder.tracking.store import resolve_tracking_uri
 
 
 def tidy_store(registry: RegistryConfig) -> str:

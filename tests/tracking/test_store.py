@@ -13,15 +13,15 @@ import pytest
 from mlflow import MlflowClient
 
 from depthfinder.cli.main import main
-from depthfinder.tracking import runs
-from depthfinder.tracking.runs import ensure_sqlite_store
+from depthfinder.tracking import store as sqlite_store
+from depthfinder.tracking.store import ensure_sqlite_store
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
 def no_template(tmp_path_factory, monkeypatch) -> Path:
-    """An empty cache: a new store is migrated, not copied from a template (runs.store_template)."""
+    """An empty cache: a new store is migrated, not copied from a template (sqlite_store.store_template)."""
     cache = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("DEPTHFINDER_CACHE", str(cache))
     return cache
@@ -44,7 +44,7 @@ def test_a_first_migration_that_runs_out_of_space_leaves_no_database_and_the_nex
 ) -> None:
     code = (
         "from pathlib import Path\n"
-        "from depthfinder.tracking.runs import ensure_sqlite_store\n"
+        "from depthfinder.tracking.store import ensure_sqlite_store\n"
         "try:\n"
         "    ensure_sqlite_store(Path('mlflow.db'))\n"
         "except ValueError as exc:\n"
@@ -114,7 +114,7 @@ def test_two_runs_creating_a_new_store_at_once_share_the_one_published_first(
     database = tmp_path / "mlflow.db"
     both_migrated, second_may_publish = threading.Barrier(2, timeout=120), threading.Event()
 
-    class Migrating(runs.MlflowClient):
+    class Migrating(sqlite_store.MlflowClient):
         def search_registered_models(self, *args, **kwargs):  # the last step of the migration
             found = super().search_registered_models(*args, **kwargs)
             both_migrated.wait()
@@ -122,7 +122,7 @@ def test_two_runs_creating_a_new_store_at_once_share_the_one_published_first(
                 second_may_publish.wait(timeout=120)
             return found
 
-    monkeypatch.setattr(runs, "MlflowClient", Migrating)
+    monkeypatch.setattr(sqlite_store, "MlflowClient", Migrating)
     errors: list[BaseException] = []
 
     def create() -> None:
@@ -158,12 +158,12 @@ def test_a_new_store_is_a_copy_of_the_template_the_first_one_left_and_works_as_a
     (tmp_path / "two").mkdir()
     monkeypatch.chdir(tmp_path / "one")
     ensure_sqlite_store(tmp_path / "one" / "mlflow.db")
-    assert runs.store_template().is_file() and runs.store_template().parent == no_template
+    assert sqlite_store.store_template().is_file() and sqlite_store.store_template().parent == no_template
 
     def no_migration(database: Path) -> None:
         raise AssertionError("migrated although a template was kept")
 
-    monkeypatch.setattr(runs, "_migrate", no_migration)
+    monkeypatch.setattr(sqlite_store, "_migrate", no_migration)
     monkeypatch.chdir(tmp_path / "two")
     ensure_sqlite_store(tmp_path / "two" / "mlflow.db")
 
@@ -185,11 +185,11 @@ def test_a_template_that_is_not_a_whole_store_is_not_copied_and_a_whole_one_repl
     tmp_path, monkeypatch, no_template
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    runs.store_template().write_bytes(b"not a database")
+    sqlite_store.store_template().write_bytes(b"not a database")
 
     ensure_sqlite_store(tmp_path / "mlflow.db")
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert client.create_experiment("works")
-    with contextlib.closing(sqlite3.connect(runs.store_template())) as template:
+    with contextlib.closing(sqlite3.connect(sqlite_store.store_template())) as template:
         assert template.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
