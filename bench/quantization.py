@@ -41,14 +41,14 @@ RECIPES = (SHIPPED, "int8", "int8-per-channel", "int8-per-channel-fp32-embedding
 
 def quantized(fp32: Path, out: Path, recipe: str) -> Path:
     """`fp32` quantised by `recipe` (module docstring) into `out`."""
+    if recipe == SHIPPED:
+        from depthfinder.encoder.export import quantize
+
+        return quantize(fp32, out)
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    from depthfinder.encoder.export import quantize
-
-    if recipe == SHIPPED:
-        return quantize(fp32, out)
 
     prepared = out.with_suffix(".prepared.onnx")
     quant_pre_process(str(fp32), str(prepared), skip_symbolic_shape=True)
