@@ -182,11 +182,14 @@ class UnmetLimit(Record):
             name, size = small.name, small.size_mb
         elif self.limit_mb is not None and all(any(v.startswith("size_mb") for v in t.over) for t in self.tried):
             judged = any(tried.passed_mb for tried in self.tried)
-            depth, name, size = min(((tried.depth, form, mb) for tried in self.tried
-                                     for form, mb in (tried.passed_mb if judged else tried.sizes_mb).items()),
-                                    key=lambda found: found[2])
             refused = sorted({form for tried in self.tried for form, mb in tried.sizes_mb.items()
                               if mb <= self.limit_mb and form not in tried.passed_mb})
+            # Where forms within the limit were refused, the smallest that passed is what could ship; where every
+            # form is over it, the smallest of them all says how far off the limit is, passed or not.
+            depth, name, size = min(((tried.depth, form, mb) for tried in self.tried
+                                     for form, mb in (tried.passed_mb if judged and refused else
+                                                      tried.sizes_mb).items()),
+                                    key=lambda found: found[2])
             passed = ", the smallest that passed the check on the validation rows"
             score = (f"{passed} (it left out {', '.join(refused)} within the limit: each lost more than the deployment "
                      "margin there)" if judged and refused else

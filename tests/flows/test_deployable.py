@@ -116,16 +116,18 @@ def test_the_rule_can_choose_and_limit_by_the_size_of_the_smallest_form(prefect_
                                                                          monkeypatch) -> None:
     """--cost size_mb with --max-size-mb: every form of every depth weighed, int8 ONNX ones too, and judged on the
     validation rows; the rule chooses by the smallest that passed, the limit leaves out the depth above it, and the
-    deployment says which shipped form fits."""
+    deployment says which shipped form fits. The deployment margin is wide: whether a 2-epoch model's int8 forms
+    lose a label on 60 validation rows depends on the CPU's int8 kernels (tests/flows/test_size_limit.py has the
+    forms the validation rows refuse)."""
     (tmp_path / "run.yaml").write_text(
         "data: {dataset: topics, dataset_rows: 400}\n"
         "model: {d_model: 64, n_heads: 2, d_ff: 128, vocab_size: 300, max_len: 32}\n"
         "train: {max_epochs: 2, min_epochs: 2, batch_size: 32, learning_rate: 0.003}\n"
-        "sweep: {depths: [1, 2], cost: size_mb, tolerance: 1.0, crossfit: off}\n")
+        "sweep: {depths: [1, 2], cost: size_mb, tolerance: 1.0, deployment_margin: 1.0, crossfit: off}\n")
     monkeypatch.chdir(tmp_path)
 
-    # 64 wide: a block is about 33,000 weights; at int8 depth 1 weighs about 0.07 MiB, depth 2 about 0.12
-    assert main(["run", "--config", "run.yaml", "--max-size-mb", "0.095", "--summary-json", "s.json"]) == 0
+    # 64 wide: a block is about 33,000 weights; at int8 depth 1 weighs about 0.09 MiB, depth 2 about 0.16
+    assert main(["run", "--config", "run.yaml", "--max-size-mb", "0.12", "--summary-json", "s.json"]) == 0
 
     summary = json.loads((tmp_path / "s.json").read_text())
     costs = {c["depth"]: c["cost"] for c in summary["candidates"]}
@@ -135,6 +137,6 @@ def test_the_rule_can_choose_and_limit_by_the_size_of_the_smallest_form(prefect_
         assert "torch" in cost["passed_mb"] and set(cost["passed_mb"]) <= set(cost["sizes_mb"])
         assert all(cost["passed_mb"][form] == cost["sizes_mb"][form] for form in cost["passed_mb"])
         assert cost["size_mb"] == min(cost["passed_mb"].values()) < cost["sizes_mb"]["torch"]
-    assert costs[1]["size_mb"] <= 0.095 < costs[2]["size_mb"], costs  # else the limit below tests nothing
+    assert costs[1]["size_mb"] <= 0.12 < costs[2]["size_mb"], costs  # else the limit below tests nothing
     assert summary["selected_depth"] == 1 and "depth 2 (size_mb" in summary["rule"]["reason"]
-    assert "within max_size_mb 0.095" in summary["deployment"]["sentence"]
+    assert "within max_size_mb 0.12" in summary["deployment"]["sentence"]
