@@ -65,9 +65,9 @@ def child(model: str, policy: str, epochs: int) -> None:
     tokenizer = train_tokenizer(frame.loc[frame["split"] == "train", "text"], model_cfg.vocab_size)
     recipe = TrainConfig(max_epochs=epochs, min_epochs=epochs)
     with tempfile.TemporaryDirectory() as folder:
-        trained = training.train_candidate(frame, labels, tokenizer, DEPTHS[model], model_cfg, recipe,
-                                           class_weights=False, out_dir=Path(folder), progress=False,
-                                           callbacks=[Threads()])
+        trained = training.train_candidate(training.TrainingData(frame, labels, tokenizer), DEPTHS[model], model_cfg,
+                                           recipe, training.TrainingSetup(Path(folder), progress=False,
+                                                                          callbacks=[Threads()]))
     print(json.dumps({"seconds": trained.train_seconds, "threads": max(seen)}))
 
 

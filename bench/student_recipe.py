@@ -131,7 +131,7 @@ def measure(frame: pd.DataFrame, depths: list[int], teacher_depth: int, seed: in
     from depthfinder.encoder.families import open_families
     from depthfinder.encoder.module import RESTART_PEAK
     from depthfinder.encoder.serving import WEIGHTS_FILE, load_tokenizer
-    from depthfinder.encoder.training import train_candidate
+    from depthfinder.encoder.training import TrainingData, TrainingSetup, train_candidate
 
     model = ModelConfig(pretrained=[str(args.pretrained)]) if args.pretrained else ModelConfig(
         d_model=64, n_heads=4, d_ff=128, vocab_size=4000, max_len=64)
@@ -154,9 +154,10 @@ def measure(frame: pd.DataFrame, depths: list[int], teacher_depth: int, seed: in
             test, kept = _test_metric(out / "bundle", frame), start is not None and filecmp.cmp(
                 out / "bundle" / WEIGHTS_FILE, Path(start) / WEIGHTS_FILE, shallow=False)
         else:
-            trained = train_candidate(frame, labels, tokenizer, depth, model, student.pop("train", recipe),
-                                      class_weights=False, out_dir=out, progress=False, family=family,
-                                      concurrent=args.concurrent, **student)
+            data = TrainingData(frame, labels, tokenizer, soft_labels=student.pop("soft_labels", None))
+            trained = train_candidate(data, depth, model, student.pop("train", recipe),
+                                      TrainingSetup(out, progress=False, concurrent=args.concurrent), family=family,
+                                      **student)
             save_bundle(out / "bundle", trained.network, tokenizer, labels)
             test, kept = trained.test_metrics[METRIC], trained.kept_start
         (out / "result.json").write_text(json.dumps({"test": test, "kept": kept}))

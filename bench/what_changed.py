@@ -122,7 +122,7 @@ def promotion_case(table: pd.DataFrame, seeds: int = 6) -> tuple[float, float]:
     from depthfinder.encoder.config import ModelConfig, TrainConfig
     from depthfinder.encoder.serving import TextClassifier
     from depthfinder.encoder.tokenizer import train_tokenizer
-    from depthfinder.encoder.training import train_candidate
+    from depthfinder.encoder.training import TrainingData, TrainingSetup, train_candidate
     from depthfinder.evidence.metrics import classification_metrics
     from depthfinder.selection.promotion import should_promote
     from depthfinder.selection.settings import SelectionRule
@@ -136,8 +136,8 @@ def promotion_case(table: pd.DataFrame, seeds: int = 6) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as folder:
         tokenizer = train_tokenizer(frame.loc[frame["split"] == "train", "text"], ModelConfig().vocab_size)
         for seed in range(1, seeds + 1):
-            trained = train_candidate(frame, labels, tokenizer, 1, ModelConfig(), TrainConfig(seed=seed),
-                                      class_weights=True, out_dir=Path(folder) / str(seed), progress=False)
+            trained = train_candidate(TrainingData(frame, labels, tokenizer, class_weights=True), 1, ModelConfig(),
+                                      TrainConfig(seed=seed), TrainingSetup(Path(folder) / str(seed), progress=False))
             predictions[seed] = TextClassifier(trained.network, tokenizer, labels).predict(truths[0])
     rule = SelectionRule(promotion_margin=0.01)
     f1 = {seed: classification_metrics(truths[1], said)["macro_f1"] for seed, said in predictions.items()}

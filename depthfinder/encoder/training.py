@@ -78,41 +78,33 @@ def inverse_frequency_weights(train_labels: Sequence[str], labels: Sequence[str]
     return inverse / inverse.mean()
 
 
-def train_candidate(
-    frame: pd.DataFrame,
-    labels: list[str],
-    tokenizer: Tokenizer,
-    depth: int,
-    model_cfg: ModelConfig,
-    train_cfg: TrainConfig,
-    *,
-    class_weights: bool,
-    out_dir: Path,
-    logger: Logger | None = None,
-    progress: bool = True,
-    epochs: int | None = None,
-    resume_from: Path | None = None,
-    callbacks: Sequence[L.Callback] = (),
-    family: Family = Scratch(),
-    probes: bool = False,
-    concurrent: int = 1,
-    soft_labels: SoftLabels | None = None,
-    start_from: Path | None = None,
-) -> TrainedCandidate:
-    """Train the encoder at one depth, early-stopped on validation macro-F1.
+@dataclass(frozen=True)
+class TrainingData:
+    """What a candidate learns from and is scored on.
 
     Args:
         frame: columns `text`, `label`, `split` (train/val/test); others are ignored.
         labels: the class order; a label's index is its class id.
-        tokenizer: fitted on the train split.
-        depth: number of Transformer blocks.
-        model_cfg: width, heads, dropout, max_len, pooling.
-        train_cfg: the training recipe.
+        tokenizer: fitted on the train split (a pretrained family's: the checkpoint's own).
         class_weights: weight the loss by inverse train-class frequency.
+        soft_labels: a student's lesson (encoder.distillation): the teacher's logits on the train rows, learnt with
+            the labels by the distillation loss, and on its transfer set's texts (if any) alone.
+    """
+
+    frame: pd.DataFrame
+    labels: list[str]
+    tokenizer: Tokenizer
+    class_weights: bool = False
+    soft_labels: SoftLabels | None = None
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    """Where a training writes, how far it goes, where it resumes and who watches it.
+
+    Args:
         out_dir: where the best weights and, after every epoch, the full training state
             (`last_checkpoint(out_dir, depth)`) are written, replacing earlier ones of this depth.
-        logger: a Lightning logger (e.g. MLFlowLogger), or None for no logging.
-        progress: show Lightning's progress bars (only when it trains alone: `concurrent` 1).
         epochs: stop once this many epochs are done in all (a successive-halving budget);
             None = `train_cfg.max_epochs`. The learning-rate schedule always spans
             `max_epochs`, so stopping at a budget and resuming trains as one run would.
@@ -122,20 +114,51 @@ def train_candidate(
         resume_from: a `TrainedCandidate.checkpoint` of an earlier call with the same data
             and settings and the same `out_dir`, or the last checkpoint of such a call that was
             killed, to continue from.
+        logger: a Lightning logger (e.g. MLFlowLogger), or None for no logging.
         callbacks: more Lightning callbacks, e.g. to report progress elsewhere.
+        progress: show Lightning's progress bars (only when it trains alone: `concurrent` 1).
+        concurrent: trainings running at once on this machine (the sweep's workers): each takes its share
+            of the cores (encoder.threads; a resumed training keeps the thread count it was trained with).
+    """
+
+    out_dir: Path
+    epochs: int | None = None
+    resume_from: Path | None = None
+    logger: Logger | None = None
+    callbacks: Sequence[L.Callback] = ()
+    progress: bool = True
+    concurrent: int = 1
+
+
+def train_candidate(
+    data: TrainingData,
+    depth: int,
+    model_cfg: ModelConfig,
+    train_cfg: TrainConfig,
+    setup: TrainingSetup,
+    *,
+    family: Family = Scratch(),
+    probes: bool = False,
+    start_from: Path | None = None,
+) -> TrainedCandidate:
+    """Train the encoder at one depth, early-stopped on validation macro-F1.
+
+    Args:
+        data: the table, its classes and tokenizer, the loss weighting, a student's soft labels.
+        depth: number of Transformer blocks.
+        model_cfg: width, heads, dropout, max_len, pooling.
+        train_cfg: the training recipe.
+        setup: where it writes, the epochs it stops at, what it resumes, its logger, callbacks and bars.
         family: what the network is (encoder.families): depthfinder's own encoder, from scratch,
-            or the bottom `depth` layers of a pretrained checkpoint with a new head (`tokenizer`
+            or the bottom `depth` layers of a pretrained checkpoint with a new head (`data.tokenizer`
             is then the checkpoint's own, and `model_cfg` gives only max_len and pooling).
         probes: also train a probe on each layer below the last (encoder.probes), a screen of every
             shallower depth that the network never feels; their predictions come back too.
-        concurrent: trainings running at once on this machine (the sweep's workers): each takes its share
-            of the cores (encoder.threads; a resumed training keeps the thread count it was trained with).
-        soft_labels: train a student (encoder.distillation): the teacher's logits on the train rows, learnt with
-            the labels by the distillation loss, and on its transfer set's texts (if any) alone. The network starts
-            as its plain twin's does (same family, depth, seed), so the two differ only by what they learnt from.
         start_from: a bundle (encoder.bundle.save_bundle) of the same network whose weights it starts from instead of
             its initialisation: a student continues from its trained plain twin, so it begins where the twin ended
-            and the teacher refines it (without it a student far below its teacher had lost to its twin).
+            and the teacher refines it (without it a student far below its teacher had lost to its twin). A student
+            otherwise starts as its plain twin does (same family, depth, seed), so the two differ only by what they
+            learnt from.
 
     Returns:
         The candidate with its best-validation weights restored, on CPU in eval mode, and
@@ -144,40 +167,39 @@ def train_candidate(
     """
     if depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
-    epochs = train_cfg.max_epochs if epochs is None else epochs
+    epochs = train_cfg.max_epochs if setup.epochs is None else setup.epochs
     if epochs < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
     L.seed_everything(train_cfg.seed, workers=True, verbose=False)
-    network = family.network(depth, len(labels), model_cfg, tokenizer)
-    if start_from is not None and resume_from is None:  # a resumed state holds its own weights
+    network = family.network(depth, len(data.labels), model_cfg, data.tokenizer)
+    if start_from is not None and setup.resume_from is None:  # a resumed state holds its own weights
         network.load_state_dict(torch.load(Path(start_from) / WEIGHTS_FILE, map_location="cpu", weights_only=True))
-    screen = _probes(network, len(labels), train_cfg.seed) if probes else None
-    data = _data_module(frame, tokenizer, labels, network, train_cfg, soft_labels)
-    median_length = int(np.median(data.token_lengths("train")))
-    threads = checkpoint_threads(resume_from) or training_threads(
-        network, depth, train_cfg.batch_size, median_length, concurrent)
+    screen = _probes(network, len(data.labels), train_cfg.seed) if probes else None
+    encoded = _data_module(data, network, train_cfg)
+    median_length = int(np.median(encoded.token_lengths("train")))
+    threads = checkpoint_threads(setup.resume_from) or training_threads(
+        network, depth, train_cfg.batch_size, median_length, setup.concurrent)
     with torch_threads(threads):  # the same count however often it resumes, so the same sums and weights
-        batches = len(data.train_dataloader())
+        batches = len(encoded.train_dataloader())
         extension = max(0, epochs - train_cfg.max_epochs)
-        module = _classifier(network, frame, labels, train_cfg, class_weights,
-                             total_steps=train_cfg.max_epochs * batches, restart_steps=extension * batches,
-                             probes=screen, soft_labels=soft_labels)
-        checkpoint = best_checkpoint(Path(out_dir), depth, keep_earlier=resume_from is not None)
+        module = _classifier(network, data, train_cfg, total_steps=train_cfg.max_epochs * batches,
+                             restart_steps=extension * batches, probes=screen)
+        out_dir = Path(setup.out_dir)
+        checkpoint = best_checkpoint(out_dir, depth, keep_earlier=setup.resume_from is not None)
         early_stopping = EarlyStoppingFrom(train_cfg.min_epochs, monitor=MONITOR, mode="max",
                                            patience=train_cfg.patience)
-        state = EpochState(last_checkpoint(Path(out_dir), depth))
+        state = EpochState(last_checkpoint(out_dir, depth))
         stop = StopOnRequest(f"depth {depth} (seed {train_cfg.seed})", max(epochs, train_cfg.max_epochs))
         with quiet_lightning():
             # One progress bar at a time: rich's live display is the process's one console (two trainings in
             # threads broke it: IndexError in Console.clear_live), and bars from processes would interleave.
-            trainer = build_trainer(train_cfg, [stop, early_stopping, checkpoint, state, *callbacks], epochs,
-                                     out_dir, logger, progress_bars(progress, concurrent), batches)
-            trainer.fit(module, datamodule=data, ckpt_path=resume_from, weights_only=True)
+            trainer = build_trainer(train_cfg, [stop, early_stopping, checkpoint, state, *setup.callbacks], epochs,
+                                    out_dir, setup.logger, progress_bars(setup.progress, setup.concurrent), batches)
+            trainer.fit(module, datamodule=encoded, ckpt_path=setup.resume_from, weights_only=True)
         if not checkpoint.best_model_path:
             raise RuntimeError(f"depth {depth}: no checkpoint was saved; was {MONITOR!r} ever logged?")
-        scores = _best_scores(network, screen, checkpoint.best_model_path, tokenizer, frame, labels)
-        if start_from is not None and (started := _start_if_not_beaten(network, start_from, scores, tokenizer,
-                                                                         frame, labels)) is not None:
+        scores = _best_scores(network, screen, checkpoint.best_model_path, data)
+        if start_from is not None and (started := _start_if_not_beaten(network, start_from, scores, data)) is not None:
             scores = started
     return TrainedCandidate(
         depth=depth, train_seconds=state.train_seconds, epochs=trainer.current_epoch, median_length=median_length,
@@ -194,29 +216,29 @@ def _probes(network: Network, n_classes: int, seed: int) -> LayerProbes:
         return LayerProbes(network, n_classes)
 
 
-def _data_module(frame: pd.DataFrame, tokenizer: Tokenizer, labels: list[str], network: Network,
-                 train_cfg: TrainConfig, soft_labels: SoftLabels | None) -> TextDataModule:
+def _data_module(data: TrainingData, network: Network, train_cfg: TrainConfig) -> TextDataModule:
     """The splits encoded for the network (with a student's soft labels and its transfer set's texts), set up; a
     frame without test rows refused."""
+    soft_labels = data.soft_labels
     unlabeled = (None if soft_labels is None or not soft_labels.unlabeled_texts
                  else (soft_labels.unlabeled_texts, soft_labels.unlabeled_logits))
-    data = TextDataModule(frame, tokenizer, labels, network.cfg.max_len, train_cfg.batch_size, train_cfg.seed,
-                          pad_id=network.cfg.pad_id, teacher_logits=None if soft_labels is None else soft_labels.logits,
-                          unlabeled=unlabeled)
-    data.setup()
-    if len(data.splits["test"]) == 0:
+    encoded = TextDataModule(data.frame, data.tokenizer, data.labels, network.cfg.max_len, train_cfg.batch_size,
+                             train_cfg.seed, pad_id=network.cfg.pad_id,
+                             teacher_logits=None if soft_labels is None else soft_labels.logits, unlabeled=unlabeled)
+    encoded.setup()
+    if len(encoded.splits["test"]) == 0:
         raise ValueError("the 'test' split is empty; test metrics need test rows")
-    return data
+    return encoded
 
 
-def _start_if_not_beaten(network: Network, start_from: Path, best: dict[str, Any], tokenizer: Tokenizer,
-                         frame: pd.DataFrame, labels: list[str]) -> dict[str, Any] | None:
+def _start_if_not_beaten(network: Network, start_from: Path, best: dict[str, Any], data: TrainingData
+                         ) -> dict[str, Any] | None:
     """The starting weights' scores, restored into `network`, when no epoch trained from them beat them on the
     validation rows (by MONITOR's metric; a tie keeps the start): a student's early stopping counts where it started,
     so it never ends below the twin it started from there. None (the best epoch's weights left in place) otherwise."""
     trained = {key: value.detach().clone() for key, value in network.state_dict().items()}
     network.load_state_dict(torch.load(Path(start_from) / WEIGHTS_FILE, map_location="cpu", weights_only=True))
-    started = _scores(network, tokenizer, frame, labels)
+    started = _scores(network, data)
     metric = MONITOR.removeprefix("val/")
     if started["metrics"][metric] >= best["metrics"][metric]:
         return {**best, **started, "kept_start": True}
@@ -224,22 +246,21 @@ def _start_if_not_beaten(network: Network, start_from: Path, best: dict[str, Any
     return None
 
 
-def _best_scores(network: Network, screen: LayerProbes | None, best: str, tokenizer: Tokenizer,
-                 frame: pd.DataFrame, labels: list[str]) -> dict[str, Any]:
+def _best_scores(network: Network, screen: LayerProbes | None, best: str, data: TrainingData) -> dict[str, Any]:
     """The best epoch's weights restored, and what they score on validation and test (and each probe's)."""
     restore_network_weights(network, best)
-    scores = _scores(network, tokenizer, frame, labels)
+    scores = _scores(network, data)
     if screen is not None:
         restore_network_weights(screen, best, prefix="probes.")
-        scores |= _probe_results(TextClassifier(network, tokenizer, labels), screen, frame, labels)
+        scores |= _probe_results(TextClassifier(network, data.tokenizer, data.labels), screen, data.frame, data.labels)
     return scores
 
 
-def _scores(network: Network, tokenizer: Tokenizer, frame: pd.DataFrame, labels: list[str]) -> dict[str, Any]:
+def _scores(network: Network, data: TrainingData) -> dict[str, Any]:
     """What `network` as it is scores on validation and test, as served."""
-    classifier = TextClassifier(network, tokenizer, labels)  # CPU, eval mode: as served from the registry
+    classifier = TextClassifier(network, data.tokenizer, data.labels)  # CPU, eval mode: as served from the registry
     (val_metrics, val_true, val_predicted), (test_metrics, test_true, test_predicted) = (
-        _split_metrics(classifier, frame, labels, split) for split in ("val", "test")
+        _split_metrics(classifier, data.frame, data.labels, split) for split in ("val", "test")
     )
     return {"network": classifier.network, "metrics": val_metrics, "test_metrics": test_metrics,
             "val_true": val_true, "val_predicted": val_predicted, "test_true": test_true,
@@ -276,18 +297,10 @@ def probe_predictions(classifier: TextClassifier, screen: LayerProbes, texts: li
     return out
 
 
-def _classifier(
-    network: Network,
-    frame: pd.DataFrame,
-    labels: list[str],
-    train_cfg: TrainConfig,
-    class_weights: bool,
-    total_steps: int,
-    restart_steps: int = 0,
-    probes: LayerProbes | None = None,
-    soft_labels: SoftLabels | None = None,
-) -> DepthClassifier:
+def _classifier(network: Network, data: TrainingData, train_cfg: TrainConfig, total_steps: int, restart_steps: int = 0,
+                probes: LayerProbes | None = None) -> DepthClassifier:
     """The LightningModule around `network`, with inverse-frequency class weights if asked."""
+    frame, labels, soft_labels = data.frame, data.labels, data.soft_labels
     train_labels = frame.loc[frame["split"] == "train", "label"].astype(str).tolist()
     return DepthClassifier(
         network,
@@ -295,7 +308,7 @@ def _classifier(
         learning_rate=train_cfg.learning_rate,
         weight_decay=train_cfg.weight_decay,
         warmup_fraction=train_cfg.warmup_fraction,
-        class_weights=inverse_frequency_weights(train_labels, labels) if class_weights else None,
+        class_weights=inverse_frequency_weights(train_labels, labels) if data.class_weights else None,
         total_steps=total_steps,
         restart_steps=restart_steps,
         probes=probes,

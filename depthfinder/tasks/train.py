@@ -299,7 +299,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     from depthfinder.encoder.serving import load_tokenizer
     from depthfinder.encoder.size import form_sizes, smallest
     from depthfinder.encoder.trainer import checkpoint_epochs, last_checkpoint
-    from depthfinder.encoder.training import train_candidate
+    from depthfinder.encoder.training import TrainingData, TrainingSetup, train_candidate
     from depthfinder.encoder.vocabulary import vocabulary_texts
     from depthfinder.evidence.bootstrap import save_predictions
 
@@ -319,22 +319,17 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     if resume is not None:
         get_run_logger().info("%s continues from epoch %d", name, done)
     trained = train_candidate(
-        frame,
-        dataset.labels,
-        tokenizer,
+        TrainingData(frame, dataset.labels, tokenizer, training.class_weights, _soft_labels(training, frame)),
         depth,
         training.model,
         train,
-        class_weights=training.class_weights,
-        out_dir=out_dir,
-        logger=ChildRunLogger(tracking_uri=store_uri(training.parent_run.tracking_uri), run_id=run_id),
-        epochs=epochs,
-        resume_from=resume,
-        callbacks=[EpochLog(name, max(epochs, train.max_epochs))],  # an extension runs past max_epochs
+        TrainingSetup(
+            out_dir, epochs=epochs, resume_from=resume,
+            logger=ChildRunLogger(tracking_uri=store_uri(training.parent_run.tracking_uri), run_id=run_id),
+            callbacks=[EpochLog(name, max(epochs, train.max_epochs))],  # an extension runs past max_epochs
+            concurrent=training.concurrent),
         family=training.family,
         probes=training.probes,
-        concurrent=training.concurrent,
-        soft_labels=_soft_labels(training, frame),
         start_from=None if twin is None else Path(twin),
     )
     bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)

@@ -27,7 +27,7 @@ from depthfinder.encoder.distillation import (
 from depthfinder.encoder.model import EncoderClassifier, EncoderConfig
 from depthfinder.encoder.module import DepthClassifier
 from depthfinder.encoder.tokenizer import train_tokenizer
-from depthfinder.encoder.training import train_candidate
+from depthfinder.encoder.training import TrainingData, TrainingSetup, train_candidate
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
 from tests.encoder.tiny_models import tiny_network, tiny_tokenizer
 
@@ -97,8 +97,8 @@ def test_a_student_learns_from_unlabelled_texts_what_its_few_labelled_rows_canno
     extra = keyword_frame(300, seed=7)["text"].tolist()
 
     def fit(frame: pd.DataFrame, out: str, soft_labels: SoftLabels | None = None):
-        return train_candidate(frame, LABELS, tokenizer, 1, tiny_model_config(), recipe, class_weights=False,
-                               out_dir=tmp_path / out, progress=False, soft_labels=soft_labels)
+        return train_candidate(TrainingData(frame, LABELS, tokenizer, soft_labels=soft_labels), 1, tiny_model_config(),
+                               recipe, TrainingSetup(tmp_path / out, progress=False))
 
     teacher = fit(full, "teacher")
     bundle = save_bundle(tmp_path / "teacher-bundle", teacher.network, tokenizer, LABELS)
@@ -167,8 +167,8 @@ def test_a_student_beats_its_plain_twin_where_the_teacher_knows_more_than_the_la
     recipe = tiny_train_config(max_epochs=8, patience=8)
 
     def fit(frame: pd.DataFrame, out: str, soft_labels: SoftLabels | None = None):
-        return train_candidate(frame, LABELS, tokenizer, 1, tiny_model_config(), recipe, class_weights=False,
-                               out_dir=tmp_path / out, progress=False, soft_labels=soft_labels)
+        return train_candidate(TrainingData(frame, LABELS, tokenizer, soft_labels=soft_labels), 1, tiny_model_config(),
+                               recipe, TrainingSetup(tmp_path / out, progress=False))
 
     teacher = fit(clean, "teacher")
     bundle = save_bundle(tmp_path / "teacher-bundle", teacher.network, tokenizer, LABELS)
@@ -194,8 +194,8 @@ def test_a_student_stopped_at_an_epoch_and_resumed_ends_as_one_trained_straight_
     recipe = tiny_train_config(max_epochs=4, min_epochs=4)
 
     def run(out: str, **budget: object):
-        return train_candidate(frame, LABELS, tokenizer, 1, tiny_model_config(), recipe, class_weights=False,
-                               out_dir=tmp_path / out, progress=False, soft_labels=soft, **budget)
+        return train_candidate(TrainingData(frame, LABELS, tokenizer, soft_labels=soft), 1, tiny_model_config(), recipe,
+                               TrainingSetup(tmp_path / out, progress=False, **budget))
 
     straight = run("straight")
     stopped = run("stopped", epochs=2)
@@ -240,9 +240,8 @@ def test_any_family_teaches_any_other_whatever_their_tokenizers(tmp_path: Path) 
 
     frame = _noisy(keyword_frame(240))
     scratch_tokenizer = train_tokenizer(frame.loc[frame["split"] == "train", "text"], vocab_size=200)
-    teacher = train_candidate(keyword_frame(240), LABELS, scratch_tokenizer, 1, tiny_model_config(),
-                              tiny_train_config(max_epochs=4), class_weights=False, out_dir=tmp_path / "teacher",
-                              progress=False)
+    teacher = train_candidate(TrainingData(keyword_frame(240), LABELS, scratch_tokenizer), 1, tiny_model_config(),
+                              tiny_train_config(max_epochs=4), TrainingSetup(tmp_path / "teacher", progress=False))
     bundle = save_bundle(tmp_path / "teacher-bundle", teacher.network, scratch_tokenizer, LABELS)
     logits = teacher_logits(bundle, bundle_digest(bundle), train_texts(frame), "noisy", tmp_path / "work")
 
@@ -253,9 +252,9 @@ def test_any_family_teaches_any_other_whatever_their_tokenizers(tmp_path: Path) 
     assert tokenizer.get_vocab() != scratch_tokenizer.get_vocab()
 
     def fit(out: str, soft: SoftLabels | None):
-        return train_candidate(frame, LABELS, tokenizer, 1, model, tiny_train_config(max_epochs=2, learning_rate=1e-3),
-                               class_weights=False, out_dir=tmp_path / out, progress=False, family=family,
-                               soft_labels=soft)
+        return train_candidate(TrainingData(frame, LABELS, tokenizer, soft_labels=soft), 1, model,
+                               tiny_train_config(max_epochs=2, learning_rate=1e-3),
+                               TrainingSetup(tmp_path / out, progress=False), family=family)
 
     student = fit("student", SoftLabels(logits=logits, temperature=2.0, alpha=0.8))
     plain = fit("plain", None)
@@ -277,9 +276,8 @@ def test_a_student_from_its_trained_twin_never_ends_below_it_on_validation(tmp_p
     half = recipe.model_copy(update={"learning_rate": recipe.learning_rate / 2})
 
     def fit(frame: pd.DataFrame, out: str, soft_labels: SoftLabels | None = None, **given: object):
-        return train_candidate(frame, LABELS, tokenizer, 1, tiny_model_config(), given.pop("train", recipe),
-                               class_weights=False, out_dir=tmp_path / out, progress=False, soft_labels=soft_labels,
-                               **given)
+        return train_candidate(TrainingData(frame, LABELS, tokenizer, soft_labels=soft_labels), 1, tiny_model_config(),
+                               given.pop("train", recipe), TrainingSetup(tmp_path / out, progress=False), **given)
 
     twin = fit(clean, "twin")
     twin_bundle = save_bundle(tmp_path / "twin-bundle", twin.network, tokenizer, LABELS)

@@ -13,7 +13,7 @@ from depthfinder.encoder.checkpoint import resolve_checkpoint
 from depthfinder.encoder.families import Pretrained
 from depthfinder.encoder.pretrained import load_truncated
 from depthfinder.encoder.serving import encode_texts, load_bundle, load_tokenizer, read_bundle_config
-from depthfinder.encoder.training import train_candidate
+from depthfinder.encoder.training import TrainingData, TrainingSetup, train_candidate
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
 from tests.encoder.tiny_checkpoint import (
     cut,
@@ -111,8 +111,8 @@ def test_a_pretrained_candidate_fine_tunes_saves_only_its_layers_and_loads_back(
     tokenizer = load_tokenizer(checkpoint.tokenizer_path)
     recipe = tiny_train_config(max_epochs=6, learning_rate=3e-3)
 
-    trained = train_candidate(frame, LABELS, tokenizer, 2, tiny_model_config(), recipe, class_weights=False,
-                              out_dir=tmp_path / "checkpoints", progress=False, family=Pretrained(checkpoint))
+    trained = train_candidate(TrainingData(frame, LABELS, tokenizer), 2, tiny_model_config(), recipe,
+                              TrainingSetup(tmp_path / "checkpoints", progress=False), family=Pretrained(checkpoint))
     bundle = save_bundle(tmp_path / "bundle", trained.network, tokenizer, LABELS)
     loaded = load_bundle(bundle)
 
@@ -137,8 +137,8 @@ def test_a_pretrained_candidate_resumed_from_its_checkpoint_ends_as_one_trained_
     recipe = tiny_train_config(max_epochs=4, min_epochs=4, learning_rate=3e-3)
 
     def run(out_dir: Path, **budget: object):
-        return train_candidate(frame, LABELS, tokenizer, 1, tiny_model_config(), recipe, class_weights=False,
-                               out_dir=out_dir, progress=False, family=Pretrained(checkpoint), **budget)
+        return train_candidate(TrainingData(frame, LABELS, tokenizer), 1, tiny_model_config(), recipe,
+                               TrainingSetup(out_dir, progress=False, **budget), family=Pretrained(checkpoint))
 
     straight = run(tmp_path / "straight")
     rung = run(tmp_path / "halved", epochs=2)

@@ -13,7 +13,7 @@ import pytest
 
 from depthfinder.encoder.config import ModelConfig, TrainConfig
 from depthfinder.encoder.tokenizer import train_tokenizer
-from depthfinder.encoder.training import train_candidate
+from depthfinder.encoder.training import TrainingData, TrainingSetup, train_candidate
 from depthfinder.expectations.table.datasets import get_dataset
 from depthfinder.expectations.table.split import assign_splits
 
@@ -30,8 +30,8 @@ def validation_accuracy(problem_depth: int, model_depth: int, out_dir: Path) -> 
     frame = assign_splits(frame, 0.15, 0.15, seed=1, group_near_duplicates=False)
     tokenizer = train_tokenizer(frame.loc[frame["split"] == "train", "text"], vocab_size=MODEL.vocab_size)
     labels = sorted(frame["label"].unique())
-    trained = train_candidate(frame, labels, tokenizer, model_depth, MODEL, RECIPE, class_weights=False,
-                              out_dir=out_dir, progress=False)
+    trained = train_candidate(TrainingData(frame, labels, tokenizer), model_depth, MODEL, RECIPE,
+                              TrainingSetup(out_dir, progress=False))
     return trained.metrics["accuracy"]
 
 

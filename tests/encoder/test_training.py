@@ -13,7 +13,13 @@ from depthfinder.encoder import trainer, training
 from depthfinder.encoder.serving import TextClassifier, encode_texts
 from depthfinder.encoder.tokenizer import train_tokenizer
 from depthfinder.encoder.trainer import resolve_precision
-from depthfinder.encoder.training import TrainedCandidate, inverse_frequency_weights, train_candidate
+from depthfinder.encoder.training import (
+    TrainedCandidate,
+    TrainingData,
+    TrainingSetup,
+    inverse_frequency_weights,
+    train_candidate,
+)
 from depthfinder.evidence.metrics import METRICS, classification_metrics
 from depthfinder.runtime.interrupt import STOP, Interrupted
 from tests.encoder.keyword_task import LABELS, keyword_frame, tiny_model_config, tiny_train_config
@@ -32,10 +38,8 @@ def tokenizer(frame: pd.DataFrame) -> Tokenizer:
 
 
 def train(frame: pd.DataFrame, tokenizer: Tokenizer, out_dir: Path, **overrides: object) -> TrainedCandidate:
-    return train_candidate(
-        frame, LABELS, tokenizer, 2, tiny_model_config(), tiny_train_config(**overrides),
-        class_weights=True, out_dir=out_dir, progress=False,
-    )
+    return train_candidate(TrainingData(frame, LABELS, tokenizer, class_weights=True), 2, tiny_model_config(),
+                           tiny_train_config(**overrides), TrainingSetup(out_dir, progress=False))
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +96,8 @@ def test_a_run_stopped_at_a_budget_and_resumed_ends_as_one_trained_straight_thro
     model = tiny_model_config().model_copy(update={"dropout": 0.1})
 
     def run(out_dir: Path, **budget: object) -> TrainedCandidate:
-        return train_candidate(frame, LABELS, tokenizer, 2, model, recipe, class_weights=False, out_dir=out_dir,
-                               progress=False, **budget)
+        return train_candidate(TrainingData(frame, LABELS, tokenizer), 2, model, recipe,
+                               TrainingSetup(out_dir, progress=False, **budget))
 
     straight = run(tmp_path / "straight")
     rung = run(tmp_path / "halved", epochs=2)
@@ -127,8 +131,8 @@ def test_a_run_killed_mid_epoch_resumes_from_its_last_epoch_and_ends_as_one_trai
                 STOP.request("SIGTERM")
 
     def run(out_dir: Path, **options: object) -> TrainedCandidate:
-        return train_candidate(frame, LABELS, tokenizer, 2, model, recipe, class_weights=False, out_dir=out_dir,
-                               progress=False, **options)
+        return train_candidate(TrainingData(frame, LABELS, tokenizer), 2, model, recipe,
+                               TrainingSetup(out_dir, progress=False, **options))
 
     straight = run(tmp_path / "straight")
     try:
@@ -201,8 +205,8 @@ def test_a_network_trained_with_probes_is_bit_for_bit_the_one_trained_without(fr
     model = tiny_model_config().model_copy(update={"dropout": 0.1})
 
     def run(name: str, probes: bool) -> TrainedCandidate:
-        return train_candidate(frame, LABELS, tokenizer, 3, model, recipe, class_weights=False,
-                               out_dir=tmp_path / name, progress=False, probes=probes)
+        return train_candidate(TrainingData(frame, LABELS, tokenizer), 3, model, recipe,
+                               TrainingSetup(tmp_path / name, progress=False), probes=probes)
 
     plain, screened = run("plain", False), run("screened", True)
 
@@ -232,9 +236,9 @@ def test_training_ends_the_same_whatever_threads_the_caller_left_set(frame, toke
     for caller_threads in (1, 2):
         torch.set_num_threads(caller_threads)
         seen = ThreadsSeen()
-        results.append(train_candidate(frame, LABELS, tokenizer, 2, tiny_model_config(), tiny_train_config(),
-                                       class_weights=False, out_dir=tmp_path / str(caller_threads), progress=False,
-                                       callbacks=[seen]))
+        results.append(train_candidate(TrainingData(frame, LABELS, tokenizer), 2, tiny_model_config(),
+                                       tiny_train_config(), TrainingSetup(tmp_path / str(caller_threads),
+                                                                          progress=False, callbacks=[seen])))
         assert seen.seen == {1}  # a tiny model gains nothing from a second thread
         assert torch.get_num_threads() == caller_threads  # and the caller's setting is given back
     one, two = (result.network.state_dict() for result in results)
@@ -252,8 +256,8 @@ def test_a_resumed_training_keeps_the_threads_its_state_was_trained_with(
     def run(out_dir: Path, threads: int, **budget: object) -> tuple[TrainedCandidate, set[int]]:
         monkeypatch.setattr(training, "training_threads", lambda *args: threads)
         seen = ThreadsSeen()
-        return train_candidate(frame, LABELS, tokenizer, 2, tiny_model_config(), recipe, class_weights=False,
-                               out_dir=out_dir, progress=False, callbacks=[seen], **budget), seen.seen
+        return train_candidate(TrainingData(frame, LABELS, tokenizer), 2, tiny_model_config(), recipe,
+                               TrainingSetup(out_dir, progress=False, callbacks=[seen], **budget)), seen.seen
 
     straight, _ = run(tmp_path / "straight", 2)
     rung, _ = run(tmp_path / "resumed", 2, epochs=2)
@@ -271,8 +275,8 @@ def test_two_trainings_at_once_in_threads_both_finish(frame, tokenizer, tmp_path
     from concurrent.futures import ThreadPoolExecutor
 
     def one(depth: int) -> TrainedCandidate:
-        return train_candidate(frame, LABELS, tokenizer, depth, tiny_model_config(), tiny_train_config(),
-                               class_weights=False, out_dir=tmp_path / str(depth), progress=True, concurrent=2)
+        return train_candidate(TrainingData(frame, LABELS, tokenizer), depth, tiny_model_config(), tiny_train_config(),
+                               TrainingSetup(tmp_path / str(depth), progress=True, concurrent=2))
 
     with ThreadPoolExecutor(2) as pool:
         trained = list(pool.map(one, (1, 2)))
