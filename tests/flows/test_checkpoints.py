@@ -74,12 +74,12 @@ def run(prefect_server, checkpoints, tmp_path_factory) -> Attempts:
     trained: list[tuple[str, int]] = []
     stop = True
 
-    def stops_in_wide_depth_2(frame, labels, tokenizer, depth, *args, **kwargs):
+    def stops_in_wide_depth_2(data, depth, *args, **kwargs):
         if (kwargs["family"].name, depth) == ("wide", 2) and stop:
             STOP.request("SIGTERM")
             STOP.raise_if_requested("training wide depth 2")
         trained.append((kwargs["family"].name, depth))
-        return real_train(frame, labels, tokenizer, depth, *args, **kwargs)
+        return real_train(data, depth, *args, **kwargs)
 
     command = ["run", "--config", "run.yaml", "--pretrained", str(checkpoints / "wide"), "--pretrained",
                str(checkpoints / "small"), "--summary-json", "summary.json"]

@@ -9,6 +9,7 @@ again finishes it from there.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -56,12 +57,12 @@ def distilled(prefect_server, tmp_path_factory):
         decision = real_choose(candidates, rule)
         return decision.model_copy(update={"best_family": "scratch", "best_depth": 2})
 
-    def stops_mid_student(*args, **kwargs):
-        if kwargs.get("soft_labels") is not None:
-            students.append(kwargs.get("resume_from"))
+    def stops_mid_student(data, depth, model_cfg, train_cfg, setup, **kwargs):
+        if data.soft_labels is not None:
+            students.append(setup.resume_from)
             if stop:
-                kwargs["callbacks"] = [*kwargs["callbacks"], StopAfterSecondEpoch()]
-        return real_train(*args, **kwargs)
+                setup = dataclasses.replace(setup, callbacks=[*setup.callbacks, StopAfterSecondEpoch()])
+        return real_train(data, depth, model_cfg, train_cfg, setup, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)

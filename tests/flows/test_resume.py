@@ -17,11 +17,11 @@ def test_a_rerun_reuses_finished_depths_and_trains_the_rest(prefect_server, tmp_
     real_train = depthfinder.encoder.training.train_candidate
     trained: list[int] = []
 
-    def dies_at_depth_2(frame, labels, tokenizer, depth, *args, **kwargs):
+    def dies_at_depth_2(data, depth, *args, **kwargs):
         if depth == 2 and not trained.count(2) and crash:
             raise RuntimeError("killed while training depth 2")
         trained.append(depth)
-        return real_train(frame, labels, tokenizer, depth, *args, **kwargs)
+        return real_train(data, depth, *args, **kwargs)
 
     monkeypatch.setattr(depthfinder.encoder.training, "train_candidate", dies_at_depth_2)
     crash = True
