@@ -186,13 +186,13 @@ class UnmetLimit(Record):
                               if mb <= self.limit_mb and form not in tried.passed_mb})
             # Where forms within the limit were refused, the smallest that passed is what could ship; where every
             # form is over it, the smallest of them all says how far off the limit is, passed or not.
+            left_out = judged and bool(refused)
             depth, name, size = min(((tried.depth, form, mb) for tried in self.tried
-                                     for form, mb in (tried.passed_mb if judged and refused else
-                                                      tried.sizes_mb).items()),
+                                     for form, mb in (tried.passed_mb if left_out else tried.sizes_mb).items()),
                                     key=lambda found: found[2])
             passed = ", the smallest that passed the check on the validation rows"
             score = (f"{passed} (it left out {', '.join(refused)} within the limit: each lost more than the deployment "
-                     "margin there)" if judged and refused else
+                     "margin there)" if left_out else
                      ", over the limit like every form of every depth" + ("" if judged else " (none was scored)"))
         else:  # another limit, or several, leave out every depth
             over = "; ".join(f"{tried.depth} ({' and '.join(tried.over)})" for tried in self.tried)
