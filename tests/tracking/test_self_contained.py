@@ -26,11 +26,10 @@ from tests.encoder.tiny_models import LABELS, TRAIN_TEXTS, tiny_tokenizer, train
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 TEXTS = ["a great film", "an awful mess", "great music, awful plot", "truly fun"]
-# Load a registered model and label TEXTS, with depthfinder's packages made unimportable first.
+# Load a registered model and label TEXTS, with depthfinder made unimportable first.
 ALONE = """
 import json, sys
-for name in ("encoder", "flows", "tasks", "expectations"):
-    sys.modules[name] = None  # importing it now raises ImportError
+sys.modules["depthfinder"] = None  # importing depthfinder or any of its modules now raises ImportError
 import mlflow, pandas as pd
 mlflow.set_tracking_uri(sys.argv[1])
 model = mlflow.pyfunc.load_model(sys.argv[2])
@@ -108,7 +107,7 @@ def test_a_registered_model_predicts_in_a_fresh_environment_built_from_its_requi
                              capture_output=True, text=True, timeout=1800)
     assert install.returncode == 0, install.stderr[-3000:]
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    assert subprocess.run([python, "-c", "import encoder"], capture_output=True, env=environment,
+    assert subprocess.run([python, "-c", "import depthfinder"], capture_output=True, env=environment,
                           cwd=tmp_path).returncode != 0  # nothing of depthfinder's is there
 
     alone = served(python, uri, "pretrained-head", env=environment)
