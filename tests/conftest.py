@@ -30,19 +30,20 @@ def shared_data() -> Path:
     return REAL_DATA
 
 
-# The files that take longest (`pytest --durations=0`, the 2-core development machine), longest first. Two workers
-# take whole files in turn (`--dist loadfile --no-loadscope-reorder`, the Makefile's): started first, the long files
-# run side by side and the short ones fill in at the end, where a long file started last would leave the other
-# worker idle for its whole length (xdist's own order puts the files with the most tests first, the long end-to-end
-# files of one or two tests last).
+# The files that take longest (`pytest --durations=0` with the slow tests, as .ci/run runs them: the 2-core
+# development machine), longest first. Two workers take whole files in turn (`--dist loadfile
+# --no-loadscope-reorder`, the Makefile's): started first, the long files run side by side and the short ones fill
+# in at the end, where a long file started last would leave the other worker idle for its whole length (xdist's own
+# order puts the files with the most tests first, the long end-to-end files of one or two tests last). Without the
+# slow tests (`make test`) the same files are still among the longest.
 LONGEST_FIRST = (
-    "tests/flows/test_signal_matrix.py", "tests/flows/test_checkpoints.py", "tests/flows/test_interrupts.py",
-    "tests/flows/test_skip.py", "tests/flows/test_encoder_types.py", "tests/flows/test_pretrained.py",
-    "tests/flows/test_changes.py", "tests/flows/test_crossfit.py", "tests/flows/test_halving.py",
-    "tests/flows/test_task_runners.py",
-    "tests/tracking/test_self_contained.py", "tests/selection/test_promotion.py", "tests/flows/test_retrain.py",
-    "tests/flows/test_deployment.py", "tests/flows/test_deployable.py", "tests/encoder/test_training.py",
-    "tests/runtime/test_faults.py", "tests/expectations/changes/test_changes.py",
+    "tests/flows/test_interrupts.py", "tests/flows/test_signal_matrix.py", "tests/flows/test_encoder_types.py",
+    "tests/tracking/test_self_contained.py", "tests/runtime/test_faults.py", "tests/flows/test_checkpoints.py",
+    "tests/encoder/test_problem_depth.py", "tests/flows/test_skip.py", "tests/flows/test_changes.py",
+    "tests/flows/test_task_runners.py", "tests/flows/test_pretrained.py", "tests/flows/test_crossfit.py",
+    "tests/flows/test_halving.py", "tests/flows/test_full_disk.py", "tests/selection/test_promotion.py",
+    "tests/flows/test_retrain.py", "tests/flows/test_deployment.py", "tests/flows/test_deployable.py",
+    "tests/encoder/test_training.py", "tests/expectations/changes/test_changes.py",
     "tests/runtime/test_one_at_a_time.py", "tests/flows/test_resume.py", "tests/flows/test_convergence.py",
 )
 

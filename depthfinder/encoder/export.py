@@ -65,11 +65,12 @@ def export_onnx(network: Network, path: Path) -> Path:
     return path
 
 
-def quantize(fp32: Path, int8: Path) -> Path:
-    """int8 weights with float activations: the embedding tables with one scale per row (`_int8_rows`), every matrix
-    by ONNX Runtime's weight-only quantiser (MatMulNBits, 8 bits, one scale per `BLOCK` numbers of a column, the
-    activations quantised only inside each block's product), after its recommended pre-processing (shape inference,
-    graph optimisation).
+def quantize(fp32: Path, int8: Path, *, block: int = BLOCK, compute: int = INT8_COMPUTE, rows: bool = True) -> Path:
+    """int8 weights with float activations: the embedding tables with one scale per row (`_int8_rows`; left in float
+    without `rows`), every matrix by ONNX Runtime's weight-only quantiser (MatMulNBits, 8 bits, one scale per `block`
+    numbers of a column, the activations quantised only inside each block's product at accuracy level `compute`),
+    after its recommended pre-processing (shape inference, graph optimisation). The keywords are bench/quantization.py's
+    alternatives; the deployment ships the defaults.
 
     Measured against the torch model on the validation and test texts of four files (sms_spam.csv, the UCI sentences,
     a 6-class file of review sentences and one of docstrings, 185-563 rows each; all-MiniLM-L6-v2 at depths 2 and 3),
@@ -83,8 +84,9 @@ def quantize(fp32: Path, int8: Path) -> Path:
     prepared = int8.with_suffix(".prepared.onnx")
     quant_pre_process(str(fp32), str(prepared), skip_symbolic_shape=True)  # symbolic inference fails on masks
     model = onnx.load(str(prepared))
-    _int8_rows(model.graph)
-    options = {"bits": 8, "block_size": BLOCK, "is_symmetric": True, "accuracy_level": INT8_COMPUTE,
+    if rows:
+        _int8_rows(model.graph)
+    options = {"bits": 8, "block_size": block, "is_symmetric": True, "accuracy_level": compute,
                "op_types_to_quantize": ("MatMul",)}
     quantizer = nbits.MatMulNBitsQuantizer(model, algo_config=nbits.DefaultWeightOnlyQuantConfig(**options), **options)
     quantizer.process()
