@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]  # the checkout the worker runs flows
 POOL = "depthfinder"
 ADMIN = "depthfinder"  # the MLflow admin account and the Prefect auth string's user
 DASK_WORKERS = 2
+WORKER_POLL_SECONDS = 2  # how often the worker asks the server for runs to start (Prefect's default: 10)
 # The long-running services besides PostgreSQL, in start order (service_commands builds each one's command).
 SERVICES = ("mlflow", "prefect", "worker", "dask-scheduler", *(f"dask-worker-{n}" for n in range(1, DASK_WORKERS + 1)))
 
@@ -224,8 +225,10 @@ def service_commands(stack: Stack) -> dict[str, tuple[list[str], dict[str, str]]
                     prefect_env | {"PREFECT_API_DATABASE_CONNECTION_URL":
                                    stack.database_uri("prefect", "postgresql+asyncpg"),
                                    "PREFECT_SERVER_API_AUTH_STRING": clients["PREFECT_API_AUTH_STRING"]}),
+        # A run triggered from the UI or the API starts within WORKER_POLL_SECONDS, for one cheap query each time.
         "worker": ([bin_path("prefect"), "worker", "start", "--pool", POOL, "--type", "process"],
-                   prefect_env | {"DEPTHFINDER_HOME": str(ROOT)}),
+                   prefect_env | {"DEPTHFINDER_HOME": str(ROOT),
+                                  "PREFECT_WORKER_QUERY_SECONDS": str(WORKER_POLL_SECONDS)}),
         "dask-scheduler": ([bin_path("dask"), "scheduler", "--host", HOST, "--port", str(stack.ports.dask),
                             "--dashboard-address", ":0"], {}),
     }
