@@ -45,16 +45,16 @@ def splits(path: Path) -> dict[str, tuple[list[str], list[str]]]:
 def forms(bundle: Path, data: dict, folder: Path, limit_mb: float) -> list[dict]:
     """Every form of one depth's model, each measured on the test split by the deployment gate (the coded one coded
     as finely as `limit_mb` allows, as the run codes it)."""
-    from depthfinder.encoder.deployment import measure_deployment
+    from depthfinder.encoder.deployment import Gate, Shrinking, measure_deployment
     from depthfinder.encoder.serving import load_bundle
 
     model = load_bundle(bundle)
     texts, truths = data["test"]
     rows = []
     for pruned in (False, True):
-        deployment = measure_deployment(
-            model.network, model.tokenizer, model.labels, texts, truths, METRIC, MARGIN, folder / str(pruned),
-            CONFIDENCE, train_texts=[*data["train"][0], *data["val"][0]] if pruned else None, limit_mb=limit_mb)
+        shrinking = Shrinking([*data["train"][0], *data["val"][0]] if pruned else None, limit_mb=limit_mb)
+        deployment = measure_deployment(model, texts, truths, Gate(METRIC, MARGIN, CONFIDENCE), folder / str(pruned),
+                                        shrinking)
         for variant in deployment.variants:
             if pruned and not (variant.pruned or variant.name == "onnx-int8-coded"):
                 continue  # each form once: the full ones from the first pass, the pruned and coded from the second

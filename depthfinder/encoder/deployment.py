@@ -50,6 +50,27 @@ BATCHES = (1, 32)
 REPEATS = {1: 7, 32: 2}
 
 
+@dataclass(frozen=True)
+class Gate:
+    """What judges a form against the torch model: the rule's `metric`, the deployment `margin` a form may lose, and
+    the paired bootstrap's `confidence` (None: by the mean alone)."""
+
+    metric: str
+    margin: float
+    confidence: float | None = 0.9
+
+
+@dataclass(frozen=True)
+class Shrinking:
+    """How the forms shrink the vocabulary: pruned to the tokens `texts` (the texts the run may read without labels)
+    use `min_count` times or more, the int8 form with the rows they never use coded as finely as `limit_mb` allows;
+    without `texts`, neither is made."""
+
+    texts: list[str] | None = None
+    min_count: int = 1
+    limit_mb: float | None = None
+
+
 @dataclass
 class _Forms:
     """Every form of a network made for one gate, with its predictions of the gate's texts: the classifiers (torch
@@ -67,19 +88,19 @@ class _Forms:
     notes: list[str]
 
 
-def _made_forms(network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str],
-                metric: str, margin: float, folder: Path, confidence: float | None, train_texts: list[str] | None,
-                min_count: int, limit_mb: float | None) -> _Forms:
-    """Prune (to the tokens `train_texts` use `min_count` times or more), export and quantise the network into
-    `folder`, and label `texts` with every form: the ONNX forms are made from the pruned model when it is within
-    `margin` of torch on them, and the int8 form with the unused rows coded is made when the full vocabulary is the
-    base (as finely as the size limit `limit_mb` allows)."""
-    classifiers = {"torch": TextClassifier(network, tokenizer, labels)}
-    predicted = {"torch": classifiers["torch"].predict(texts)}
+def _made_forms(model: TextClassifier, texts: list[str], truths: list[str], gate: Gate, folder: Path,
+                shrinking: Shrinking) -> _Forms:
+    """Prune (`shrinking`), export and quantise the model into `folder`, and label `texts` with every form: the ONNX
+    forms are made from the pruned model when it is within the gate's margin of torch on them, and the int8 form
+    with the unused rows coded is made when the full vocabulary is the base."""
+    metric, margin, confidence = gate.metric, gate.margin, gate.confidence
+    classifiers = {"torch": model}
+    predicted = {"torch": model.predict(texts)}
     intervals: dict[str, Interval | None] = {}
-    notes, pruning, base = [], None, classifiers["torch"]
-    if train_texts is not None:
-        pruning, pruned, why = _pruned(network, tokenizer, labels, train_texts, min_count)
+    notes, pruning, base = [], None, model
+    if shrinking.texts is not None:
+        pruning, pruned, why = _pruned(model.network, model.tokenizer, model.labels, shrinking.texts,
+                                       shrinking.min_count)
         notes += [why] if why else []
         if pruned is not None:
             classifiers[PRUNED], predicted[PRUNED] = pruned, pruned.predict(texts)
@@ -87,12 +108,12 @@ def _made_forms(network: Network, tokenizer: Tokenizer, labels: list[str], texts
             if _ships(predicted, intervals[PRUNED], truths, PRUNED, metric, margin):
                 from depthfinder.encoder.bundle import save_bundle
 
-                bundle = save_bundle(folder / PRUNED_BUNDLE, pruned.network, pruned.tokenizer, labels)
+                bundle = save_bundle(folder / PRUNED_BUNDLE, pruned.network, pruned.tokenizer, model.labels)
                 pruning, base = pruning.model_copy(update={"bundle": str(bundle.resolve())}), pruned
-    files, tokenizer_file = _onnx_forms(base, labels, folder, classifiers)
+    files, tokenizer_file = _onnx_forms(base, model.labels, folder, classifiers)
     coding = None
-    if files and train_texts is not None and base is classifiers["torch"]:  # the full vocabulary ships
-        coding, files[CODED], classifiers[CODED] = _coded_form(base, train_texts, folder, limit_mb)
+    if files and shrinking.texts is not None and base is model:  # the full vocabulary ships
+        coding, files[CODED], classifiers[CODED] = _coded_form(base, shrinking.texts, folder, shrinking.limit_mb)
     if not files:
         notes.append("ONNX variants not measured: onnxruntime is not installed (pip install 'depthfinder[onnx]')")
     for name, classifier in classifiers.items():
@@ -100,63 +121,56 @@ def _made_forms(network: Network, tokenizer: Tokenizer, labels: list[str], texts
             predicted[name] = classifier.predict(texts)
         if name != "torch" and name not in intervals:
             intervals[name] = _vs_torch(truths, predicted, name, metric, confidence)
-    return _Forms(classifiers, predicted, intervals, files, tokenizer_file, pruning, coding,
-                  base is not classifiers["torch"], notes)
+    return _Forms(classifiers, predicted, intervals, files, tokenizer_file, pruning, coding, base is not model, notes)
 
 
-def measure_deployment(
-    network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str], metric: str,
-    margin: float, folder: Path, confidence: float | None = 0.9, expected_ms: float | None = None,
-    train_texts: list[str] | None = None, min_count: int = 1, limit_mb: float | None = None,
-) -> Deployment:
-    """Prune, export and quantise the network into `folder`, measure every variant on the labelled test texts (their
+def measure_deployment(model: TextClassifier, texts: list[str], truths: list[str], gate: Gate, folder: Path,
+                       shrinking: Shrinking = Shrinking(), expected_ms: float | None = None) -> Deployment:
+    """Prune, export and quantise the model into `folder`, measure every variant on the labelled test texts (their
     latencies in the same rounds, checked against `expected_ms`, the cost table's batch-1 p50 of the torch model),
-    and say which ship (within `margin`, the deployment margin, of the torch model's `metric`, by the paired
-    bootstrap at `confidence`; None: by the metric alone). With `train_texts`, the vocabulary is pruned to the
-    tokens they use `min_count` times or more; when that form ships, its bundle is written to `folder` and the ONNX
-    variants are made from it. Under a size limit (`limit_mb`) the coded form is coded as finely as it allows."""
-    forms = _made_forms(network, tokenizer, labels, texts, truths, metric, margin, folder, confidence, train_texts,
-                        min_count, limit_mb)
+    and say which ship (`gate`: within its margin of the torch model's metric, by the paired bootstrap at its
+    confidence; None: by the metric alone). With `shrinking.texts`, the vocabulary is pruned to them; when that form
+    ships, its bundle is written to `folder` and the ONNX variants are made from it; when it does not, the int8 form
+    with the unused rows coded is made (as finely as `shrinking.limit_mb` allows)."""
+    forms = _made_forms(model, texts, truths, gate, folder, shrinking)
     classifiers, predicted, files = forms.classifiers, forms.predicted, forms.files
     timed = {batch: _timed(classifiers, texts, batch, expected_ms if batch == 1 else None) for batch in BATCHES}
     measured = {}
     for name, classifier in classifiers.items():
         latency = {f"b{batch}_{key}": getattr(timed[batch].latencies[name], key) for batch in BATCHES
                    for key in ("p50", "p95", "low", "high")}
-        _, low, high = (metric_interval(truths, predicted[name], metric, confidence) if confidence is not None
-                        else (None, None, None))
+        _, low, high = (metric_interval(truths, predicted[name], gate.metric, gate.confidence)
+                        if gate.confidence is not None else (None, None, None))
         measured[name] = Variant(name=name, metrics=classification_metrics(truths, predicted[name]),
                                  latency_ms=latency, size_mb=_size_mb(classifier, files.get(name)), shipped=False,
                                  file=str(files[name]) if name in files else None, vs_torch=forms.intervals.get(name),
                                  metric_low=low, metric_high=high,
                                  pruned=name == PRUNED or (name in files and forms.pruned_base))
-    judged = apply_gate(measured, metric, margin, "; ".join(forms.notes), timed[1].noisy, forms.pruning)
+    judged = apply_gate(measured, gate.metric, gate.margin, "; ".join(forms.notes), timed[1].noisy, forms.pruning)
     judged = judged.model_copy(update={"pruning": forms.pruning, "tokenizer_file": forms.tokenizer_file,
                                        "coding": forms.coding})
     return beside_cost_table(judged, expected_ms)
 
 
-def forms_passed(
-    network: Network, tokenizer: Tokenizer, labels: list[str], texts: list[str], truths: list[str], metric: str,
-    margin: float, train_texts: list[str], min_count: int = 1, limit_mb: float | None = None,
-) -> list[str]:
+def forms_passed(model: TextClassifier, texts: list[str], truths: list[str], gate: Gate, shrinking: Shrinking
+                 ) -> list[str]:
     """The forms (encoder.size's names) that pass the validation check on the labelled `texts`, torch always among them:
     a candidate's validation rows, so that the rule knows which depth can ship within a size limit before it chooses.
-    The forms are those the deployment makes (the vocabulary pruned to `train_texts`, which should not hold `texts`, as
-    the deployed vocabulary does not hold the test split; int8 ONNX, of the pruned model when it passes; int8 with the
-    unused rows coded otherwise, as finely as `limit_mb` allows), without their latencies; their files are made in a
-    temporary folder and deleted. A check, not the gate: a form passes unless its `metric` is more than `margin` below
-    torch's on these rows (by the mean), since a few hundred validation rows cannot show a form that changes a handful
-    of labels within a margin of 0.01 (a paired interval there spans about ±0.01-0.02) and refusing it for that left
-    forms the test split's gate ships out of the rule's choice; the deployment gate judges the chosen depth's forms on
-    the test split by their intervals."""
+    The forms are those the deployment makes (the vocabulary pruned to `shrinking.texts`, which should not hold
+    `texts`, as the deployed vocabulary does not hold the test split; int8 ONNX, of the pruned model when it passes;
+    int8 with the unused rows coded otherwise, as finely as `shrinking.limit_mb` allows), without their latencies;
+    their files are made in a temporary folder and deleted. A check, not the gate: a form passes unless its metric is
+    more than the gate's margin below torch's on these rows (by the mean: the gate's confidence is not used), since a
+    few hundred validation rows cannot show a form that changes a handful of labels within a margin of 0.01 (a paired
+    interval there spans about ±0.01-0.02) and refusing it for that left forms the test split's gate ships out of the
+    rule's choice; the deployment gate judges the chosen depth's forms on the test split by their intervals."""
     import tempfile
 
+    by_mean = Gate(gate.metric, gate.margin, None)
     with tempfile.TemporaryDirectory(prefix="depthfinder-gate-") as folder:
-        forms = _made_forms(network, tokenizer, labels, texts, truths, metric, margin, Path(folder), None,
-                            train_texts, min_count, limit_mb)
+        forms = _made_forms(model, texts, truths, by_mean, Path(folder), shrinking)
     return [INT8_PRUNED if name == "onnx-int8" and forms.pruned_base else name for name in forms.classifiers
-            if name == "torch" or _ships(forms.predicted, None, truths, name, metric, margin)]
+            if name == "torch" or _ships(forms.predicted, None, truths, name, gate.metric, gate.margin)]
 
 
 def _pruned(network: Network, tokenizer: Tokenizer, labels: list[str], train_texts: list[str], min_count: int

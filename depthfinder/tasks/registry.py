@@ -31,7 +31,7 @@ def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: Select
     candidate's cost table figure) and shipped only within the rule's deployment margin (encoder.deployment); the
     ONNX variants and the folder are made from the pruned model when it ships."""
     from depthfinder.encoder.bundle import save_hf_folder
-    from depthfinder.encoder.deployment import measure_deployment
+    from depthfinder.encoder.deployment import Gate, Shrinking, measure_deployment
     from depthfinder.encoder.serving import load_bundle
     from depthfinder.encoder.verdict import within_size
     from depthfinder.encoder.vocabulary import vocabulary_texts
@@ -39,11 +39,10 @@ def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: Select
     model = load_bundle(Path(candidate.bundle))
     texts, labels = _test_split(dataset)
     frame = pd.read_parquet(dataset.path, columns=["text", "split"])
-    deployment = measure_deployment(model.network, model.tokenizer, model.labels, texts, labels, rule.metric,
-                                    rule.deployment_margin, Path(folder) / "onnx", rule.confidence,
-                                    candidate.cost.latency_ms_p50 if candidate.cost else None,
-                                    train_texts=vocabulary_texts(frame, pool_texts(pool)),
-                                    min_count=rule.vocabulary_min_count, limit_mb=rule.max_size_mb)
+    deployment = measure_deployment(
+        model, texts, labels, Gate(rule.metric, rule.deployment_margin, rule.confidence), Path(folder) / "onnx",
+        Shrinking(vocabulary_texts(frame, pool_texts(pool)), rule.vocabulary_min_count, rule.max_size_mb),
+        expected_ms=candidate.cost.latency_ms_p50 if candidate.cost else None)
     deployment = within_size(deployment, rule.max_size_mb)
     if deployment.bundle is not None:  # the pruned model ships: every form carries its vocabulary
         model = load_bundle(Path(deployment.bundle))

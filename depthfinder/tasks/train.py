@@ -366,13 +366,15 @@ def _passed_sizes(training: Training, network: Any, tokenizer: Any, frame: pd.Da
     the train split alone (encoder.deployment.forms_passed)."""
     import copy
 
-    from depthfinder.encoder.deployment import forms_passed
+    from depthfinder.encoder.deployment import Gate, Shrinking, forms_passed
+    from depthfinder.encoder.serving import TextClassifier
 
     check, val = training.form_check, frame[frame["split"] == "val"]
     train = frame.loc[frame["split"] == "train", "text"].astype(str).tolist()
-    passed = forms_passed(copy.deepcopy(network).cpu().eval(), tokenizer, training.dataset.labels,
-                          val["text"].astype(str).tolist(), val["label"].tolist(), check.metric, check.margin,
-                          train, training.vocabulary_min_count, check.limit_mb)
+    model = TextClassifier(copy.deepcopy(network), tokenizer, training.dataset.labels)
+    passed = forms_passed(model, val["text"].astype(str).tolist(), val["label"].tolist(),
+                          Gate(check.metric, check.margin), Shrinking(train, training.vocabulary_min_count,
+                                                                      check.limit_mb))
     return {name: sizes[name] for name in passed if name in sizes}
 
 

@@ -11,11 +11,13 @@ import pytest
 import torch
 
 from depthfinder.encoder.coded import CENTROIDS, CODE_DIMS, MAX_CODE_DIMS, coded_file, coded_network, product_quantise
-from depthfinder.encoder.deployment import CODED, measure_deployment
+from depthfinder.encoder.deployment import CODED, Gate, Shrinking, measure_deployment
 from depthfinder.encoder.export import OnnxNetwork
 from depthfinder.encoder.serving import TextClassifier, load_tokenizer
 from depthfinder.encoder.vocabulary import token_counts, word_embedding
 from tests.encoder.keyword_task import LABELS
+
+GATE = Gate("macro_f1", 0.05)  # the deployment gate of these tests: macro-F1, margin 0.05
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning")
 UNSEEN = ["zebras and quokkas graze", "wombats dig tunnels at dusk"]  # words the tokenizer has, the task's texts not
@@ -60,8 +62,8 @@ def test_the_coded_form_ships_where_pruning_cuts_unseen_words_and_is_refused(var
     unseen = [f"{text} {extra}" for text, extra in zip(texts, UNSEEN * len(texts), strict=False)]
     truths = TextClassifier(network, tokenizer, LABELS).predict(unseen)
 
-    deployment = measure_deployment(network, tokenizer, LABELS, unseen, truths, "macro_f1", 0.05, tmp_path,
-                                    train_texts=train)
+    deployment = measure_deployment(TextClassifier(network, tokenizer, LABELS),
+        unseen, truths, GATE, tmp_path, Shrinking(train))
 
     pruned, coded = deployment.variant("torch-pruned"), deployment.variant(CODED)
     assert not pruned.shipped and pruned.metrics["macro_f1"] < 1.0 - 0.05
@@ -77,8 +79,8 @@ def test_no_coded_form_where_the_pruned_vocabulary_ships(varied, tmp_path: Path)
     network, tokenizer, train, texts = varied
     truths = TextClassifier(network, tokenizer, LABELS).predict(texts)
 
-    deployment = measure_deployment(network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, tmp_path,
-                                    train_texts=train)
+    deployment = measure_deployment(TextClassifier(network, tokenizer, LABELS),
+        texts, truths, GATE, tmp_path, Shrinking(train))
 
     assert deployment.variant("torch-pruned").shipped
     assert deployment.variant(CODED) is None and deployment.coding is None

@@ -20,7 +20,7 @@ import depthfinder.encoder.deployment
 from depthfinder.cli.main import main
 from depthfinder.encoder.bundle import save_bundle, save_hf_folder
 from depthfinder.encoder.checkpoint import resolve_checkpoint
-from depthfinder.encoder.deployment import forms_passed, measure_deployment
+from depthfinder.encoder.deployment import Gate, Shrinking, forms_passed, measure_deployment
 from depthfinder.encoder.export import OnnxNetwork, export_onnx
 from depthfinder.encoder.pretrained import load_truncated
 from depthfinder.encoder.serving import TextClassifier, load_tokenizer
@@ -31,6 +31,7 @@ from tests.encoder.keyword_task import LABELS, keyword_frame
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning")
+GATE = Gate("macro_f1", 0.05)  # the deployment gate of these tests: macro-F1, margin 0.05
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +94,12 @@ def test_variants_within_the_tolerance_ship_and_a_damaged_one_does_not(model, tm
     truths = TextClassifier(network, tokenizer, LABELS).predict(texts)  # the torch model scores 1.0 on these
     assert LABELS[0] not in truths  # else a graph of zeros, which answers the first class, would be right too
 
-    sound = measure_deployment(network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, tmp_path / "sound")
+    sound = measure_deployment(TextClassifier(network, tokenizer, LABELS),
+        texts, truths, GATE, tmp_path / "sound")
 
     monkeypatch.setattr(depthfinder.encoder.deployment, "quantize", _zeroed)
-    broken = measure_deployment(network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, tmp_path / "broken")
+    broken = measure_deployment(TextClassifier(network, tokenizer, LABELS),
+        texts, truths, GATE, tmp_path / "broken")
 
     assert [(v.name, v.shipped) for v in sound.variants] == [("torch", True), ("onnx-int8", True), ("onnx", True)]
     assert sound.variant("onnx").metrics["macro_f1"] == 1.0
@@ -116,7 +119,7 @@ def test_the_forms_the_gate_passes_on_validation_rows_leave_a_damaged_one_out(mo
     _, network, tokenizer, texts, _ = model
     truths = TextClassifier(network, tokenizer, LABELS).predict(texts)
     train = keyword_frame(120)["text"].tail(70).tolist()  # the vocabulary's texts: not the rows judged on
-    args = (network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, train)
+    args = (TextClassifier(network, tokenizer, LABELS), texts, truths, GATE, Shrinking(train))
 
     sound = forms_passed(*args)
     monkeypatch.setattr(depthfinder.encoder.deployment, "quantize", _zeroed)
@@ -138,7 +141,8 @@ def test_the_validation_check_goes_by_the_mean_not_an_interval_a_few_hundred_row
     wide = Interval(difference=0.0, low=-0.3, high=0.3)
     monkeypatch.setattr(depthfinder.encoder.deployment, "_vs_torch", lambda *_: wide)
 
-    passed = forms_passed(network, tokenizer, LABELS, texts, truths, "macro_f1", 0.01, train)
+    passed = forms_passed(TextClassifier(network, tokenizer, LABELS), texts, truths, Gate("macro_f1", 0.01),
+                          Shrinking(train))
 
     assert any(name.startswith("onnx-int8") for name in passed), passed
 
@@ -203,7 +207,8 @@ def test_export_writes_each_form_of_a_registered_model_and_refuses_what_it_lacks
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.chdir(tmp_path)
     bundle = save_bundle(tmp_path / "bundle", network, tokenizer, LABELS)
-    deployment = measure_deployment(network, tokenizer, LABELS, texts, labels, "macro_f1", 0.05, tmp_path / "onnx")
+    deployment = measure_deployment(TextClassifier(network, tokenizer, LABELS),
+        texts, labels, GATE, tmp_path / "onnx")
     deployment = deployment.model_copy(update={"hf_folder": str(save_hf_folder(tmp_path / "hf", network, tokenizer,
                                                                                   LABELS))})
     previous = mlflow.get_tracking_uri()
@@ -240,8 +245,8 @@ def test_the_pruned_model_ships_within_the_margin_and_every_form_is_made_from_it
     truths = TextClassifier(network, tokenizer, LABELS).predict(texts)  # torch scores 1.0 on these
     assert len(set(truths)) > 1
 
-    deployment = measure_deployment(network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, tmp_path,
-                                    train_texts=train)
+    deployment = measure_deployment(TextClassifier(network, tokenizer, LABELS),
+        texts, truths, GATE, tmp_path, Shrinking(train))
 
     pruned, pruning = deployment.variant("torch-pruned"), deployment.pruning
     assert pruned.shipped and pruned.pruned and pruned.metrics["macro_f1"] == 1.0
@@ -272,8 +277,8 @@ def test_the_gate_refuses_a_pruning_that_hurts_and_the_forms_keep_the_full_vocab
     network, tokenizer, train, texts = varied
     truths = TextClassifier(network, tokenizer, LABELS).predict(texts)
 
-    deployment = measure_deployment(network, tokenizer, LABELS, texts, truths, "macro_f1", 0.05, tmp_path,
-                                    train_texts=train, min_count=10**9)
+    deployment = measure_deployment(TextClassifier(network, tokenizer, LABELS),
+        texts, truths, GATE, tmp_path, Shrinking(train, 10**9))
 
     pruned = deployment.variant("torch-pruned")
     assert not pruned.shipped and pruned.metrics["macro_f1"] < 1.0 - 0.05
@@ -293,8 +298,8 @@ def test_a_tokenizer_that_cannot_be_pruned_ships_unpruned_and_says_why(varied, t
                                                        show_progress=False))
     truths = TextClassifier(network, bpe, LABELS).predict(texts)
 
-    deployment = measure_deployment(network, bpe, LABELS, texts, truths, "macro_f1", 0.05, tmp_path,
-                                    train_texts=train)
+    deployment = measure_deployment(TextClassifier(network, bpe, LABELS),
+        texts, truths, GATE, tmp_path, Shrinking(train))
 
     assert deployment.variant("torch-pruned") is None and deployment.pruning is None and deployment.bundle is None
     assert "vocabulary not pruned: its tokenizer is BPE, and vocabulary pruning supports WordPiece" in \
