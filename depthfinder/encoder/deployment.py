@@ -30,12 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer
 
 from depthfinder.encoder.coded import CODED, Coding, coded_file
 from depthfinder.encoder.export import OnnxNetwork, export_onnx, quantize
 from depthfinder.encoder.latency import ROUNDS, Measured, measure
-from depthfinder.encoder.serving import TOKENIZER_FILE, Network, TextClassifier, encode_texts, pad_batch
+from depthfinder.encoder.serving import TOKENIZER_FILE, TextClassifier, encode_texts, pad_batch
 from depthfinder.encoder.size import INT8_PRUNED, weights_mb
 from depthfinder.encoder.verdict import PRUNED, Deployment, Pruning, Variant, apply_gate, beside_cost_table
 from depthfinder.encoder.vocabulary import kept_ids, prunable, prune_network, prune_tokenizer, token_counts
@@ -99,8 +98,7 @@ def _made_forms(model: TextClassifier, texts: list[str], truths: list[str], gate
     intervals: dict[str, Interval | None] = {}
     notes, pruning, base = [], None, model
     if shrinking.texts is not None:
-        pruning, pruned, why = _pruned(model.network, model.tokenizer, model.labels, shrinking.texts,
-                                       shrinking.min_count)
+        pruning, pruned, why = _pruned(model, shrinking)
         notes += [why] if why else []
         if pruned is not None:
             classifiers[PRUNED], predicted[PRUNED] = pruned, pruned.predict(texts)
@@ -173,14 +171,14 @@ def forms_passed(model: TextClassifier, texts: list[str], truths: list[str], gat
             if name == "torch" or _ships(forms.predicted, None, truths, name, gate.metric, gate.margin)]
 
 
-def _pruned(network: Network, tokenizer: Tokenizer, labels: list[str], train_texts: list[str], min_count: int
-            ) -> tuple[Pruning | None, TextClassifier | None, str]:
-    """The model with its vocabulary pruned to the train texts and what that keeps and saves; or why it is not
+def _pruned(model: TextClassifier, shrinking: Shrinking) -> tuple[Pruning | None, TextClassifier | None, str]:
+    """The model with its vocabulary pruned to `shrinking.texts` and what that keeps and saves; or why it is not
     tried (a tokenizer that is not WordPiece or holds more tokens than the embedding, or a train split that uses
     every token)."""
+    network, tokenizer, min_count = model.network, model.tokenizer, shrinking.min_count
     if (why := prunable(tokenizer, network)) is not None:
         return None, None, f"vocabulary not pruned: {why}"
-    kept = kept_ids(tokenizer, token_counts(tokenizer, train_texts), min_count)
+    kept = kept_ids(tokenizer, token_counts(tokenizer, shrinking.texts), min_count)
     vocabulary = tokenizer.get_vocab_size()
     if len(kept) >= vocabulary:
         return None, None, "vocabulary not pruned: the train split uses every token of it"
@@ -188,7 +186,7 @@ def _pruned(network: Network, tokenizer: Tokenizer, labels: list[str], train_tex
     full, small = weights_mb(network), weights_mb(pruned)
     pruning = Pruning(kept=len(kept), vocabulary=vocabulary, min_count=min_count, saved_mb=full - small,
                       saved_share=(full - small) / full)
-    return pruning, TextClassifier(pruned, prune_tokenizer(tokenizer, kept), labels), ""
+    return pruning, TextClassifier(pruned, prune_tokenizer(tokenizer, kept), model.labels), ""
 
 
 def _vs_torch(truths: list[str], predicted: dict[str, list[str]], name: str, metric: str,

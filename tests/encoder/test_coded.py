@@ -63,7 +63,7 @@ def test_the_coded_form_ships_where_pruning_cuts_unseen_words_and_is_refused(var
     truths = TextClassifier(network, tokenizer, LABELS).predict(unseen)
 
     deployment = measure_deployment(TextClassifier(network, tokenizer, LABELS),
-        unseen, truths, GATE, tmp_path, Shrinking(train))
+                                    unseen, truths, GATE, tmp_path, Shrinking(train))
 
     pruned, coded = deployment.variant("torch-pruned"), deployment.variant(CODED)
     assert not pruned.shipped and pruned.metrics["macro_f1"] < 1.0 - 0.05
@@ -80,7 +80,7 @@ def test_no_coded_form_where_the_pruned_vocabulary_ships(varied, tmp_path: Path)
     truths = TextClassifier(network, tokenizer, LABELS).predict(texts)
 
     deployment = measure_deployment(TextClassifier(network, tokenizer, LABELS),
-        texts, truths, GATE, tmp_path, Shrinking(train))
+                                    texts, truths, GATE, tmp_path, Shrinking(train))
 
     assert deployment.variant("torch-pruned").shipped
     assert deployment.variant(CODED) is None and deployment.coding is None

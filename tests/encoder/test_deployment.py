@@ -95,11 +95,11 @@ def test_variants_within_the_tolerance_ship_and_a_damaged_one_does_not(model, tm
     assert LABELS[0] not in truths  # else a graph of zeros, which answers the first class, would be right too
 
     sound = measure_deployment(TextClassifier(network, tokenizer, LABELS),
-        texts, truths, GATE, tmp_path / "sound")
+                               texts, truths, GATE, tmp_path / "sound")
 
     monkeypatch.setattr(depthfinder.encoder.deployment, "quantize", _zeroed)
     broken = measure_deployment(TextClassifier(network, tokenizer, LABELS),
-        texts, truths, GATE, tmp_path / "broken")
+                                texts, truths, GATE, tmp_path / "broken")
 
     assert [(v.name, v.shipped) for v in sound.variants] == [("torch", True), ("onnx-int8", True), ("onnx", True)]
     assert sound.variant("onnx").metrics["macro_f1"] == 1.0
@@ -208,7 +208,7 @@ def test_export_writes_each_form_of_a_registered_model_and_refuses_what_it_lacks
     monkeypatch.chdir(tmp_path)
     bundle = save_bundle(tmp_path / "bundle", network, tokenizer, LABELS)
     deployment = measure_deployment(TextClassifier(network, tokenizer, LABELS),
-        texts, labels, GATE, tmp_path / "onnx")
+                                    texts, labels, GATE, tmp_path / "onnx")
     deployment = deployment.model_copy(update={"hf_folder": str(save_hf_folder(tmp_path / "hf", network, tokenizer,
                                                                                   LABELS))})
     previous = mlflow.get_tracking_uri()
@@ -246,7 +246,7 @@ def test_the_pruned_model_ships_within_the_margin_and_every_form_is_made_from_it
     assert len(set(truths)) > 1
 
     deployment = measure_deployment(TextClassifier(network, tokenizer, LABELS),
-        texts, truths, GATE, tmp_path, Shrinking(train))
+                                    texts, truths, GATE, tmp_path, Shrinking(train))
 
     pruned, pruning = deployment.variant("torch-pruned"), deployment.pruning
     assert pruned.shipped and pruned.pruned and pruned.metrics["macro_f1"] == 1.0
@@ -278,7 +278,7 @@ def test_the_gate_refuses_a_pruning_that_hurts_and_the_forms_keep_the_full_vocab
     truths = TextClassifier(network, tokenizer, LABELS).predict(texts)
 
     deployment = measure_deployment(TextClassifier(network, tokenizer, LABELS),
-        texts, truths, GATE, tmp_path, Shrinking(train, 10**9))
+                                    texts, truths, GATE, tmp_path, Shrinking(train, 10**9))
 
     pruned = deployment.variant("torch-pruned")
     assert not pruned.shipped and pruned.metrics["macro_f1"] < 1.0 - 0.05
@@ -299,7 +299,7 @@ def test_a_tokenizer_that_cannot_be_pruned_ships_unpruned_and_says_why(varied, t
     truths = TextClassifier(network, bpe, LABELS).predict(texts)
 
     deployment = measure_deployment(TextClassifier(network, bpe, LABELS),
-        texts, truths, GATE, tmp_path, Shrinking(train))
+                                    texts, truths, GATE, tmp_path, Shrinking(train))
 
     assert deployment.variant("torch-pruned") is None and deployment.pruning is None and deployment.bundle is None
     assert "vocabulary not pruned: its tokenizer is BPE, and vocabulary pruning supports WordPiece" in \
