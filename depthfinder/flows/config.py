@@ -16,14 +16,17 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
-from depthfinder.encoder.config import SCRATCH_DEPTHS, SEED_MAX, FamilyKind, ModelConfig, TrainConfig, yaml_switch
+from depthfinder.encoder.config import SCRATCH_DEPTHS, SEED_MAX, FamilyKind, ModelConfig, TrainConfig
 from depthfinder.expectations.audit.config import AuditConfig
 from depthfinder.expectations.changes.config import ChangesConfig
 from depthfinder.expectations.table.config import DataConfig
 from depthfinder.flows.older import upgrade_sweep
 from depthfinder.runtime.credentials import hide_credentials
-from depthfinder.selection.halving import rung_budgets
-from depthfinder.selection.settings import SelectionRule
+from depthfinder.selection.crossfit import CrossfitConfig
+from depthfinder.selection.distillation import DistillConfig
+from depthfinder.selection.halving import HalvingConfig
+from depthfinder.selection.pool import PoolConfig
+from depthfinder.selection.settings import SelectionRule, SweepPart
 from depthfinder.selection.strategies import StrategyName
 
 DATA_SOURCES = {"path", "dataset"}
@@ -34,120 +37,6 @@ MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 # Where runs and models are recorded unless told: MLflow's own default store, a SQLite file in the working folder.
 TRACKING_URI = "sqlite:///mlflow.db"
 WORKDIR = Path(".depthfinder")  # the work folder: prepared data, tokenizers, checkpoints, logs
-
-
-class SweepPart(BaseModel):
-    """One part of the sweep's settings. Given a bare value instead of a mapping (`crossfit: off` in YAML, a flow
-    parameter), the value is its first setting."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bare_value(cls, values: object) -> object:
-        return values if isinstance(values, dict | BaseModel) else {next(iter(cls.model_fields)): values}
-
-
-class CrossfitConfig(SweepPart):
-    """Cross-fitting: depths judged on rows no model of theirs saw (sweep.crossfit)."""
-
-    mode: Literal["auto", "on", "all", "off"] = Field(
-        "auto",
-        description="Cross-fitting, so that no depth is judged by a chance validation mean: depths trained again on "
-        "`folds` folds of the train and validation rows, so that every one of those rows is predicted by a "
-        "model that never saw it, and the rule judges on all of them (never on test rows); the shipped model is the "
-        "sweep's. auto = every depth the validation rows do not show worse than the tolerance, and the best is the one "
-        "best on the out-of-fold rows when the budget pays for all of them (the depths cheaper than the validation "
-        "rows' choice first); on = only the cheaper depths than the choice not shown worse, the best stays the "
-        "validation rows'; all = every depth, shown worse or not; within `budget` in each case "
-        "(docs/selection.md, docs/benchmarks.md: what each buys).",
-        json_schema_extra={"flag": "--crossfit"},
-    )
-    folds: int = Field(
-        5, strict=True, ge=2, le=20,
-        description="Folds of cross-fitting: each depth cross-fitted trains this many times, on all but one fold; "
-        "fewer, down to 3, where `budget` cannot pay for the best and the first depth to settle.",
-    )
-    budget: float = Field(
-        3.0, ge=0,
-        description="Training time cross-fitting may spend, as a multiple of the sweep's own (estimated from each "
-        "candidate's train time): the best first, then the depths cheaper than the validation rows' choice, cheapest "
-        "first; fewer folds (down to 3) where that pays for every depth (4 folds of every depth: 3x); 0 = none.",
-        json_schema_extra={"flag": "--crossfit-budget"},
-    )
-
-    _switch = field_validator("mode", mode="before")(yaml_switch)
-
-
-class DistillConfig(SweepPart):
-    """Distillation: the best candidate teaching cheaper depths (sweep.distill)."""
-
-    mode: Literal["auto", "on", "off"] = Field(
-        "auto", description="Distillation, after the sweep's decision: the best candidate teaches cheaper depths, "
-        "each trained again from the same initialisation on alpha x T^2 x KL(teacher || student) at "
-        "temperature T plus (1 - alpha) x the cross-entropy of the labels, with the "
-        "teacher's soft labels on the train rows (and on unlabelled texts of --unlabeled: `unlabeled`) computed "
-        "once and cached; each student is a candidate of its own (`depth 3, distilled from depth 6`) that the rule "
-        "judges beside the plain ones. on = every depth cheaper than the best; auto = every depth cheaper than the "
-        "rule's choice (none when the cheapest ships), only with --unlabeled texts to teach on; off = none "
-        "(docs/training.md).",
-        json_schema_extra={"flag": "--distill"},
-    )
-    temperature: float = Field(
-        2.0, gt=0, description="Temperature T of the teacher's and the student's softmax in the distillation loss.",
-    )
-    alpha: float = Field(
-        0.5, ge=0, le=1, description="Weight of the soft-label term in a student's loss (the labels' cross-entropy "
-        "takes 1 - alpha); 0 trains a student exactly as its plain twin.",
-    )
-    epochs: int | None = Field(
-        None, strict=True, ge=1, description="Most epochs of a student; null = its family's recipe's max_epochs "
-        "(early stopping as for any candidate).",
-    )
-    start: Literal["twin", "init"] = Field(
-        "twin", description="Where a student starts: twin = from its trained plain twin (same family, depth and "
-        "seed), its teacher's soft labels refining it at half the recipe's peak learning rate, early-stopped on "
-        "validation (docs/benchmarks.md: students from their initialisation lost to their twins where the teacher was "
-        "far better); init = from the twin's initialisation, trained on the distillation loss from the start.",
-        json_schema_extra={"flag": "--distill-start"},
-    )
-    unlabeled: float = Field(
-        1.0, ge=0, description="With --unlabeled: students also learn the teacher's soft labels on this many of the "
-        "unlabelled texts per train row (a teacher that fitted its train rows teaches most on texts it never saw), "
-        "at most half of them: the texts taught on are left out of the pool's evidence (a student learnt to agree "
-        "with its teacher there). 0 = the train rows alone.",
-    )
-
-    _switch = field_validator("mode", mode="before")(yaml_switch)
-
-
-class PoolConfig(SweepPart):
-    """Texts without labels from the labelled rows' source, and labels given later for some (sweep.pool)."""
-
-    unlabeled: Path | None = Field(
-        None, description="Texts from the same source as the labelled rows, without labels (any format --data takes, "
-        "texts in --text-col): a cheaper depth the labelled rows cannot settle is shown within the tolerance when the "
-        "share of these texts on which it disagrees with the best bounds its difference within it; where it does "
-        "not, the texts whose labels would settle it are written to rows_to_label.csv in the run's folder "
-        "(docs/selection.md). Never trained on; texts also in the labelled table are left out.",
-        json_schema_extra={"flag": "--unlabeled"},
-    )
-    labels: Path | None = Field(
-        None, description="Labels for some of the unlabelled texts (rows_to_label.csv once filled in, or any file with "
-        "--text-col and --label-col): they tighten the bound, as evidence only; nothing is trained on them or "
-        "retrained for them. Needs --unlabeled.",
-        json_schema_extra={"flag": "--labels"},
-    )
-    rows: int = Field(
-        20_000, strict=True, ge=100, le=1_000_000,
-        description="Most unlabelled texts each depth to settle predicts (a fixed sample of a larger file).",
-    )
-
-    @model_validator(mode="after")
-    def _labels_need_texts(self) -> PoolConfig:
-        if self.labels is not None and self.unlabeled is None:
-            raise ValueError("--labels needs --unlabeled: the labels are for texts of the unlabelled pool")
-        return self
 
 
 class RunnerConfig(SweepPart):
@@ -172,42 +61,6 @@ class RunnerConfig(SweepPart):
         """Candidates training at once on one machine: the workers, except on an existing Dask cluster, whose
         machines this one cannot see (there each worker takes its machine's cores, or its OMP_NUM_THREADS)."""
         return 1 if self.kind == "dask" and self.dask_address else self.workers
-
-
-class HalvingConfig(SweepPart):
-    """Successive halving of each family's depths (sweep.halving)."""
-
-    mode: Literal["auto", "on", "off"] = Field(
-        "auto", description="Successive halving: train every depth for `epochs`, keep the better half by the "
-        "rule, double the budget, until two depths are left; they train to the end. auto = on with 4 or more depths.",
-        json_schema_extra={"flag": "--halving"},
-    )
-    epochs: int | None = Field(
-        None, strict=True, ge=1,
-        description="Epochs of the first halving rung (each later rung doubles it); null = the recipe's min_epochs "
-        "(train.min_epochs; a pretrained family's finetune_min_epochs), the epochs a depth may spend on its initial "
-        "loss plateau.",
-    )
-
-    _switch = field_validator("mode", mode="before")(yaml_switch)
-
-    def halves(self, depths: int) -> bool:
-        """Whether a family sweeping this many depths uses successive halving."""
-        return self.mode == "on" or (self.mode == "auto" and depths >= 4)
-
-    def rung_budgets(self, depths: int, recipe: TrainConfig) -> list[int]:
-        """Epoch budgets of the halving rungs for this many depths (empty without halving); the first is
-        `epochs`, by default the recipe's `min_epochs`: a depth may sit on its initial loss plateau until then."""
-        if not self.halves(depths):
-            return []
-        return rung_budgets(depths, self.epochs or recipe.min_epochs, recipe.max_epochs)
-
-    def checks(self, depths: int, recipe: TrainConfig) -> list[int]:
-        """Epoch budgets at which a family swept after cheaper ones stops the depths they outclass (the rungs it
-        would halve at, and at least the first; none with halving off)."""
-        if self.mode == "off":
-            return []
-        return rung_budgets(max(depths, 3), self.epochs or recipe.min_epochs, recipe.max_epochs)
 
 
 class ExtendConfig(SweepPart):

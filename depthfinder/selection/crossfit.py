@@ -30,20 +30,53 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from depthfinder.encoder.config import FamilyName
+from depthfinder.encoder.config import FamilyName, yaml_switch
 from depthfinder.evidence.bootstrap import Arm, Predictions
 from depthfinder.runtime.files import written_whole
 from depthfinder.runtime.records import Record
 from depthfinder.selection.candidate import Candidate, arm_label, teacher_of
 from depthfinder.selection.decision import Decision
+from depthfinder.selection.settings import SweepPart
 
-CrossFitMode = str  # auto, on, all or off (flows.config.SweepConfig.crossfit)
+CrossFitMode = Literal["auto", "on", "all", "off"]
 # The seed of the folds: the same rows in the same fold on every run, so a stopped cross-fit resumes its folds.
 FOLD_SEED = 20261203
+
+
+class CrossfitConfig(SweepPart):
+    """Cross-fitting: depths judged on rows no model of theirs saw (sweep.crossfit)."""
+
+    mode: CrossFitMode = Field(
+        "auto",
+        description="Cross-fitting, so that no depth is judged by a chance validation mean: depths trained again on "
+        "`folds` folds of the train and validation rows, so that every one of those rows is predicted by a "
+        "model that never saw it, and the rule judges on all of them (never on test rows); the shipped model is the "
+        "sweep's. auto = every depth the validation rows do not show worse than the tolerance, and the best is the one "
+        "best on the out-of-fold rows when the budget pays for all of them (the depths cheaper than the validation "
+        "rows' choice first); on = only the cheaper depths than the choice not shown worse, the best stays the "
+        "validation rows'; all = every depth, shown worse or not; within `budget` in each case "
+        "(docs/selection.md, docs/benchmarks.md: what each buys).",
+        json_schema_extra={"flag": "--crossfit"},
+    )
+    folds: int = Field(
+        5, strict=True, ge=2, le=20,
+        description="Folds of cross-fitting: each depth cross-fitted trains this many times, on all but one fold; "
+        "fewer, down to 3, where `budget` cannot pay for the best and the first depth to settle.",
+    )
+    budget: float = Field(
+        3.0, ge=0,
+        description="Training time cross-fitting may spend, as a multiple of the sweep's own (estimated from each "
+        "candidate's train time): the best first, then the depths cheaper than the validation rows' choice, cheapest "
+        "first; fewer folds (down to 3) where that pays for every depth (4 folds of every depth: 3x); 0 = none.",
+        json_schema_extra={"flag": "--crossfit-budget"},
+    )
+
+    _switch = field_validator("mode", mode="before")(yaml_switch)
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,59 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field, field_validator
+
+from depthfinder.encoder.config import yaml_switch
 from depthfinder.evidence.bootstrap import Interval, Predictions, compare_to_best
 from depthfinder.selection.candidate import Candidate, arm_label, base_family, teacher_of
 from depthfinder.selection.decision import Decision
 from depthfinder.selection.predictions import load_predictions
+from depthfinder.selection.settings import SweepPart
 
 Arm = tuple[str, int]  # (family, depth)
 DistillSetting = Literal["auto", "on", "off"]
+
+
+class DistillConfig(SweepPart):
+    """Distillation: the best candidate teaching cheaper depths (sweep.distill)."""
+
+    mode: DistillSetting = Field(
+        "auto", description="Distillation, after the sweep's decision: the best candidate teaches cheaper depths, "
+        "each trained again from the same initialisation on alpha x T^2 x KL(teacher || student) at "
+        "temperature T plus (1 - alpha) x the cross-entropy of the labels, with the "
+        "teacher's soft labels on the train rows (and on unlabelled texts of --unlabeled: `unlabeled`) computed "
+        "once and cached; each student is a candidate of its own (`depth 3, distilled from depth 6`) that the rule "
+        "judges beside the plain ones. on = every depth cheaper than the best; auto = every depth cheaper than the "
+        "rule's choice (none when the cheapest ships), only with --unlabeled texts to teach on; off = none "
+        "(docs/training.md).",
+        json_schema_extra={"flag": "--distill"},
+    )
+    temperature: float = Field(
+        2.0, gt=0, description="Temperature T of the teacher's and the student's softmax in the distillation loss.",
+    )
+    alpha: float = Field(
+        0.5, ge=0, le=1, description="Weight of the soft-label term in a student's loss (the labels' cross-entropy "
+        "takes 1 - alpha); 0 trains a student exactly as its plain twin.",
+    )
+    epochs: int | None = Field(
+        None, strict=True, ge=1, description="Most epochs of a student; null = its family's recipe's max_epochs "
+        "(early stopping as for any candidate).",
+    )
+    start: Literal["twin", "init"] = Field(
+        "twin", description="Where a student starts: twin = from its trained plain twin (same family, depth and "
+        "seed), its teacher's soft labels refining it at half the recipe's peak learning rate, early-stopped on "
+        "validation (docs/benchmarks.md: students from their initialisation lost to their twins where the teacher was "
+        "far better); init = from the twin's initialisation, trained on the distillation loss from the start.",
+        json_schema_extra={"flag": "--distill-start"},
+    )
+    unlabeled: float = Field(
+        1.0, ge=0, description="With --unlabeled: students also learn the teacher's soft labels on this many of the "
+        "unlabelled texts per train row (a teacher that fitted its train rows teaches most on texts it never saw), "
+        "at most half of them: the texts taught on are left out of the pool's evidence (a student learnt to agree "
+        "with its teacher there). 0 = the train rows alone.",
+    )
+
+    _switch = field_validator("mode", mode="before")(yaml_switch)
 
 
 def arms_to_distill(decision: Decision, distill: DistillSetting, unlabeled: bool = False) -> list[Arm]:

@@ -27,16 +27,17 @@ from __future__ import annotations
 
 import math
 import statistics
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from depthfinder.encoder.config import FamilyName
+from depthfinder.encoder.config import FamilyName, TrainConfig, yaml_switch
 from depthfinder.evidence.margin import within
 from depthfinder.runtime.records import Record
 from depthfinder.selection.candidate import Candidate, recent_gain
 from depthfinder.selection.decision import score_of
 from depthfinder.selection.rule import choose_depth
-from depthfinder.selection.settings import SelectionRule
+from depthfinder.selection.settings import SelectionRule, SweepPart
 
 
 class Rung(Record):
@@ -186,3 +187,39 @@ def halving_summary(rungs: list[Rung], candidates: list[Candidate], margin: floa
     spent, full = spent_finished + spent_pruned, spent_finished + full_pruned
     return Halving(rungs=rungs, train_seconds=spent, full_grid_train_seconds=full, saved_fraction=1 - spent / full,
                    margin=margin)
+
+
+class HalvingConfig(SweepPart):
+    """Successive halving of each family's depths (sweep.halving)."""
+
+    mode: Literal["auto", "on", "off"] = Field(
+        "auto", description="Successive halving: train every depth for `epochs`, keep the better half by the "
+        "rule, double the budget, until two depths are left; they train to the end. auto = on with 4 or more depths.",
+        json_schema_extra={"flag": "--halving"},
+    )
+    epochs: int | None = Field(
+        None, strict=True, ge=1,
+        description="Epochs of the first halving rung (each later rung doubles it); null = the recipe's min_epochs "
+        "(train.min_epochs; a pretrained family's finetune_min_epochs), the epochs a depth may spend on its initial "
+        "loss plateau.",
+    )
+
+    _switch = field_validator("mode", mode="before")(yaml_switch)
+
+    def halves(self, depths: int) -> bool:
+        """Whether a family sweeping this many depths uses successive halving."""
+        return self.mode == "on" or (self.mode == "auto" and depths >= 4)
+
+    def rung_budgets(self, depths: int, recipe: TrainConfig) -> list[int]:
+        """Epoch budgets of the halving rungs for this many depths (empty without halving); the first is
+        `epochs`, by default the recipe's `min_epochs`: a depth may sit on its initial loss plateau until then."""
+        if not self.halves(depths):
+            return []
+        return rung_budgets(depths, self.epochs or recipe.min_epochs, recipe.max_epochs)
+
+    def checks(self, depths: int, recipe: TrainConfig) -> list[int]:
+        """Epoch budgets at which a family swept after cheaper ones stops the depths they outclass (the rungs it
+        would halve at, and at least the first; none with halving off)."""
+        if self.mode == "off":
+            return []
+        return rung_budgets(max(depths, 3), self.epochs or recipe.min_epochs, recipe.max_epochs)

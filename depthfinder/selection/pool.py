@@ -16,9 +16,10 @@ adds at most its own one-sided error to the rule's (docs/selection.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from depthfinder.evidence.bootstrap import Arm
 from depthfinder.evidence.disagreement import UNLABELLED, PoolBound, pool_bound, worst_per_row
@@ -26,10 +27,39 @@ from depthfinder.evidence.margin import within
 from depthfinder.runtime.records import Record
 from depthfinder.selection.candidate import arm_label
 from depthfinder.selection.decision import Decision, DepthScore, difference_from_best
-from depthfinder.selection.settings import SelectionRule
+from depthfinder.selection.settings import SelectionRule, SweepPart
 
 # The file the texts to label are written to, in the run's folder (the sentence names it).
 ROWS_TO_LABEL = "rows_to_label.csv"
+
+
+class PoolConfig(SweepPart):
+    """Texts without labels from the labelled rows' source, and labels given later for some (sweep.pool)."""
+
+    unlabeled: Path | None = Field(
+        None, description="Texts from the same source as the labelled rows, without labels (any format --data takes, "
+        "texts in --text-col): a cheaper depth the labelled rows cannot settle is shown within the tolerance when the "
+        "share of these texts on which it disagrees with the best bounds its difference within it; where it does "
+        "not, the texts whose labels would settle it are written to rows_to_label.csv in the run's folder "
+        "(docs/selection.md). Never trained on; texts also in the labelled table are left out.",
+        json_schema_extra={"flag": "--unlabeled"},
+    )
+    labels: Path | None = Field(
+        None, description="Labels for some of the unlabelled texts (rows_to_label.csv once filled in, or any file with "
+        "--text-col and --label-col): they tighten the bound, as evidence only; nothing is trained on them or "
+        "retrained for them. Needs --unlabeled.",
+        json_schema_extra={"flag": "--labels"},
+    )
+    rows: int = Field(
+        20_000, strict=True, ge=100, le=1_000_000,
+        description="Most unlabelled texts each depth to settle predicts (a fixed sample of a larger file).",
+    )
+
+    @model_validator(mode="after")
+    def _labels_need_texts(self) -> PoolConfig:
+        if self.labels is not None and self.unlabeled is None:
+            raise ValueError("--labels needs --unlabeled: the labels are for texts of the unlabelled pool")
+        return self
 
 
 class PoolUse(Record):

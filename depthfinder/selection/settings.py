@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from depthfinder.selection.candidate import CostName
 
@@ -97,3 +97,15 @@ class SelectionRule(BaseModel):
     def asks_size(self) -> bool:
         """Whether the rule chooses or limits by size: then every form's size is weighed, int8 ONNX ones too."""
         return self.cost == "size_mb" or self.max_size_mb is not None
+
+
+class SweepPart(BaseModel):
+    """One part of the sweep's settings. Given a bare value instead of a mapping (`crossfit: off` in YAML, a flow
+    parameter), the value is its first setting."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_value(cls, values: object) -> object:
+        return values if isinstance(values, dict | BaseModel) else {next(iter(cls.model_fields)): values}
