@@ -12,20 +12,20 @@ from prefect import get_run_logger
 from depthfinder.flows.config import SweepConfig
 from depthfinder.flows.sweep import collect_candidate, task_runner
 from depthfinder.selection.candidate import Candidate, arm_label
+from depthfinder.selection.decision import Decision
 from depthfinder.selection.distillation import arms_to_distill, teacher_candidate
-from depthfinder.selection.rule import choose_depth
 from depthfinder.tasks.pool import PoolTexts
 from depthfinder.tasks.train import Training, make_teacher, train_depth
 
 
-def distill(sweep: SweepConfig, trainings: list[Training], candidates: list[Candidate],
+def distill(sweep: SweepConfig, trainings: list[Training], candidates: list[Candidate], decision: Decision,
             unlabeled: PoolTexts | None = None) -> list[Candidate]:
-    """The students `sweep.distill.mode` asks for after the rule's choice among `candidates`, every seed of each cheaper
-    arm that trained (none when distillation is off or not needed), taught on the train rows and the `unlabeled`
-    texts (tasks.pool.teaching_texts); failed ones come back failed, like any candidate, and the rule skips them."""
+    """The students `sweep.distill.mode` asks for after the rule's `decision` among `candidates` (on the validation
+    rows), every seed of each cheaper arm that trained (none when distillation is off or not needed), taught on the
+    train rows and the `unlabeled` texts (tasks.pool.teaching_texts); failed ones come back failed, like any
+    candidate, and the rule skips them."""
     if sweep.distill.mode == "off":
         return []
-    decision = choose_depth(candidates, sweep)
     arms = arms_to_distill(decision, sweep.distill.mode, unlabeled is not None)
     by_family = {training.family.name: training for training in trainings}
     arms = [arm for arm in arms if arm[0] in by_family]

@@ -12,7 +12,7 @@ from prefect import get_run_logger
 from depthfinder.flows.config import SweepConfig
 from depthfinder.selection.candidate import Candidate
 from depthfinder.selection.decision import Decision
-from depthfinder.selection.pool import Pool, PoolUse, arms_to_bound
+from depthfinder.selection.pool import Pool, PoolUse, arms_to_bound, rows_to_label
 from depthfinder.tasks.data import PreparedData
 from depthfinder.tasks.pool import PoolTexts, class_shares, pool_labels, predict_pool, teaching_texts
 
@@ -30,6 +30,15 @@ def pool_evidence(sweep: SweepConfig, texts: PoolTexts | None, candidates: list[
     predicted = {(c.family, c.depth, c.seed): np.load(predict_pool(c, texts, dataset.labels, workdir))
                  for c in predicting}
     return Pool(predicted, pool_labels(texts, dataset.labels), class_shares(dataset, sweep.confidence))
+
+
+def texts_to_label(decision: Decision, bounds: Pool | None, metric: str) -> list[int]:
+    """The pool's rows whose labels could settle what the pool left unsettled, as the rule counted them
+    (decision.rows_to_label; selection.pool.rows_to_label orders them); none without a pool's bounds."""
+    if bounds is None or not decision.rows_to_label:
+        return []
+    return rows_to_label(decision.scores, (decision.best_family, decision.best_depth),
+                         (decision.selected_family, decision.selected_depth), bounds, metric)
 
 
 def pool_use(prepared: PoolTexts | None, taught: PoolTexts | None) -> PoolUse | None:

@@ -1,5 +1,6 @@
-"""The retrain flow: prepare → what changed (skip? stop?) → audit → tokenizer → sweep → decide → deployable forms →
-register, read top to bottom in `retrain`'s body.
+"""The retrain flow: prepare → what changed (skip? stop?) → audit → tokenizer → sweep → decide on the validation rows →
+students → cross-fitting → the pool (the rule judging again with each step's evidence) → deployable forms → register,
+read top to bottom in `retrain`'s body.
 
 The flow only orchestrates: every step is a task (tasks/) or, for the audit, the audit flow run as a subflow
 (flows/audit.py), every decision a plain function (selection, expectations/audit), and the MLflow parent run is a
@@ -30,7 +31,7 @@ from depthfinder.flows.config import RegistryConfig, RunConfig, SweepConfig, wit
 from depthfinder.flows.crossfit import cross_fit
 from depthfinder.flows.distill import distill
 from depthfinder.flows.forms import LimitUnmet, deploy_chosen, every_depth_over, form_check
-from depthfinder.flows.pool import pool_evidence, pool_use, split_pool
+from depthfinder.flows.pool import pool_evidence, pool_use, split_pool, texts_to_label
 from depthfinder.flows.preflight import check_run
 from depthfinder.flows.records import (
     Blocked,
@@ -62,13 +63,11 @@ from depthfinder.flows.sweep import check_learning_rates, sweep_depths
 from depthfinder.runtime.guard import process_guard
 from depthfinder.runtime.lock import one_retrain_at_a_time
 from depthfinder.selection.budget import Budget
-from depthfinder.selection.candidate import Candidate
-from depthfinder.selection.crossfit import CrossFit
 from depthfinder.selection.decision import Decision
-from depthfinder.selection.pool import ROWS_TO_LABEL, rows_to_label
+from depthfinder.selection.pool import ROWS_TO_LABEL
 from depthfinder.selection.rule import choose_depth
 from depthfinder.tasks.data import PreparedData, drop_flagged_rows, prepare_dataset
-from depthfinder.tasks.pool import PoolTexts, prepare_pool, write_rows_to_label
+from depthfinder.tasks.pool import prepare_pool, write_rows_to_label
 from depthfinder.tasks.registry import find_unchanged_model, register_model
 from depthfinder.tasks.tracking import (
     describe_model,
@@ -139,12 +138,21 @@ def retrain(
                         return conclude(config, *end_unmet(config, run, summary.model_copy(update={
                             "candidates": candidates, "halving": halving, "search": searches, "budget": budget,
                             "unmet": over})))
+                    decision = choose_depth(candidates, config.sweep)  # on the validation rows
                     teaching, evidence = split_pool(config.sweep, unlabeled, dataset, workdir)
-                    students = distill(config.sweep, trainings, candidates, teaching)
-                    candidates += students
+                    if students := distill(config.sweep, trainings, candidates, decision, teaching):
+                        candidates += students  # each judged beside the plain depths
+                        decision = choose_depth(candidates, config.sweep)
                     used = pool_use(unlabeled, teaching if students else None)
                     pool = evidence if students else unlabeled  # a student agrees with its teacher where it was taught
-                    decision, crossfit, to_label = decide_depth(candidates, config.sweep, budget, trainings, pool)
+                    out_of_fold, crossfit = cross_fit(config.sweep, trainings, candidates, decision)
+                    if out_of_fold is not None:
+                        decision = choose_depth(candidates, config.sweep, out_of_fold)
+                    bounds = pool_evidence(config.sweep, pool, candidates, decision, dataset, workdir)
+                    if bounds is not None:
+                        decision = choose_depth(candidates, config.sweep, out_of_fold, bounds)
+                    to_label = texts_to_label(decision, bounds, config.sweep.metric)
+                    decision = decision_with_budget(decision, budget)
                     try:
                         chosen, deployment, decision = deploy_chosen(candidates, decision, dataset, config.sweep,
                                                                      folder, unlabeled)
@@ -201,23 +209,9 @@ def trainings_of(config: RunConfig, dataset: PreparedData, families: list[Family
             for family in families]
 
 
-def decide_depth(candidates: list[Candidate], sweep: SweepConfig, budget: Budget | None, trainings: list[Training],
-                 pool: PoolTexts | None) -> tuple[Decision, CrossFit | None, list[int]]:
-    """The rule's choice among the candidates, judged again on out-of-fold rows when the validation rows cannot
-    settle a cheaper depth (flows.crossfit), and on the unlabelled pool when they still cannot (flows.pool), its
-    reason saying what the budget left untried; what cross-fitting did (None when not needed); and the pool's rows
-    whose labels could settle what is left (selection.pool.rows_to_label)."""
-    decision = choose_depth(candidates, sweep)
-    out_of_fold, crossfit = cross_fit(sweep, trainings, candidates, decision)
-    if out_of_fold is not None:
-        decision = choose_depth(candidates, sweep, out_of_fold)
-    to_label = []
-    dataset, workdir = trainings[0].dataset, trainings[0].workdir
-    if (bounds := pool_evidence(sweep, pool, candidates, decision, dataset, workdir)) is not None:
-        decision = choose_depth(candidates, sweep, out_of_fold, bounds)
-        if decision.rows_to_label:  # the rule counted them; the flow writes them
-            to_label = rows_to_label(decision.scores, (decision.best_family, decision.best_depth),
-                                     (decision.selected_family, decision.selected_depth), bounds, sweep.metric)
-    if budget is not None:  # the sweep's, not the rule's: a replay of the rule gives the same choice without it
-        decision = decision.model_copy(update={"reason": f"{decision.reason}; {budget.sentence}"})
-    return decision, crossfit, to_label
+def decision_with_budget(decision: Decision, budget: Budget | None) -> Decision:
+    """The decision, its reason saying what the sweep's budget left untried: the sweep's, not the rule's, so a replay
+    of the rule gives the same choice without it."""
+    if budget is None:
+        return decision
+    return decision.model_copy(update={"reason": f"{decision.reason}; {budget.sentence}"})

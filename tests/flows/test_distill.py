@@ -21,6 +21,7 @@ from mlflow import MlflowClient
 
 import depthfinder.encoder.training
 import depthfinder.flows.distill
+import depthfinder.flows.retrain
 from depthfinder.cli.main import main
 from depthfinder.expectations.table.datasets import get_dataset
 from depthfinder.flows.summary import RunSummary
@@ -45,17 +46,19 @@ class StopAfterSecondEpoch(L.Callback):
             STOP.request("SIGTERM")
 
 
+def taught_by_the_deepest(sweep, trainings, candidates, decision, unlabeled=None):
+    """Distillation as the flow calls it, with depth 2 the best whatever the validation rows said: it teaches."""
+    return depthfinder.flows.distill.distill(sweep, trainings, candidates, decision.model_copy(
+        update={"best_family": "scratch", "best_depth": 2}), unlabeled)
+
+
 @pytest.fixture(scope="module")
 def distilled(prefect_server, tmp_path_factory):
     """(folder, exit codes, epochs each student attempt started from) of a run stopped mid-student and its rerun."""
     folder = tmp_path_factory.mktemp("distill")
     (folder / "tiny.yaml").write_text(CONFIG)
-    real_train, real_choose = depthfinder.encoder.training.train_candidate, depthfinder.flows.distill.choose_depth
+    real_train = depthfinder.encoder.training.train_candidate
     stop, students = True, []
-
-    def deepest_is_best(candidates, rule):
-        decision = real_choose(candidates, rule)
-        return decision.model_copy(update={"best_family": "scratch", "best_depth": 2})
 
     def stops_mid_student(data, depth, model_cfg, train_cfg, setup, **kwargs):
         if data.soft_labels is not None:
@@ -66,7 +69,7 @@ def distilled(prefect_server, tmp_path_factory):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        patch.setattr(depthfinder.flows.distill, "choose_depth", deepest_is_best)
+        patch.setattr(depthfinder.flows.retrain, "distill", taught_by_the_deepest)
         patch.setattr(depthfinder.encoder.training, "train_candidate", stops_mid_student)
         codes = [main(["run", "--config", "tiny.yaml", "--summary-json", "first.json"])]
         stop = False
@@ -125,8 +128,7 @@ def taught_on_a_pool(distilled):
     get_dataset("topics").generate(300, 11)[["text"]].to_csv(folder / "pool.csv", index=False)
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        patch.setattr(depthfinder.flows.distill, "choose_depth", lambda candidates, rule: choose_depth(
-            candidates, rule).model_copy(update={"best_family": "scratch", "best_depth": 2}))
+        patch.setattr(depthfinder.flows.retrain, "distill", taught_by_the_deepest)
         code = main(["run", "--config", "tiny.yaml", "--unlabeled", "pool.csv", "--summary-json", "pool.json"])
     return folder, code, len(pd.read_csv(folder / "pool.csv"))
 
