@@ -22,11 +22,13 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 run: $(STAMP)
 	$(BIN)/depthfinder run $(RUN_ARGS)
 
-# Two workers (pytest-xdist), each test file on one, so a file's shared fixtures are built once. MARK picks other
+WORKERS ?= 2
+
+# WORKERS workers (pytest-xdist), each test file on one, so a file's shared fixtures are built once. MARK picks other
 # tests than pyproject's default (`not slow and not stack`): .ci/run runs the slow ones in the same session
 # (`make test MARK='not stack and not exhaustive'`), so a file's fast and slow tests share its fixtures.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(if $(MARK),-m "$(MARK)")
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder $(if $(MARK),-m "$(MARK)")
 
 # What `make test` leaves out as slow, which .ci/run runs too: interrupts at more moments, a model loaded in a
 # fresh virtual environment of its own requirements, every encoder type end to end, a two-level problem. Not the

@@ -105,7 +105,7 @@ def format_summary(summary: RunSummary) -> str:
         for cells in [header, *rows]:
             lines.append("  ".join(cell.rjust(width) for cell, width in zip(cells, widths, strict=True)))
     if summary.rule is not None:  # a night that decided (registered, or no form met its size limit)
-        lines += ["", f"Decision: {summary.rule.reason}.", evidence_sentence(summary.rule)]
+        lines += ["", f"{decision_heading(summary)}: {summary.rule.reason}.", evidence_sentence(summary.rule)]
         if summary.crossfit is not None:
             lines.append(summary.crossfit.sentence())
         lines += filter(None, [distillation_sentence(summary.rule, summary.candidates, summary.rule.metric)])
@@ -133,6 +133,12 @@ def format_summary(summary: RunSummary) -> str:
                   f"Outcome: {summary.unmet.sentence()}."]
     lines.append(f"MLflow run: {summary.mlflow_run_id}  data hash: {summary.data_hash}")
     return "\n".join(lines)
+
+
+def decision_heading(summary: RunSummary) -> str:
+    """What the rule's sentence is: the decision, or, where no form of its choice met a hard limit, what would have
+    shipped (its sentence says "ships" of a depth nothing of which was registered)."""
+    return "Decision" if summary.unmet is None else "The rule's choice, had a form of it met the limit"
 
 
 def evidence_sentence(decision: Decision) -> str:
@@ -242,7 +248,8 @@ def decision_markdown(summary: RunSummary, plots: list[Path] = ()) -> str:
     images = "".join(
         f"\n\n![{path.stem}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})" for path in plots
     )
-    notes = [summary.rule.reason, evidence_sentence(summary.rule),
+    notes = [summary.rule.reason if summary.unmet is None else f"{decision_heading(summary)}: {summary.rule.reason}",
+             evidence_sentence(summary.rule),
              *([summary.crossfit.sentence()] if summary.crossfit is not None else []),
              *filter(None, [distillation_sentence(summary.rule, summary.candidates, summary.rule.metric)]),
              *([summary.pool.sentence()] if summary.pool is not None else []),

@@ -3,6 +3,7 @@ defined once above it, the full table in the artifact."""
 
 from __future__ import annotations
 
+from depthfinder.encoder.verdict import TriedDepth, UnmetLimit
 from depthfinder.expectations.audit.report import AuditReport
 from depthfinder.flows.report import decision_markdown, format_summary
 from depthfinder.flows.summary import AuditInforms, RunAudit, RunSummary
@@ -53,3 +54,27 @@ def test_a_scratch_teacher_is_labelled_by_its_depth_and_scratch_alone_needs_no_l
     assert labels == {"scratch": "scratch", student: "scratch<-scratch d6"}
     assert family_legend(labels) == "Families: scratch<-scratch d6: a student of scratch taught by scratch d6"
     assert family_legend(family_labels([plain])) is None
+
+
+def test_a_choice_no_form_of_which_met_the_limit_is_not_called_the_decision() -> None:
+    """The rule chose depth 1, the gate refused every form of it within the size limit: the terminal and the
+    artifact say what would have shipped, not "Decision: depth 1 ships", above the outcome that nothing did."""
+    costs = {depth: Cost(params=1000 * depth, flops_per_example=1e6 * depth, size_mb=0.2 * depth) for depth in (1, 2)}
+    candidates = [Candidate(depth=depth, status="trained", epochs=2, metrics={"macro_f1": 0.9},
+                            test_metrics={"macro_f1": 0.9}, cost=cost) for depth, cost in costs.items()]
+    decision = choose_depth(candidates, SelectionRule(confidence=None))
+    audit = RunAudit(**AuditReport.from_checks([], rows=300).model_dump(),
+                     informs=AuditInforms(class_weights=False, metric="macro_f1", near_duplicates_grouped=False,
+                                          dropped_rows=0))
+    unmet = UnmetLimit(limit_mb=0.1, tried=[TriedDepth(depth="depth 1", sizes_mb={"torch": 0.2}, passed_mb={},
+                                                       over=["size_mb 0.2 > max_size_mb"])])
+    decided = RunSummary(data_hash="d", audit=audit, candidates=candidates, rule=decision,
+                         selected_depth=decision.selected_depth)
+    unmet_night = decided.model_copy(update={"selected_depth": None, "unmet": unmet})
+
+    assert f"Decision: {decision.reason}." in format_summary(decided).splitlines()
+    lines = format_summary(unmet_night).splitlines()
+    assert not any(line.startswith("Decision") for line in lines)
+    assert f"The rule's choice, had a form of it met the limit: {decision.reason}." in lines
+    assert next(line for line in lines if line.startswith("Outcome: ")).startswith("Outcome: no form within")
+    assert f"had a form of it met the limit: {decision.reason}" in decision_markdown(unmet_night)
