@@ -20,6 +20,7 @@ from depthfinder.cli.flags import UsageError, settings_given
 from depthfinder.flows.config import RunConfig, load_run_config, without_credentials
 from depthfinder.runtime.faults import FAULTS, cause_of
 from depthfinder.runtime.files import write_text_whole
+from depthfinder.runtime.interrupt import STOP
 
 if TYPE_CHECKING:
     from prefect.states import State
@@ -82,6 +83,8 @@ def _concluded(state: State, record: type[BaseModel], what: str, config: RunConf
     """The exit code of a flow's final `state`: its record written to `output` and `shown` on the terminal, or the
     one line that says why it failed; a command that ended well but logged errors on the way says where."""
     result = state.result(raise_on_failure=False)
+    if STOP.requested and not isinstance(result, record):  # a signal the flow ended on: main's one line says so
+        raise KeyboardInterrupt
     if not isinstance(result, record):
         cause = cause_of(state.message, result, folders_written(config, output))
         error = result if isinstance(result, BaseException) else None

@@ -8,6 +8,8 @@ is not there is one line and exit 2."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -57,6 +59,7 @@ class Attempts:
     the same command again: each attempt's exit code and what it trained, and the finished run."""
 
     codes: tuple[int, int]
+    stopped_lines: list[str]  # the first attempt's lines of its own on stderr
     first: list[tuple[str, int]]
     second: list[tuple[str, int]]
     folder: Path
@@ -86,11 +89,13 @@ def run(prefect_server, checkpoints, tmp_path_factory) -> Attempts:
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
         patch.setattr(depthfinder.encoder.training, "train_candidate", stops_in_wide_depth_2)
-        first = main(command)
+        with contextlib.redirect_stderr(io.StringIO()) as stderr:
+            first = main(command)
         before, stop = list(trained), False
         second = main(command)
     summary = RunSummary.from_dict(json.loads((folder / "summary.json").read_text()))
-    return Attempts((first, second), before, trained[len(before):], folder, summary)
+    lines = [line for line in stderr.getvalue().splitlines() if line.startswith("depthfinder:")]
+    return Attempts((first, second), lines, before, trained[len(before):], folder, summary)
 
 
 def test_each_checkpoint_sweeps_its_own_depths_capped_at_its_layers_cheaper_first(run) -> None:
@@ -145,6 +150,8 @@ def test_the_card_has_every_checkpoints_curve_and_the_version_names_its_checkpoi
 
 def test_a_rerun_after_a_stop_in_the_second_checkpoint_trains_only_what_was_not_finished(run) -> None:
     assert run.codes == (143, 0)  # stopped by SIGTERM; then done
+    # one line, the stop's, though the flow ended on the training thread's Interrupted before the signal reached it
+    assert len(run.stopped_lines) == 1 and run.stopped_lines[0].startswith("depthfinder: stopped by SIGTERM while")
     assert run.first[:3] == [("small", 1), ("small", 2), ("wide", 1)]  # the cheaper checkpoint first
     # the rerun trains what the stop left: wide depth 2, and wide depth 4, which the same stop ended if it had begun
     assert sorted(run.second) == [("wide", 2), ("wide", 4)]
