@@ -79,6 +79,14 @@ class PredictOptions(ModelUri):
         None, description="File whose text column to label.",
         json_schema_extra={"flag": "--data", "one_of": "texts", "group_required": True},
     )
+    pair: list[str] | None = Field(
+        None, description="For a model of pairs: the second text of each --text, in their order (repeatable).",
+        json_schema_extra={"flag": "--pair"},
+    )
+    pair_col: str | None = Field(
+        None, description="For a model of pairs: the column of --data holding each pair's second text.",
+        json_schema_extra={"flag": "--pair-col"},
+    )
 
 
 class ExportOptions(ModelUri):

@@ -22,20 +22,30 @@ T = TypeVar("T")
 
 
 def predict(args: argparse.Namespace) -> int:
-    from depthfinder.encoder.serving import predictions_frame
+    import pandas as pd
+
+    from depthfinder.encoder.serving import PAIR_INPUTS, inputs_frame, predictions_frame
     from depthfinder.tracking.loading import open_classifier
 
+    pairs = args.pair is not None or (args.data is not None and args.pair_col is not None)
     texts = args.text or _read_texts(args.data, args.text_col)
-    if empty := [number for number, text in enumerate(texts, start=1) if not text.strip()]:
-        shown = ", ".join(map(str, empty[:5]))
+    seconds = args.pair or (_read_texts(args.data, args.pair_col) if pairs else [])
+    if args.pair is not None and len(args.pair) != len(texts):
+        raise UsageError(f"{len(texts)} --text but {len(args.pair)} --pair; a pair is one --text and one --pair")
+    if empty := [number for number, text in enumerate(texts + seconds, start=1) if not text.strip()]:
+        shown = ", ".join(str((number - 1) % len(texts) + 1) for number in empty[:5])
         raise UsageError(f"text {shown} of {len(texts)} is empty; a label of no text means nothing")
     _open_store(args.tracking_uri)
     classifier = _opened(open_classifier, args)
-    predictions = predictions_frame(classifier, texts)
+    if pairs != (classifier.inputs == PAIR_INPUTS):
+        raise UsageError(f"model {args.model} reads " + ("pairs: give --pair with each --text, or --data with "
+                         "--text-col and --pair-col" if not pairs else "single texts: leave out --pair and --pair-col"))
+    inputs = list(zip(texts, seconds, strict=True)) if pairs else texts
+    predictions = predictions_frame(classifier, inputs)
     if args.text:
         print(*predictions["label"], sep="\n")
     else:
-        print(predictions.assign(text=texts).to_csv(index=False), end="")
+        print(pd.concat([predictions, inputs_frame(inputs)], axis=1).to_csv(index=False), end="")
     return 0
 
 

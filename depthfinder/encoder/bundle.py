@@ -12,6 +12,7 @@ folder (`save_hf_folder`); pooled by mean or first token into a linear layer, a 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -21,6 +22,8 @@ from depthfinder.encoder.checkpoint import quiet_transformers
 from depthfinder.encoder.serving import (
     BUNDLE_FORMAT,
     CONFIG_FILE,
+    INPUTS_KEY,
+    TEXT_COLUMN,
     TOKENIZER_FILE,
     WEIGHTS_FILE,
     Network,
@@ -32,7 +35,8 @@ from depthfinder.encoder.serving import (
 from depthfinder.encoder.vocabulary import save_vocab_file
 
 
-def save_bundle(directory: Path, network: Network, tokenizer: Tokenizer, labels: list[str]) -> Path:
+def save_bundle(directory: Path, network: Network, tokenizer: Tokenizer, labels: list[str],
+                inputs: Sequence[str] = (TEXT_COLUMN,)) -> Path:
     """Write one trained candidate to `directory` (created if missing).
 
     Args:
@@ -40,6 +44,7 @@ def save_bundle(directory: Path, network: Network, tokenizer: Tokenizer, labels:
         network: The trained network; its weights are saved as CPU tensors.
         tokenizer: The tokenizer the network was trained with.
         labels: Class names in class-id order (label k is the network's output k).
+        inputs: The columns one example is read from: `text`, or `text` and `pair` (encoder.serving).
 
     Returns:
         The bundle's directory.
@@ -53,7 +58,8 @@ def save_bundle(directory: Path, network: Network, tokenizer: Tokenizer, labels:
     state = {key: tensor.detach().cpu() for key, tensor in network.state_dict().items()}
     torch.save(state, directory / WEIGHTS_FILE)
     config = {**network.cfg.to_dict(), "family": family_name(network.cfg),
-              "labels": [str(label) for label in labels], "format": BUNDLE_FORMAT}
+              "labels": [str(label) for label in labels], "format": BUNDLE_FORMAT,
+              **({INPUTS_KEY: list(inputs)} if tuple(inputs) != (TEXT_COLUMN,) else {})}
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     tokenizer.save(str(directory / TOKENIZER_FILE))
     return directory

@@ -18,6 +18,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from depthfinder.encoder.distillation import UNLABELLED
 from depthfinder.encoder.serving import encode_texts, pad_batch
 from depthfinder.encoder.tokenizer import PAD_ID
+from depthfinder.expectations.table.shape import input_columns, model_inputs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -152,7 +153,7 @@ class TextDataModule(L.LightningDataModule):
         unknown_labels = sorted(set(frame["label"].astype(str)) - set(labels))
         if unknown_labels:
             raise ValueError(f"label(s) {unknown_labels[:5]} are not among labels {labels}")
-        self.frame = frame[list(REQUIRED_COLUMNS)]
+        self.frame = frame[[*input_columns(frame), *REQUIRED_COLUMNS[1:]]]
         self.tokenizer = tokenizer
         self.labels = list(labels)
         self.max_len = max_len
@@ -179,7 +180,7 @@ class TextDataModule(L.LightningDataModule):
         class_ids = {label: i for i, label in enumerate(self.labels)}
         for split in SPLITS:
             rows = self.frame[self.frame["split"] == split]
-            ids = encode_texts(self.tokenizer, rows["text"].astype(str).tolist(), self.max_len)
+            ids = encode_texts(self.tokenizer, model_inputs(rows), self.max_len)
             targets = rows["label"].astype(str).map(class_ids).to_numpy(dtype=np.int64)
             logits = self.teacher_logits if split == "train" else None
             if split == "train" and self.unlabeled is not None:  # the transfer set: soft labels, no class

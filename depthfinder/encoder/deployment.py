@@ -106,7 +106,8 @@ def _made_forms(model: TextClassifier, texts: list[str], truths: list[str], gate
             if _ships(predicted, intervals[PRUNED], truths, PRUNED, metric, margin):
                 from depthfinder.encoder.bundle import save_bundle
 
-                bundle = save_bundle(folder / PRUNED_BUNDLE, pruned.network, pruned.tokenizer, model.labels)
+                bundle = save_bundle(folder / PRUNED_BUNDLE, pruned.network, pruned.tokenizer, model.labels,
+                                     model.inputs)
                 pruning, base = pruning.model_copy(update={"bundle": str(bundle.resolve())}), pruned
     files, tokenizer_file = _onnx_forms(base, model.labels, folder, classifiers)
     coding = None
@@ -186,7 +187,7 @@ def _pruned(model: TextClassifier, shrinking: Shrinking) -> tuple[Pruning | None
     full, small = weights_mb(network), weights_mb(pruned)
     pruning = Pruning(kept=len(kept), vocabulary=vocabulary, min_count=min_count, saved_mb=full - small,
                       saved_share=(full - small) / full)
-    return pruning, TextClassifier(pruned, prune_tokenizer(tokenizer, kept), model.labels), ""
+    return pruning, TextClassifier(pruned, prune_tokenizer(tokenizer, kept), model.labels, model.inputs), ""
 
 
 def _vs_torch(truths: list[str], predicted: dict[str, list[str]], name: str, metric: str,
@@ -216,7 +217,7 @@ def _onnx_forms(base: TextClassifier, labels: list[str], folder: Path, classifie
     files = {"onnx": export_onnx(base.network, folder / ONNX_FILE)}
     files["onnx-int8"] = quantize(files["onnx"], folder / INT8_FILE)
     for name, path in files.items():
-        classifiers[name] = TextClassifier(OnnxNetwork(path, base.network.cfg), base.tokenizer, labels)
+        classifiers[name] = TextClassifier(OnnxNetwork(path, base.network.cfg), base.tokenizer, labels, base.inputs)
     base.tokenizer.save(str(folder / TOKENIZER_FILE))
     return files, str(folder / TOKENIZER_FILE)
 
@@ -227,7 +228,7 @@ def _coded_form(base: TextClassifier, texts: list[str], folder: Path, limit_mb: 
     `limit_mb` allows: the whole vocabulary, for the texts pruning would cut into pieces; its coding, file and
     classifier (the same tokenizer)."""
     network, coding, path = coded_file(base.network, base.tokenizer, texts, folder / CODED_FILE, limit_mb)
-    return coding, path, TextClassifier(OnnxNetwork(path, network.cfg), base.tokenizer, base.labels)
+    return coding, path, TextClassifier(OnnxNetwork(path, network.cfg), base.tokenizer, base.labels, base.inputs)
 
 
 def _size_mb(classifier: TextClassifier, path: Path | None) -> float:

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from depthfinder.encoder.serving import load_bundle
+from depthfinder.expectations.table.shape import ModelInput, model_inputs
 from depthfinder.runtime.files import written_whole
 
 CACHE_FOLDER = "soft-labels"
@@ -89,9 +90,9 @@ def soft_labels_path(cache: Path, teacher: str, texts: str) -> Path:
     return Path(cache) / CACHE_FOLDER / f"{teacher}-{texts}.npy"
 
 
-def train_texts(frame: pd.DataFrame) -> list[str]:
-    """The texts a student's soft labels are in the order of: `frame`'s train rows."""
-    return frame.loc[frame["split"] == "train", "text"].astype(str).tolist()
+def train_texts(frame: pd.DataFrame) -> list[ModelInput]:
+    """The inputs a student's soft labels are in the order of: `frame`'s train rows."""
+    return model_inputs(frame[frame["split"] == "train"])
 
 
 def teacher_logits(bundle: Path, teacher: str, texts: list[str], digest: str, cache: Path) -> np.ndarray:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-import pandas as pd
 import torch
 from tokenizers import Tokenizer
 
@@ -27,6 +26,7 @@ from depthfinder.encoder.config import SCRATCH_DEPTHS, FamilyKind, FamilyName, M
 from depthfinder.encoder.model import EncoderClassifier, EncoderConfig
 from depthfinder.encoder.pretrained import load_truncated
 from depthfinder.encoder.serving import Network, NetworkConfig, family_name
+from depthfinder.expectations.table.shape import read_inputs, side_texts
 from depthfinder.runtime.files import written_whole
 
 # What serving any family's model needs, besides the family's own `serving_packages`.
@@ -152,8 +152,8 @@ class Scratch(Family):
 
         path = Path(workdir) / "tokenizers" / f"{data_hash}-{model.vocab_size}.json"
         if not path.exists():
-            frame = pd.read_parquet(table, columns=["text", "split"])
-            _save(train_tokenizer(frame.loc[frame["split"] == "train", "text"], model.vocab_size), path)
+            frame = read_inputs(table, "split")
+            _save(train_tokenizer(side_texts(frame[frame["split"] == "train"]), model.vocab_size), path)
         return str(path)
 
     def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> EncoderClassifier:
@@ -251,7 +251,7 @@ class Pretrained(Family):
         return str(path)
 
     def network(self, depth: int, n_classes: int, model: ModelConfig, tokenizer: Tokenizer) -> Network:
-        return load_truncated(self.checkpoint, depth, n_classes, model.max_len, model.pretrained_pooling)
+        return load_truncated(self.checkpoint, depth, n_classes, model.max_len, model.pretrained_pooling, tokenizer)
 
     def fewest_params(self, depth: int, model: ModelConfig, embeddings: bool = True) -> int:
         """The checkpoint's config cut to `depth` layers, built on the meta device (no weights read)."""

@@ -12,6 +12,7 @@ DeBERTa-v2/v3, ELECTRA, ModernBERT) and, by its generic rule, any type whose lay
 
 from __future__ import annotations
 
+from tokenizers import Tokenizer
 from torch import nn
 
 from depthfinder.encoder.architectures import truncated_config
@@ -20,11 +21,13 @@ from depthfinder.encoder.serving import PretrainedConfig, PretrainedEncoderClass
 
 
 def load_truncated(
-    checkpoint: PretrainedCheckpoint, depth: int, n_classes: int, max_len: int, pooling: str
+    checkpoint: PretrainedCheckpoint, depth: int, n_classes: int, max_len: int, pooling: str,
+    tokenizer: Tokenizer | None = None,
 ) -> PretrainedEncoderClassifier:
     """The checkpoint's embeddings and bottom `depth` layers (as its architecture defines them) with a new head
     (pooling `head`: the type's own sequence-classification head, new, on its pooler where the checkpoint has one);
-    ValueError for a depth above L."""
+    ValueError for a depth above L. With its `tokenizer`, a pair's second text gets the token type the tokenizer
+    gives it, where the type has token types."""
     from transformers import MODEL_MAPPING, AutoConfig
 
     if not 1 <= depth <= checkpoint.layers:
@@ -47,8 +50,22 @@ def load_truncated(
         max_len = min(max_len, positions - checkpoint.architecture.position_offset)
     pad_id = getattr(config, "pad_token_id", None)
     cfg = PretrainedConfig(encoder=config.to_dict(), n_classes=n_classes, max_len=max_len, pooling=pooling,
-                           pad_id=0 if pad_id is None else int(pad_id), layers=depth)
+                           pad_id=0 if pad_id is None else int(pad_id), layers=depth,
+                           segment_after=_segment_after(tokenizer, config))
     return PretrainedEncoderClassifier(cfg, encoder)
+
+
+def _segment_after(tokenizer: Tokenizer | None, config: object) -> int | None:
+    """The token after which the tokenizer's pair template starts token type 1 (BERT's [SEP]); None where the type
+    has no second token type or the tokenizer gives a pair's second text none."""
+    if tokenizer is None or int(getattr(config, "type_vocab_size", 0) or 0) < 2:
+        return None
+    try:
+        encoding = tokenizer.encode("a", "b")
+    except Exception:  # a template without a pair form; the Rust library raises its own type
+        return None
+    types = encoding.type_ids
+    return encoding.ids[types.index(1) - 1] if 1 in types and types.index(1) > 0 else None
 
 
 def _with_new_head(path: str, config: object) -> nn.Module:

@@ -1,5 +1,6 @@
 """What a registered model runs on wherever it is served: its networks, its tokenizer's batching, its bundle's
-reader, and its input and output (a `text` column in; `label`, `confidence`, `proba_<label>` out).
+reader, and its input and output (a `text` column in, and a `pair` column for a model of pairs; `label`,
+`confidence`, `proba_<label>` out).
 
 Nothing here imports depthfinder, so this file travels with every logged model (as `depthfinder_serving.py`,
 beside the scratch network's `encoder/model.py` as `depthfinder_network.py`: MLflow's code_paths) and the model
@@ -11,7 +12,7 @@ A bundle is a folder:
 bundle/
   weights.pt      the network's state_dict (loaded with weights_only=True: no pickled code)
   encoder.json    the network's config plus "family" (scratch or pretrained), "labels" (the class names in
-                  class-id order) and "format"
+                  class-id order), "format" and, for a model of pairs, "inputs" (["text", "pair"])
   tokenizer.json  the tokenizers library's own format
 ```
 """
@@ -39,6 +40,9 @@ else:
     from depthfinder_network import EncoderClassifier, EncoderConfig
 
 TEXT_COLUMN = "text"
+PAIR_COLUMN = "pair"  # a pair's second text (expectations.table.shape, which this file cannot import)
+PAIR_INPUTS = (TEXT_COLUMN, PAIR_COLUMN)
+INPUTS_KEY = "inputs"  # encoder.json's list of input columns; absent: a single `text`
 LABEL_COLUMN = "label"
 CONFIDENCE_COLUMN = "confidence"
 PROBA_PREFIX = "proba_"
@@ -60,6 +64,9 @@ class PretrainedConfig:
     pooling: str = "mean"  # mean or cls: over the base model's output, then a linear head; head: the type's own
     pad_id: int = 0
     layers: int | None = None  # the candidate's depth (None in bundles saved before it was kept here)
+    # The token after whose first occurrence a pair's second text has token type 1, where the type has token types
+    # and its tokenizer gives the second text one (BERT: [SEP]); None: every token is of type 0.
+    segment_after: int | None = None
 
     @property
     def depth(self) -> int:
@@ -106,15 +113,27 @@ class PretrainedEncoderClassifier(nn.Module):
         return self.encoder.base_model if self.cfg.pooling == "head" else self.encoder
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask,
+                  **self._token_types(input_ids, attention_mask)}
         if self.cfg.pooling == "head":
-            return self.encoder(input_ids=input_ids, attention_mask=attention_mask).logits  # (B, n_classes)
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, H)
+            return self.encoder(**inputs).logits  # (B, n_classes)
+        hidden = self.encoder(**inputs).last_hidden_state  # (B, T, H)
         if self.cfg.pooling == "cls":
             pooled = hidden[:, 0]
         else:
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
             pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)  # (B, H)
         return self.head(self.dropout(pooled))  # (B, n_classes)
+
+    def _token_types(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> dict[str, torch.Tensor]:
+        """A pair's token type ids, as its tokenizer gives them to `transformers`: 1 after the first `segment_after`
+        token (the second text and its closing separator), 0 before and on padding; a single text is all 0s. Derived
+        from the ids here, so every form of the network (ONNX included) takes the same two inputs."""
+        if self.cfg.segment_after is None:
+            return {}
+        marks = (input_ids == self.cfg.segment_after).long()  # (B, T)
+        after = (torch.cumsum(marks, dim=1) - marks) > 0
+        return {"token_type_ids": (after & attention_mask.bool()).long()}
 
     def num_params(self, embeddings: bool = True) -> int:
         """Parameters, with or without the embedding layer (word, position and token-type embeddings, and what
@@ -148,9 +167,14 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     return tokenizer
 
 
-def encode_texts(tokenizer: Tokenizer, texts: Sequence[str], max_len: int) -> list[list[int]]:
-    """Token ids per text, [CLS] first, at most max_len: a longer text is cut before the closing special
-    tokens are added, so it keeps its [SEP] (as Hugging Face and sentence-transformers cut it)."""
+# One example as the network reads it: a text, or a pair of texts read as one sequence.
+ModelInput = str | tuple[str, str]
+
+
+def encode_texts(tokenizer: Tokenizer, texts: Sequence[ModelInput], max_len: int) -> list[list[int]]:
+    """Token ids per text (or pair: the tokenizer's pair template joins the two), [CLS] first, at most max_len: a
+    longer text is cut before the closing special tokens are added, so it keeps its [SEP] (as Hugging Face and
+    sentence-transformers cut it; a pair loses tokens from its longer text first)."""
     tokenizer.enable_truncation(max_len)
     return [enc.ids for enc in tokenizer.encode_batch(list(texts))]
 
@@ -168,13 +192,16 @@ def pad_batch(ids: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tens
 class TextClassifier:
     """A trained network with its tokenizer and label names: raw text in, classes out."""
 
-    def __init__(self, network: Network, tokenizer: Tokenizer, labels: Sequence[str]) -> None:
-        """Hold the network on CPU in eval mode (this switches the given module in place)."""
+    def __init__(self, network: Network, tokenizer: Tokenizer, labels: Sequence[str],
+                 inputs: Sequence[str] = (TEXT_COLUMN,)) -> None:
+        """Hold the network on CPU in eval mode (this switches the given module in place); `inputs`: the columns
+        one example is read from (`text`, or `text` and `pair`)."""
         if len(labels) != network.cfg.n_classes:
             raise ValueError(f"got {len(labels)} labels for a network with {network.cfg.n_classes} classes")
         self.network = network.to("cpu").eval()
         self.tokenizer = tokenizer
         self.labels = list(labels)
+        self.inputs = tuple(inputs)
 
     def predict_proba(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Class probabilities (N, K), rows in input order; K follows `labels`.
@@ -214,6 +241,7 @@ def read_bundle_config(directory: Path) -> tuple[NetworkConfig, list[str]]:
         raise ValueError(f"{directory} is not a model bundle: {CONFIG_FILE} is missing")
     config = json.loads(path.read_text(encoding="utf-8"))
     labels = config.pop("labels", None)
+    config.pop(INPUTS_KEY, None)  # bundle_inputs
     if (found := config.pop("format", 1)) != BUNDLE_FORMAT:
         raise ValueError(
             f"{path} is a format-{found} bundle; this depthfinder reads format {BUNDLE_FORMAT}: retrain the model"
@@ -252,7 +280,17 @@ def load_bundle(directory: Path) -> TextClassifier:
     network = NETWORKS[family_name(cfg)][1](cfg)
     state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
     network.load_state_dict(state)
-    return TextClassifier(network, load_tokenizer(directory / TOKENIZER_FILE), labels)
+    return TextClassifier(network, load_tokenizer(directory / TOKENIZER_FILE), labels, bundle_inputs(directory))
+
+
+def bundle_inputs(directory: Path) -> tuple[str, ...]:
+    """The columns a bundle's model reads one example from: `text`, or `text` and `pair`."""
+    config = json.loads((Path(directory) / CONFIG_FILE).read_text(encoding="utf-8"))
+    inputs = tuple(config.get(INPUTS_KEY, [TEXT_COLUMN]))
+    if inputs not in ((TEXT_COLUMN,), PAIR_INPUTS):
+        raise ValueError(f"{directory / CONFIG_FILE} names inputs {list(inputs)}; a model reads {TEXT_COLUMN!r} or "
+                         f"{list(PAIR_INPUTS)}")
+    return inputs
 
 
 def proba_columns(labels: list[str]) -> list[str]:
@@ -260,8 +298,11 @@ def proba_columns(labels: list[str]) -> list[str]:
     return [f"{PROBA_PREFIX}{label}" for label in labels]
 
 
-def texts_from_input(model_input: object) -> list[str]:
-    """The texts of a DataFrame's `text` column, a Series or a list; rejects non-strings by row."""
+def texts_from_input(model_input: object, columns: Sequence[str] = (TEXT_COLUMN,)) -> list[ModelInput]:
+    """The texts of a DataFrame's `text` column, a Series or a list; rejects non-strings by row. A model of pairs
+    (`columns` `text` and `pair`) reads (text, pair) from a DataFrame's two columns, or from a list of pairs."""
+    if tuple(columns) == PAIR_INPUTS:
+        return _pairs_from_input(model_input)
     if isinstance(model_input, pd.DataFrame):
         if TEXT_COLUMN not in model_input.columns:
             raise ValueError(f"input needs a '{TEXT_COLUMN}' column, got columns {list(model_input.columns)}")
@@ -279,7 +320,32 @@ def texts_from_input(model_input: object) -> list[str]:
     return [str(value) for value in values]  # plain str, also from numpy str_ values
 
 
-def predictions_frame(classifier: TextClassifier, texts: list[str]) -> pd.DataFrame:
+def _pairs_from_input(model_input: object) -> list[ModelInput]:
+    """(text, pair) per row of a DataFrame's `text` and `pair` columns, or of a list of two-text pairs."""
+    if isinstance(model_input, pd.DataFrame):
+        missing = [column for column in PAIR_INPUTS if column not in model_input.columns]
+        if missing:
+            raise ValueError(f"a model of pairs needs columns {list(PAIR_INPUTS)}; got {list(model_input.columns)}")
+        rows = list(zip(model_input[TEXT_COLUMN].tolist(), model_input[PAIR_COLUMN].tolist(), strict=True))
+    elif isinstance(model_input, list | tuple):
+        rows = [tuple(row) if isinstance(row, list | tuple) else (row,) for row in model_input]
+    else:
+        raise TypeError(f"a model of pairs takes a DataFrame with columns {list(PAIR_INPUTS)} or a list of "
+                        f"(text, pair), got {type(model_input).__name__}")
+    for number, row in enumerate(rows):
+        if len(row) != 2 or not all(isinstance(value, str) for value in row):
+            raise ValueError(f"row {number} is {row!r}; a model of pairs takes two strings per row")
+    return [(str(first), str(second)) for first, second in rows]
+
+
+def inputs_frame(inputs: Sequence[ModelInput]) -> pd.DataFrame:
+    """The DataFrame a served model takes for `inputs`: a `text` column, and a `pair` column for pairs."""
+    if inputs and isinstance(inputs[0], tuple):
+        return pd.DataFrame(list(inputs), columns=list(PAIR_INPUTS))
+    return pd.DataFrame({TEXT_COLUMN: list(inputs)})
+
+
+def predictions_frame(classifier: TextClassifier, texts: list[ModelInput]) -> pd.DataFrame:
     """Label, confidence and per-class probabilities of each text, rows in input order."""
     probs = classifier.predict_proba(texts).astype(np.float64)  # (N, K)
     frame = pd.DataFrame(probs, columns=proba_columns(classifier.labels))

@@ -14,7 +14,8 @@ SUBWORD_PREFIX = "##"
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int) -> Tokenizer:
-    """Train a lower-casing WordPiece tokenizer that puts [CLS] first in every encoding.
+    """Train a lower-casing WordPiece tokenizer that puts [CLS] first in every encoding, and [SEP] between the two
+    texts of a pair.
 
     The same texts give the same vocabulary and ids in every process. The library's trainer
     alone does not (huggingface/tokenizers#1794): it numbers the `##c` continuation
@@ -36,8 +37,9 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int) -> Tokenizer:
     vocab = trained.get_vocab(with_added_tokens=False)
     tokenizer = _wordpiece(models.WordPiece(vocab, unk_token=UNK, continuing_subword_prefix=SUBWORD_PREFIX))
     tokenizer.add_special_tokens(list(SPECIAL_TOKENS))
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single=f"{CLS} $A", special_tokens=[(CLS, tokenizer.token_to_id(CLS))]
+    tokenizer.post_processor = processors.TemplateProcessing(  # a pair: the second text after a [SEP], as BERT's
+        single=f"{CLS} $A", pair=f"{CLS} $A {SEP} $B:1",
+        special_tokens=[(CLS, tokenizer.token_to_id(CLS)), (SEP, tokenizer.token_to_id(SEP))],
     )
     return tokenizer
 

@@ -32,6 +32,7 @@ from depthfinder.encoder.trainer import (
     restore_network_weights,
 )
 from depthfinder.evidence.metrics import classification_metrics
+from depthfinder.expectations.table.shape import model_inputs
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -274,7 +275,7 @@ def _probe_results(classifier: TextClassifier, screen: LayerProbes, frame: pd.Da
     for split, key in (("val", "probe_metrics"), ("test", "probe_test_metrics")):
         rows = frame[frame["split"] == split]
         truths = rows["label"].astype(str).tolist()
-        predicted = probe_predictions(classifier, screen, rows["text"].astype(str).tolist())  # (layers, n)
+        predicted = probe_predictions(classifier, screen, model_inputs(rows))  # (layers, n)
         results[key] = [classification_metrics(truths, [labels[k] for k in layer]) for layer in predicted]
         if split == "val":
             results["probe_val_predicted"] = [layer.astype(np.int32) for layer in predicted]
@@ -324,7 +325,7 @@ def _split_metrics(
     class ids of its rows."""
     rows = frame[frame["split"] == split]
     true = rows["label"].astype(str).tolist()
-    predicted = classifier.predict(rows["text"].astype(str).tolist())
+    predicted = classifier.predict(model_inputs(rows))
     index = {label: i for i, label in enumerate(labels)}
     ids = (np.array([index[label] for label in values], dtype=np.int32) for values in (true, predicted))
     return classification_metrics(true, predicted), *ids

@@ -41,6 +41,7 @@ from tokenizers import Tokenizer
 from torch import nn
 
 from depthfinder.encoder.serving import Network, PretrainedEncoderClassifier
+from depthfinder.expectations.table.shape import side_texts
 
 VOCAB_FILE = "vocab.txt"  # what a WordPiece tokenizer's `transformers` classes (BertTokenizer) read
 # Config keys that hold a token id, renumbered with the vocabulary (those a type has; pad_token_id in every one).
@@ -51,7 +52,7 @@ TOKEN_ID_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id", "cls_token_id",
 def vocabulary_texts(frame: pd.DataFrame, extra: Iterable[str] = ()) -> list[str]:
     """The texts a pruned vocabulary keeps the tokens of: `frame`'s train and validation rows (`text`, `split`) and
     the `extra` texts (the unlabelled pool); never its test rows."""
-    return [*frame.loc[frame["split"].isin(["train", "val"]), "text"].astype(str), *extra]
+    return [*side_texts(frame[frame["split"].isin(["train", "val"])]), *extra]
 
 
 def prunable(tokenizer: Tokenizer, network: Network | None = None) -> str | None:
@@ -160,7 +161,9 @@ def prune_network(network: Network, kept: list[int]) -> Network:
         for key, value in {"vocab_size": len(kept), **ids}.items():
             setattr(model.config, key, value)
         encoder = {**network.cfg.encoder, "vocab_size": len(kept), **ids}
-        network.cfg = dataclasses.replace(network.cfg, encoder=encoder, pad_id=new_id[network.cfg.pad_id])
+        after = network.cfg.segment_after
+        network.cfg = dataclasses.replace(network.cfg, encoder=encoder, pad_id=new_id[network.cfg.pad_id],
+                                          segment_after=None if after is None else new_id[after])
     else:
         network.cfg = dataclasses.replace(network.cfg, vocab_size=len(kept), pad_id=new_id[network.cfg.pad_id])
     return network

@@ -67,13 +67,14 @@ def score_champion(model_uri: str, table: pd.DataFrame, config: ChangesConfig, m
     from depthfinder.evidence.metrics import classification_metrics
     from depthfinder.expectations.changes.compare import rows_to_score
     from depthfinder.expectations.table.labels import normalize_label
+    from depthfinder.expectations.table.shape import model_inputs
     from depthfinder.tracking.registry import predict_labels
 
     added, tested = rows_to_score(table, config)
     if added.empty:
         return None
     rows = added.append(tested)
-    said = predict_labels(model_uri, table.loc[rows, "text"].tolist())
+    said = predict_labels(model_uri, model_inputs(table.loc[rows]))
     # normalize_label: a champion trained before labels were normalised may name a class another way.
     predicted = pd.Series([normalize_label(label) for label in said], index=rows, dtype="object")
     labels = table["label"].astype("str")

@@ -6,12 +6,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from prefect import task
 from prefect.cache_policies import NONE
 
+from depthfinder.expectations.table.shape import read_inputs
 from depthfinder.selection.crossfit import assign_folds
-from depthfinder.tasks.data import TRAINING_COLUMNS, PreparedData, write_table
+from depthfinder.tasks.data import LABELLED_COLUMNS, PreparedData, write_table
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ def fold_tables(dataset: PreparedData, folds: int, workdir: Path) -> Folds:
     predict, never train or early-stop on), the other rows in their own split; the test rows in none. Written like
     a prepared table (once per content, atomically), so a fold's candidates are keyed, kept and resumed like the
     sweep's; the class list is the dataset's, so every fold numbers the classes alike."""
-    frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
+    frame = read_inputs(dataset.path, *LABELLED_COLUMNS)
     labelled = frame[frame["split"].isin(["train", "val"])].reset_index(drop=True)
     ids = assign_folds(labelled["label"].astype(str).tolist(), folds)
     tables = []

@@ -15,10 +15,12 @@ from depthfinder.expectations.audit.config import AuditConfig
 from depthfinder.expectations.table.config import DataConfig
 from depthfinder.expectations.table.labels import LabelNormalization
 from depthfinder.expectations.table.load import LoadedTable, load_labelled_table
+from depthfinder.expectations.table.shape import input_columns
 from depthfinder.expectations.table.split import assign_splits
 from depthfinder.runtime.files import written_whole
 
-TRAINING_COLUMNS = ["text", "label", "split"]
+# What training reads besides the inputs (expectations.table.shape.input_columns); the data hash is of both.
+LABELLED_COLUMNS = ["label", "split"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class PreparedData:
     dropped: dict[str, int] = field(default_factory=dict)  # rows removed before the audit, per reason
     normalized_labels: LabelNormalization = field(default_factory=LabelNormalization)  # when loaded
     split_rows: dict[str, int] = field(default_factory=dict)  # rows per split (train, val, test)
+    inputs: list[str] = field(default_factory=lambda: ["text"])  # the columns of one example: its task's shape
 
 
 def prepare_table(data: DataConfig) -> LoadedTable:
@@ -87,6 +90,6 @@ def write_table(table: pd.DataFrame, workdir: Path) -> PreparedData:
     labels = sorted(table["label"].unique().tolist())
     splits = {str(split): int(rows) for split, rows in table["split"].value_counts().items()}
     return PreparedData(
-        path=str(path), data_hash=table_hash(table, TRAINING_COLUMNS), table_hash=whole, rows=len(table), labels=labels,
-        split_rows=splits,
+        path=str(path), data_hash=table_hash(table, [*input_columns(table), *LABELLED_COLUMNS]), table_hash=whole,
+        rows=len(table), labels=labels, split_rows=splits, inputs=input_columns(table),
     )

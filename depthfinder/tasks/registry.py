@@ -13,6 +13,7 @@ from prefect.cache_policies import NONE
 
 from depthfinder.encoder.verdict import Deployment
 from depthfinder.expectations.changes.report import ChangeReport
+from depthfinder.expectations.table.shape import ModelInput, model_inputs, read_inputs
 from depthfinder.runtime.retries import RETRIES
 from depthfinder.selection.candidate import Candidate
 from depthfinder.selection.settings import SelectionRule
@@ -38,7 +39,7 @@ def prepare_deployment(candidate: Candidate, dataset: PreparedData, rule: Select
 
     model = load_bundle(Path(candidate.bundle))
     texts, labels = _test_split(dataset)
-    frame = pd.read_parquet(dataset.path, columns=["text", "split"])
+    frame = read_inputs(dataset.path, "split")
     deployment = measure_deployment(
         model, texts, labels, Gate(rule.metric, rule.deployment_margin, rule.confidence), Path(folder) / "onnx",
         Shrinking(vocabulary_texts(frame, pool_texts(pool)), rule.vocabulary_min_count, rule.max_size_mb),
@@ -81,10 +82,10 @@ def find_unchanged_model(tracking_uri: str, model_name: str, fingerprint: dict[s
     return find_unchanged_version(client_of(tracking_uri), model_name, fingerprint)
 
 
-def _test_split(dataset: PreparedData) -> tuple[list[str], list[str]]:
-    """The prepared table's test texts and labels."""
+def _test_split(dataset: PreparedData) -> tuple[list[ModelInput], list[str]]:
+    """The prepared table's test inputs (texts, or pairs) and labels."""
     test = _test_rows(dataset)
-    return test["text"].tolist(), test["label"].tolist()
+    return model_inputs(test), test["label"].tolist()
 
 
 def _test_rows(dataset: PreparedData) -> pd.DataFrame:

@@ -28,12 +28,13 @@ from prefect.states import Cancelled, State
 
 from depthfinder.encoder.config import ModelConfig, TrainConfig
 from depthfinder.encoder.families import Family
+from depthfinder.expectations.table.shape import model_inputs, read_inputs, side_texts
 from depthfinder.runtime.credentials import store_uri
 from depthfinder.runtime.files import write_text_whole
 from depthfinder.runtime.interrupt import Interrupted
 from depthfinder.runtime.retries import RETRIES
 from depthfinder.selection.candidate import DISTILLED, Candidate, Cost, arm_label, student_family
-from depthfinder.tasks.data import TRAINING_COLUMNS, PreparedData
+from depthfinder.tasks.data import LABELLED_COLUMNS, PreparedData
 from depthfinder.tasks.pool import PoolTexts
 from depthfinder.tracking.runs import (
     EPOCH_CURVES,
@@ -311,7 +312,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         train = train.model_copy(update={"learning_rate": train.learning_rate * RESTART_PEAK})
     name = training.label(depth, train.seed)
     tokenizer = load_tokenizer(training.tokenizer_path)
-    frame = pd.read_parquet(dataset.path, columns=TRAINING_COLUMNS)
+    frame = read_inputs(dataset.path, *LABELLED_COLUMNS)
     out_dir = candidate_dir / "checkpoints"
     last = last_checkpoint(out_dir, depth)
     done = checkpoint_epochs(last)
@@ -332,7 +333,8 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
         probes=training.probes,
         start_from=None if twin is None else Path(twin),
     )
-    bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels)
+    bundle = save_bundle(candidate_dir / f"bundle-epochs-{epochs}", trained.network, tokenizer, dataset.labels,
+                         dataset.inputs)
     predictions = save_predictions(candidate_dir / f"predictions-epochs-{epochs}.npz", trained.val_true,
                                    trained.val_predicted)
     test_predictions = save_predictions(candidate_dir / f"test-predictions-epochs-{epochs}.npz", trained.test_true,
@@ -370,9 +372,9 @@ def _passed_sizes(training: Training, network: Any, tokenizer: Any, frame: pd.Da
     from depthfinder.encoder.serving import TextClassifier
 
     check, val = training.form_check, frame[frame["split"] == "val"]
-    train = frame.loc[frame["split"] == "train", "text"].astype(str).tolist()
-    model = TextClassifier(copy.deepcopy(network), tokenizer, training.dataset.labels)
-    passed = forms_passed(model, val["text"].astype(str).tolist(), val["label"].tolist(),
+    train = side_texts(frame[frame["split"] == "train"])
+    model = TextClassifier(copy.deepcopy(network), tokenizer, training.dataset.labels, training.dataset.inputs)
+    passed = forms_passed(model, model_inputs(val), val["label"].tolist(),
                           Gate(check.metric, check.margin), Shrinking(train, training.vocabulary_min_count,
                                                                       check.limit_mb))
     return {name: sizes[name] for name in passed if name in sizes}

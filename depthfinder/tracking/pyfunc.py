@@ -7,13 +7,15 @@ file imports only mlflow and encoder.serving, which travels with it as `depthfin
 (MLflow's code_paths, with the scratch network as `depthfinder_network`), and the model's
 declared requirements.
 
-Input: a DataFrame with a string column `text` (a Series or a list of strings also works).
+Input: a DataFrame with a string column `text` (a Series or a list of strings also works); a model of pairs
+takes string columns `text` and `pair` (or a list of (text, pair)).
 Output: a DataFrame with `label` (the most probable class), `confidence` (its probability)
 and `proba_<label>` per class in class-id order, so callers can threshold or calibrate.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +48,15 @@ except ImportError:  # inside depthfinder
 BUNDLE_ARTIFACT = "bundle"
 
 
-def text_classifier_signature(labels: list[str]) -> ModelSignature:
-    """Input: one string column `text`; output: label, confidence and one probability per class."""
-    inputs = Schema([ColSpec("string", TEXT_COLUMN)])
+def text_classifier_signature(labels: list[str], inputs: Sequence[str] = (TEXT_COLUMN,)) -> ModelSignature:
+    """Input: the string column `text` (and `pair`, for a model of pairs); output: label, confidence and one
+    probability per class."""
+    columns = Schema([ColSpec("string", column) for column in inputs])
     outputs = Schema(
         [ColSpec("string", LABEL_COLUMN), ColSpec("double", CONFIDENCE_COLUMN)]
         + [ColSpec("double", column) for column in proba_columns(labels)]
     )
-    return ModelSignature(inputs=inputs, outputs=outputs)
+    return ModelSignature(inputs=columns, outputs=outputs)
 
 
 class TextClassifierModel(PythonModel):
@@ -65,7 +68,7 @@ class TextClassifierModel(PythonModel):
     def predict(
         self, context: PythonModelContext, model_input: pd.DataFrame, params: dict[str, Any] | None = None
     ) -> pd.DataFrame:
-        return predictions_frame(self.classifier, texts_from_input(model_input))
+        return predictions_frame(self.classifier, texts_from_input(model_input, self.classifier.inputs))
 
 
 set_model(TextClassifierModel())

@@ -16,7 +16,6 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import mlflow
-import pandas as pd
 from mlflow.entities.model_registry import ModelVersion, RegisteredModel
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, RESOURCE_DOES_NOT_EXIST, ErrorCode
@@ -25,7 +24,7 @@ from mlflow.tracking import MlflowClient
 from depthfinder.encoder import model as network
 from depthfinder.encoder import serving
 from depthfinder.encoder.families import SERVING_PACKAGES, family_of
-from depthfinder.encoder.serving import TEXT_COLUMN, read_bundle_config
+from depthfinder.encoder.serving import ModelInput, bundle_inputs, inputs_frame, read_bundle_config, texts_from_input
 from depthfinder.encoder.verdict import Deployment
 from depthfinder.runtime.interrupt import STOP
 from depthfinder.selection.candidate import Candidate
@@ -49,7 +48,7 @@ JUDGED, PENDING, PROMOTED, NOT_PROMOTED = "judged", "pending", "promoted", "not 
 _LOG_LOCK = threading.Lock()
 
 
-def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example: list[str],
+def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example: list[ModelInput],
                         deployment: Deployment | None = None) -> str:
     """Log a bundle as a raw-text pyfunc model under the active run.
 
@@ -65,8 +64,10 @@ def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example:
     """
     if mlflow.active_run() is None:
         raise RuntimeError("log_text_classifier needs an active MLflow run (wrap it in mlflow.start_run())")
-    if not input_example or not all(isinstance(text, str) for text in input_example):
-        raise ValueError(f"input_example must be a non-empty list of strings, got {input_example!r}")
+    inputs = bundle_inputs(bundle_dir)
+    example = texts_from_input(list(input_example), inputs) if input_example else []  # ValueError on a bad one
+    if not example:
+        raise ValueError(f"input_example must be a non-empty list of {' and '.join(inputs)} inputs")
     cfg, labels = read_bundle_config(bundle_dir)
     with _LOG_LOCK, tempfile.TemporaryDirectory(prefix="depthfinder-code-") as code:  # logging runs the code file
         info = mlflow.pyfunc.log_model(
@@ -74,8 +75,8 @@ def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example:
             python_model=Path(pyfunc.__file__),
             code_paths=_serving_code(Path(code)),
             artifacts={pyfunc.BUNDLE_ARTIFACT: str(bundle_dir), **_deployment_artifacts(deployment, Path(code))},
-            signature=pyfunc.text_classifier_signature(labels),
-            input_example=pd.DataFrame({TEXT_COLUMN: list(input_example)}),
+            signature=pyfunc.text_classifier_signature(labels, inputs),
+            input_example=inputs_frame(example),
             pip_requirements=_pinned_requirements(SERVING_PACKAGES + family_of(cfg).serving_packages),
             metadata={"labels": labels, "depth": cfg.depth, "family": family_of(cfg).kind},
         )
@@ -241,7 +242,7 @@ def registered_model(client: MlflowClient, model_name: str) -> RegisteredModel |
         raise
 
 
-def predict_labels(model_uri: str, texts: Sequence[str]) -> list[str]:
+def predict_labels(model_uri: str, texts: Sequence[ModelInput]) -> list[str]:
     """The label a logged or registered depthfinder model gives each text (a foreign model: ValueError)."""
     return open_classifier(model_uri).predict(list(texts))
 
@@ -287,7 +288,7 @@ def promote_if_better(
 
 
 def register_challenger(
-    sweep: SweepRun, candidate: Candidate, table: str, texts: list[str], labels: list[str], model_name: str,
+    sweep: SweepRun, candidate: Candidate, table: str, texts: list[ModelInput], labels: list[str], model_name: str,
     rule: SelectionRule, tags: dict[str, str], deployment: Deployment | None = None,
     standing: list[str] | None = None,
 ) -> Registration:
@@ -334,7 +335,7 @@ def register_challenger(
 
 
 def _register_and_score(
-    client: MlflowClient, model_uri: str, model_name: str, champion: ModelVersion | None, texts: list[str],
+    client: MlflowClient, model_uri: str, model_name: str, champion: ModelVersion | None, texts: list[ModelInput],
     tags: dict[str, str],
 ) -> tuple[ModelVersion, list[str], list[str] | None]:
     """The new version (registered, not yet judged) and both models' labels for `texts` (the champion's None

@@ -112,10 +112,11 @@ def log_dataset(sweep: SweepRun, table_path: str, name: str, digest: str) -> Non
     """The run's data as MLflow datasets (`mlflow.log_input`'s record: the runs list's Dataset column), one per split,
     each `name` with the training data's `digest` and its rows, its context the split. `table_path` is the prepared
     table (text, label, split), a local file."""
-    import pandas as pd
     from mlflow.entities import DatasetInput, InputTag
 
-    table = pd.read_parquet(table_path, columns=["text", "label", "split"])
+    from depthfinder.expectations.table.shape import read_inputs
+
+    table = read_inputs(table_path, "label", "split")
     inputs = []
     for split, part in table.groupby("split", sort=False):
         with warnings.catch_warnings():  # "the source can be interpreted in multiple ways": a local file, either way

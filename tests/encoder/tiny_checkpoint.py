@@ -33,9 +33,10 @@ HIDDEN = 32
 
 
 def tiny_checkpoint(folder: Path, texts: Iterable[str] = (), layers: int = 4, model_type: str = "bert",
-                    seed: int = 0, tokenizer: str = "json", hidden: int = HIDDEN) -> Path:
+                    seed: int = 0, tokenizer: str = "json", hidden: int = HIDDEN, type_vocab_size: int = 1) -> Path:
     """A `layers`-layer encoder (hidden 32, or `hidden`) of `model_type` in `folder`; its tokenizer, trained on
-    `texts`, as a tokenizer.json (`json`), only a vocab.txt (`vocab`), or a SentencePiece model (`spm`)."""
+    `texts`, as a tokenizer.json (`json`), only a vocab.txt (`vocab`), or a SentencePiece model (`spm`); with
+    `type_vocab_size` 2 its token type embedding tells a pair's texts apart, as BERT's does."""
     from transformers import AutoConfig, AutoModel
 
     folder = Path(folder)
@@ -44,7 +45,7 @@ def tiny_checkpoint(folder: Path, texts: Iterable[str] = (), layers: int = 4, mo
     vocab_size = _spm_tokenizer(folder, texts) if tokenizer == "spm" else _wordpiece_tokenizer(folder, texts, tokenizer)
     config = AutoConfig.for_model(
         model_type, vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-        intermediate_size=2 * hidden, max_position_embeddings=66, pad_token_id=0, type_vocab_size=1,
+        intermediate_size=2 * hidden, max_position_embeddings=66, pad_token_id=0, type_vocab_size=type_vocab_size,
         **TYPES[model_type],
     )
     if model_type == "distilbert":  # its own names for the sizes
@@ -55,11 +56,13 @@ def tiny_checkpoint(folder: Path, texts: Iterable[str] = (), layers: int = 4, mo
 
 
 def _wordpiece_tokenizer(folder: Path, texts: list[str], form: str) -> int:
-    """A WordPiece tokenizer ([CLS] text [SEP]) as tokenizer.json, or as vocab.txt alone; its vocabulary size."""
+    """A WordPiece tokenizer ([CLS] text [SEP]; a pair: [CLS] text [SEP] pair [SEP], the pair's of type 1, as BERT's)
+    as tokenizer.json, or as vocab.txt alone; its vocabulary size."""
     tokenizer = train_tokenizer(texts, vocab_size=200)
     tokenizer.add_special_tokens([SEP])
     tokenizer.post_processor = processors.TemplateProcessing(
-        single=f"{CLS} $A {SEP}", special_tokens=[(CLS, tokenizer.token_to_id(CLS)), (SEP, tokenizer.token_to_id(SEP))]
+        single=f"{CLS} $A {SEP}", pair=f"{CLS} $A {SEP} $B:1 {SEP}:1",
+        special_tokens=[(CLS, tokenizer.token_to_id(CLS)), (SEP, tokenizer.token_to_id(SEP))],
     )
     if form == "json":
         tokenizer.save(str(folder / "tokenizer.json"))

@@ -87,10 +87,10 @@ def test_no_fold_holds_a_test_row_and_each_row_is_held_out_once(crossfitted) -> 
 
 def _prepared(folder: Path, data_hash: str) -> Path:
     """The run's prepared table: the one whose rows hold every split of the data the summary names."""
-    from depthfinder.tasks.data import TRAINING_COLUMNS, table_hash
+    from depthfinder.tasks.data import LABELLED_COLUMNS, table_hash
 
     for table in (folder / ".depthfinder" / "data").glob("*.parquet"):
-        if table_hash(pd.read_parquet(table), TRAINING_COLUMNS) == data_hash:
+        if table_hash(pd.read_parquet(table), ["text", *LABELLED_COLUMNS]) == data_hash:
             return table
     raise AssertionError("no prepared table has the run's data hash")
 

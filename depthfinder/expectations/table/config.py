@@ -6,6 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from depthfinder.expectations.table.shape import Task
+
 
 class DataConfig(BaseModel):
     """Where the labelled table comes from and how it is split."""
@@ -23,7 +25,15 @@ class DataConfig(BaseModel):
     dataset_rows: int = Field(
         3000, strict=True, ge=20, le=1_000_000, description="Rows generated for a built-in dataset."
     )
-    text_col: str = Field("text", description="Column holding the text.", json_schema_extra={"flag": "--text-col"})
+    task: Task = Field(
+        "classify", description="The task's shape: `classify` (one text, one label) or `pairs` (two texts, the "
+        "pair's label: --text-col and --pair-col, read as one sequence as a cross-encoder reads them).",
+        json_schema_extra={"flag": "--task"},
+    )
+    text_col: str = Field("text", description="Column holding the text (of a pair: the first).",
+                          json_schema_extra={"flag": "--text-col"})
+    pair_col: str = Field("pair", description="Column holding a pair's second text (--task pairs).",
+                          json_schema_extra={"flag": "--pair-col"})
     label_col: str = Field("label", description="Column holding the label.", json_schema_extra={"flag": "--label-col"})
     split_col: str | None = Field(
         None, description="Column holding train/val/test; made by depthfinder when absent.",
@@ -42,4 +52,9 @@ class DataConfig(BaseModel):
     def _one_source(self) -> DataConfig:
         if (self.path is None) == (self.dataset is None):
             raise ValueError("give exactly one of a data path (--data) or a built-in dataset (--dataset)")
+        from depthfinder.expectations.table.datasets import DATASETS
+
+        builtin = DATASETS.get(self.dataset or "")
+        if builtin is not None and builtin.task != self.task:
+            raise ValueError(f"dataset {self.dataset!r} holds {builtin.task} examples: pass --task {builtin.task}")
         return self

@@ -8,16 +8,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from depthfinder.expectations.table.shape import PAIR_COLUMN, Task
 from depthfinder.expectations.table.synthetic import NESTED_OPS_TASKS
 
 
 @dataclass(frozen=True)
 class BuiltinDataset:
-    """A named generator of a labelled text table (columns text, label)."""
+    """A named generator of a labelled table: (text, label) rows, or (text, pair, label) for a pairs task."""
 
     name: str
     description: str
-    sample: Callable[[np.random.Generator, int], list[tuple[str, str]]]
+    sample: Callable[[np.random.Generator, int], list[tuple[str, ...]]]
+    task: Task = "classify"
 
     def generate(self, n_rows: int, seed: int) -> pd.DataFrame:
         """Generate `n_rows` rows; the same (n_rows, seed) always gives the same table.
@@ -27,12 +29,13 @@ class BuiltinDataset:
             seed: seed of the generator.
 
         Returns:
-            A frame with string columns `text` and `label`.
+            A frame with string columns `text` (and `pair`, for a pairs task) and `label`.
         """
         if n_rows < 1:
             raise ValueError(f"dataset {self.name!r}: n_rows must be at least 1, got {n_rows}")
         rows = self.sample(np.random.default_rng(seed), n_rows)
-        return pd.DataFrame(rows, columns=["text", "label"], dtype="str")
+        columns = ["text", PAIR_COLUMN, "label"] if self.task == "pairs" else ["text", "label"]
+        return pd.DataFrame(rows, columns=columns, dtype="str")
 
 
 def _pick(rng: np.random.Generator, words: tuple[str, ...]) -> str:
@@ -197,15 +200,29 @@ def _sample_topics(rng: np.random.Generator, n_rows: int) -> list[tuple[str, str
     labels = list(_TOPICS)
     counts = _class_counts(n_rows, [_TOPICS[label][0] for label in labels])
     order = rng.permutation(np.repeat(np.arange(len(labels)), counts))
+    return [(_topic_sentence(rng, labels[int(class_index)]), labels[int(class_index)]) for class_index in order]
+
+
+def _topic_sentence(rng: np.random.Generator, topic: str) -> str:
+    """One sentence of `topic`'s vocabulary, with the shared fillers."""
+    _, agents, actions, objects = _TOPICS[topic]
+    sentence = (
+        f"{_pick(rng, _TOPIC_PREFIXES)}{_pick(rng, agents)} {_pick(rng, actions)} "
+        f"{_pick(rng, objects)}{_pick(rng, _TOPIC_SUFFIXES)}"
+    )
+    return _dress(rng, sentence, _TOPIC_ENDINGS)
+
+
+def _sample_same_topic(rng: np.random.Generator, n_rows: int) -> list[tuple[str, str, str]]:
+    """Pairs of topic sentences, labelled `same` when both sides are of one topic and `different` otherwise (half
+    each). Each side's topic is uniform whatever the label, so neither side alone says anything about it: only a
+    model that reads both sides and compares them can score above the majority class."""
+    topics = list(_TOPICS)
     rows = []
-    for class_index in order:
-        label = labels[int(class_index)]
-        _, agents, actions, objects = _TOPICS[label]
-        sentence = (
-            f"{_pick(rng, _TOPIC_PREFIXES)}{_pick(rng, agents)} {_pick(rng, actions)} "
-            f"{_pick(rng, objects)}{_pick(rng, _TOPIC_SUFFIXES)}"
-        )
-        rows.append((_dress(rng, sentence, _TOPIC_ENDINGS), label))
+    for same in rng.permutation(np.arange(n_rows) % 2 == 0):
+        first = _pick(rng, tuple(topics))
+        second = first if same else _pick(rng, tuple(topic for topic in topics if topic != first))
+        rows.append((_topic_sentence(rng, first), _topic_sentence(rng, second), "same" if same else "different"))
     return rows
 
 
@@ -226,6 +243,15 @@ DATASETS: dict[str, BuiltinDataset] = {
                 "Short news-like sentences in 4 topics (40/30/20/10 %), class vocabularies plus shared fillers."
             ),
             sample=_sample_topics,
+        ),
+        BuiltinDataset(
+            name="same-topic",
+            description=(
+                "Pairs of the topics' sentences (--task pairs), same or different topic (50/50 %); either side alone "
+                "predicts nothing, so a model must compare the two."
+            ),
+            sample=_sample_same_topic,
+            task="pairs",
         ),
         *(BuiltinDataset(task.name, task.description, task.sample) for task in NESTED_OPS_TASKS),
     )

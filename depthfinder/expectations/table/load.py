@@ -19,10 +19,11 @@ import pandas as pd
 from depthfinder.expectations.table.config import DataConfig
 from depthfinder.expectations.table.datasets import get_dataset
 from depthfinder.expectations.table.labels import LabelNormalization, label_normalization, normalize_labels
+from depthfinder.expectations.table.shape import PAIR_COLUMN
 
 SPLITS = ("train", "val", "test")
 # Columns depthfinder writes; an extra input column of the same name would be overwritten.
-RESERVED_COLUMNS = ("text", "label", "split", "row", "group")
+RESERVED_COLUMNS = ("text", PAIR_COLUMN, "label", "split", "row", "group")
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,8 @@ def load_table(config: DataConfig) -> pd.DataFrame:
         config: where the data comes from and which columns hold text, label and split.
 
     Returns:
-        A frame with columns `text` (str; a null text becomes ""), `label` (str, each
+        A frame with columns `text` (str; a null text becomes ""), `pair` (a pairs task's second text, as
+        `text`), `label` (str, each
         label as its class: see expectations.table.labels.normalize_label), `split`
         (only when `config.split_col` is set; train/val/test), `row` (0-based position
         in the input), then every other input column under its own name.
@@ -225,13 +227,17 @@ def canonical_table(raw: pd.DataFrame, config: DataConfig, source: str) -> Loade
     """Validate `raw` and rename/convert it to the canonical columns (see load_table)."""
     columns = [str(column) for column in raw.columns]
     raw = raw.set_axis(columns, axis=1).reset_index(drop=True)  # a Parquet file may store an index
-    flags = {"--text-col": config.text_col, "--label-col": config.label_col, "--split-col": config.split_col}
+    pair_col = config.pair_col if config.task == "pairs" else None
+    flags = {"--text-col": config.text_col, "--pair-col": pair_col, "--label-col": config.label_col,
+             "--split-col": config.split_col}
     for flag, column in flags.items():
         if column is not None and column not in columns:
             raise ValueError(f"{source}: no column {column!r} (columns: {', '.join(columns) or 'none'}); set {flag}")
     if len(raw) == 0:
         raise ValueError(f"{source}: table has no rows (expected at least one row under the header)")
-    sources = {"text": config.text_col, "label": config.label_col, "split": config.split_col}
+    if pair_col == config.text_col:
+        raise ValueError(f"{source}: --text-col and --pair-col both name column {pair_col!r}; a pair is two columns")
+    sources = {"text": config.text_col, PAIR_COLUMN: pair_col, "label": config.label_col, "split": config.split_col}
     extras = [column for column in columns if column not in sources.values()]
     clashes = [column for column in extras if column in RESERVED_COLUMNS]
     if clashes:
@@ -239,9 +245,12 @@ def canonical_table(raw: pd.DataFrame, config: DataConfig, source: str) -> Loade
             f"{source}: column {clashes[0]!r} clashes with a column depthfinder writes "
             f"({', '.join(RESERVED_COLUMNS)}); rename it"
             + (" or pass --split-col split" if clashes[0] == "split" else "")
+            + (" or pass --task pairs" if clashes[0] == PAIR_COLUMN else "")
         )
     table = pd.DataFrame(index=pd.RangeIndex(len(raw)))
     table["text"] = as_texts(raw[config.text_col], source, config.text_col)
+    if pair_col is not None:
+        table[PAIR_COLUMN] = as_texts(raw[pair_col], source, pair_col)
     table["label"], normalized = _labels(raw[config.label_col], source, config.label_col)
     if config.split_col is not None:
         table["split"] = _splits(raw[config.split_col], source, config.split_col)
