@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import pandas as pd
+
 from depthfinder.expectations.audit.checks.base import Check
 from depthfinder.expectations.audit.checks.class_imbalance import ClassImbalanceCheck
 from depthfinder.expectations.audit.checks.conflicting_labels import ConflictingLabelsCheck
@@ -14,6 +16,7 @@ from depthfinder.expectations.audit.checks.label_giveaway_columns import LabelGi
 from depthfinder.expectations.audit.checks.label_in_text import LabelInTextCheck
 from depthfinder.expectations.audit.checks.schema import SchemaCheck
 from depthfinder.expectations.audit.checks.suspected_label_noise import SuspectedLabelNoiseCheck
+from depthfinder.expectations.audit.pairs import is_pairs_table
 
 
 class CheckRegistry:
@@ -66,3 +69,12 @@ REGISTRY = CheckRegistry([
     SuspectedLabelNoiseCheck,
     ClassImbalanceCheck,
 ])
+
+# The audit of a text-pairs table (a `pair` column beside `text`): the default checks, which read a pair as one
+# example, and the checks of what pairs alone can get wrong, each beside its kin.
+PAIR_REGISTRY = CheckRegistry(REGISTRY)
+
+
+def checks_for(table: pd.DataFrame) -> CheckRegistry:
+    """The checks for the table's shape: PAIR_REGISTRY for a pairs table, REGISTRY otherwise."""
+    return PAIR_REGISTRY if is_pairs_table(table) else REGISTRY
