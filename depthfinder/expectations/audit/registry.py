@@ -11,11 +11,13 @@ from depthfinder.expectations.audit.checks.class_imbalance import ClassImbalance
 from depthfinder.expectations.audit.checks.conflicting_labels import ConflictingLabelsCheck
 from depthfinder.expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
 from depthfinder.expectations.audit.checks.cross_split_near_duplicates import CrossSplitNearDuplicatesCheck
+from depthfinder.expectations.audit.checks.cross_split_shared_sides import CrossSplitSharedSidesCheck
 from depthfinder.expectations.audit.checks.empty_text import EmptyTextCheck
 from depthfinder.expectations.audit.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
 from depthfinder.expectations.audit.checks.label_in_text import LabelInTextCheck
 from depthfinder.expectations.audit.checks.schema import SchemaCheck
 from depthfinder.expectations.audit.checks.suspected_label_noise import SuspectedLabelNoiseCheck
+from depthfinder.expectations.audit.checks.swapped_pairs import SwappedPairsCheck
 from depthfinder.expectations.audit.pairs import is_pairs_table
 
 
@@ -71,8 +73,13 @@ REGISTRY = CheckRegistry([
 ])
 
 # The audit of a text-pairs table (a `pair` column beside `text`): the default checks, which read a pair as one
-# example, and the checks of what pairs alone can get wrong, each beside its kin.
-PAIR_REGISTRY = CheckRegistry(REGISTRY)
+# example, and the checks of what only pairs can get wrong, each reported after the default check it is kin to.
+PAIR_CHECKS_AFTER: dict[str, tuple[type[Check], ...]] = {
+    CrossSplitDuplicatesCheck.name: (SwappedPairsCheck, CrossSplitSharedSidesCheck),
+}
+PAIR_REGISTRY = CheckRegistry(
+    check for default in REGISTRY for check in (default, *PAIR_CHECKS_AFTER.get(default.name, ()))
+)
 
 
 def checks_for(table: pd.DataFrame) -> CheckRegistry:

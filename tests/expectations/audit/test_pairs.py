@@ -10,9 +10,12 @@ import pytest
 from depthfinder.expectations.audit.checks.base import KEY_COLUMN, USABLE_COLUMN
 from depthfinder.expectations.audit.checks.conflicting_labels import ConflictingLabelsCheck
 from depthfinder.expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
+from depthfinder.expectations.audit.checks.cross_split_shared_sides import CrossSplitSharedSidesCheck
 from depthfinder.expectations.audit.checks.empty_text import EmptyTextCheck
 from depthfinder.expectations.audit.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
+from depthfinder.expectations.audit.checks.swapped_pairs import SwappedPairsCheck
 from depthfinder.expectations.audit.config import AuditConfig
+from depthfinder.expectations.audit.registry import PAIR_REGISTRY, REGISTRY
 from depthfinder.expectations.audit.run import prepare_audit_table, run_audit
 
 CONSONANTS, VOWELS = "bcdfghjklmnprstvwz", "aeiou"
@@ -105,3 +108,71 @@ def test_the_second_text_is_not_a_metadata_column_and_an_empty_pair_is_empty_on_
     ]
     empty_text = report.check("empty_text")
     assert empty_text.failing_rows == [empty] and empty_text.examples[0]["pair"] == "?"
+
+
+def test_pair_checks_pass_on_the_clean_table_and_its_whole_audit_passes(clean: pd.DataFrame) -> None:
+    report = run_audit(clean, AuditConfig())
+    assert [check.name for check in report.checks] == PAIR_REGISTRY.names()
+    assert report.verdict == "passed", report.headline
+    pair_checks = set(PAIR_REGISTRY.names()) - set(REGISTRY.names())
+    assert pair_checks == {"swapped_pairs", "cross_split_shared_sides"}
+    assert all(report.check(name).success for name in pair_checks)
+
+
+def test_a_classify_table_runs_no_pair_check(clean: pd.DataFrame) -> None:
+    report = run_audit(clean.drop(columns="pair"), AuditConfig())
+    assert [check.name for check in report.checks] == REGISTRY.names()
+
+
+def test_a_side_of_a_train_pair_reused_in_val_or_test_warns_in_exactly_its_rows(clean: pd.DataFrame) -> None:
+    table = clean.copy()
+    train, (test, copy, swap), (val,) = rows_of(table, "train", 4), rows_of(table, "test", 3), rows_of(table, "val", 1)
+    table.loc[test, "pair"] = table.loc[train[0], "pair"].upper()  # a hypothesis reused with another premise
+    table.loc[val, "text"] = table.loc[train[1], "pair"]  # a train pair's second text as a first text
+    table.loc[copy, ["text", "pair"]] = table.loc[train[2], ["text", "pair"]].to_numpy()  # the whole pair: not this
+    table.loc[swap, ["text", "pair"]] = table.loc[train[3], ["pair", "text"]].to_numpy()  # its swap: not this either
+    report = run_audit(table, AuditConfig(), checks=[CrossSplitSharedSidesCheck])
+    check = report.check("cross_split_shared_sides")
+    assert not check.success and check.severity == "warning" and report.blocking_failures == []
+    assert sorted(check.failing_rows) == sorted([test, val])
+    assert (check.observed["evaluation_rows"], check.observed["first_side_rows"]) == (2, 1)
+    assert check.observed["evaluated"] == int((table["split"] != "train").sum())
+    assert check.headline.startswith(f"2 of {check.observed['evaluated']} val/test pairs")
+    by_row = {example["row"]: example for example in check.examples}
+    assert (by_row[test]["side"], by_row[test]["matches"]) == ("second", [train[0]])
+    assert (by_row[val]["side"], by_row[val]["matches"]) == ("first", [train[1]])
+    fixed = run_audit(table.drop(index=[test, val]), AuditConfig(), checks=[CrossSplitSharedSidesCheck])
+    assert fixed.check("cross_split_shared_sides").success
+
+
+def test_a_swap_in_another_split_blocks_and_one_in_its_split_with_another_label_warns(clean: pd.DataFrame) -> None:
+    table = clean.copy()
+    train, (test, same) = rows_of(table, "train", 6), rows_of(table, "test", 2)
+    table.loc[test, ["text", "pair"]] = table.loc[train[0], ["pair", "text"]].to_numpy()  # across splits
+    table.loc[train[2], ["text", "pair"]] = table.loc[train[1], ["pair", "text"]].to_numpy()
+    table.loc[train[2], "label"] = "neutral"  # ... in one split with another label
+    table.loc[train[4], ["text", "pair"]] = table.loc[train[3], ["pair", "text"]].to_numpy()
+    table.loc[train[4], "label"] = table.loc[train[3], "label"]  # ... with the same label: augmentation
+    table.loc[[train[5], same], ["text", "pair"]] = table.loc[train[5], "text"]  # sides equal: nobody's swap
+    report = run_audit(table, AuditConfig(), checks=[SwappedPairsCheck])
+    check = report.check("swapped_pairs")
+    assert report.blocking_failures == ["swapped_pairs"] and check.severity == "error"
+    assert sorted(check.failing_rows) == sorted([train[0], test, train[1], train[2]])
+    assert (check.observed["swap_in_other_split"], check.observed["swap_with_other_label"]) == (2, 2)
+    first = check.examples[0]  # the evaluation-side copy leads
+    assert (first["row"], first["swaps"], first["swap_splits"]) == (test, [train[0]], ["train"])
+    fixed = table.drop(index=[test])
+    fixed.loc[train[2], "label"] = fixed.loc[train[1], "label"]
+    assert run_audit(fixed, AuditConfig(), checks=[SwappedPairsCheck]).check("swapped_pairs").success
+
+
+def test_a_swap_in_its_split_with_another_label_only_warns(clean: pd.DataFrame) -> None:
+    table = clean.copy()
+    a, b = rows_of(table, "val", 2)
+    table.loc[b, ["text", "pair"]] = table.loc[a, ["pair", "text"]].to_numpy()
+    table.loc[b, "label"] = "neutral"
+    report = run_audit(table, AuditConfig(), checks=[SwappedPairsCheck])
+    check = report.check("swapped_pairs")
+    assert report.warnings == ["swapped_pairs"] and check.severity == "warning"
+    assert sorted(check.failing_rows) == sorted([a, b])
+    assert check.examples[0]["swap_labels"] in (["neutral"], [table.loc[a, "label"]])
