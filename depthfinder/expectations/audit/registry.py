@@ -15,6 +15,7 @@ from depthfinder.expectations.audit.checks.cross_split_shared_sides import Cross
 from depthfinder.expectations.audit.checks.empty_text import EmptyTextCheck
 from depthfinder.expectations.audit.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
 from depthfinder.expectations.audit.checks.label_in_text import LabelInTextCheck
+from depthfinder.expectations.audit.checks.one_side_baseline import OneSideBaselineCheck
 from depthfinder.expectations.audit.checks.schema import SchemaCheck
 from depthfinder.expectations.audit.checks.suspected_label_noise import SuspectedLabelNoiseCheck
 from depthfinder.expectations.audit.checks.swapped_pairs import SwappedPairsCheck
@@ -76,6 +77,7 @@ REGISTRY = CheckRegistry([
 # example, and the checks of what only pairs can get wrong, each reported after the default check it is kin to.
 PAIR_CHECKS_AFTER: dict[str, tuple[type[Check], ...]] = {
     CrossSplitDuplicatesCheck.name: (SwappedPairsCheck, CrossSplitSharedSidesCheck),
+    LabelInTextCheck.name: (OneSideBaselineCheck,),
 }
 PAIR_REGISTRY = CheckRegistry(
     check for default in REGISTRY for check in (default, *PAIR_CHECKS_AFTER.get(default.name, ()))

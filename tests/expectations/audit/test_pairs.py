@@ -13,6 +13,7 @@ from depthfinder.expectations.audit.checks.cross_split_duplicates import CrossSp
 from depthfinder.expectations.audit.checks.cross_split_shared_sides import CrossSplitSharedSidesCheck
 from depthfinder.expectations.audit.checks.empty_text import EmptyTextCheck
 from depthfinder.expectations.audit.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
+from depthfinder.expectations.audit.checks.one_side_baseline import OneSideBaselineCheck
 from depthfinder.expectations.audit.checks.swapped_pairs import SwappedPairsCheck
 from depthfinder.expectations.audit.config import AuditConfig
 from depthfinder.expectations.audit.registry import PAIR_REGISTRY, REGISTRY
@@ -115,7 +116,7 @@ def test_pair_checks_pass_on_the_clean_table_and_its_whole_audit_passes(clean: p
     assert [check.name for check in report.checks] == PAIR_REGISTRY.names()
     assert report.verdict == "passed", report.headline
     pair_checks = set(PAIR_REGISTRY.names()) - set(REGISTRY.names())
-    assert pair_checks == {"swapped_pairs", "cross_split_shared_sides"}
+    assert pair_checks == {"swapped_pairs", "cross_split_shared_sides", "one_side_baseline"}
     assert all(report.check(name).success for name in pair_checks)
 
 
@@ -176,3 +177,39 @@ def test_a_swap_in_its_split_with_another_label_only_warns(clean: pd.DataFrame) 
     assert report.warnings == ["swapped_pairs"] and check.severity == "warning"
     assert sorted(check.failing_rows) == sorted([a, b])
     assert check.examples[0]["swap_labels"] in (["neutral"], [table.loc[a, "label"]])
+
+
+def with_artefact(table: pd.DataFrame, column: str, share: float) -> tuple[pd.DataFrame, list[int]]:
+    """`table` with "Nobody" opening `column` in `share` of its contradiction rows (every other such row up to
+    it), as crowd workers wrote contradicting hypotheses (Gururangan et al. 2018); and the rows planted."""
+    contradiction = table.index[table["label"] == "contradiction"]
+    planted = contradiction[np.linspace(0, len(contradiction) - 1, round(share * len(contradiction))).astype(int)]
+    table = table.copy()
+    table.loc[planted, column] = "Nobody " + table.loc[planted, column].str.lower()
+    return table, planted.tolist()
+
+
+@pytest.mark.parametrize(("column", "side"), [("pair", "second"), ("text", "first")])
+def test_a_side_that_gives_the_label_away_alone_blocks(clean: pd.DataFrame, column: str, side: str) -> None:
+    table, planted = with_artefact(clean, column, 0.7)
+    report = run_audit(table, AuditConfig(), checks=[OneSideBaselineCheck])
+    check = report.check("one_side_baseline")
+    assert report.blocking_failures == ["one_side_baseline"] and check.severity == "error"
+    (example,) = check.examples  # the other side stays clean
+    assert example["side"] == side and example["lift"] >= 0.5 and example["baseline"] == 0.5
+    word = example["tokens"][0]
+    assert (word["token"], word["label"], word["rows"], word["purity"]) == ("nobody", "contradiction", len(planted), 1)
+    assert word["row"] in planted
+    assert check.headline.startswith("first side alone") and "majority class 50.0%" in check.headline
+    relaxed = run_audit(table, AuditConfig(one_side_max_lift=0.9), checks=[OneSideBaselineCheck])
+    assert relaxed.warnings == ["one_side_baseline"] and relaxed.blocking_failures == []
+
+
+def test_a_side_that_tells_some_labels_warns_and_a_clean_one_passes(clean: pd.DataFrame) -> None:
+    table, _ = with_artefact(clean, "pair", 0.25)
+    check = run_audit(table, AuditConfig(), checks=[OneSideBaselineCheck]).check("one_side_baseline")
+    assert not check.success and check.severity == "warning"
+    (example,) = check.examples
+    assert example["side"] == "second" and 0 < example["lift"] < 0.5 and example["z"] > 3
+    sides = run_audit(clean, AuditConfig(), checks=[OneSideBaselineCheck]).check("one_side_baseline")
+    assert sides.success and all(side["z"] < 3 for side in sides.observed["sides"])
