@@ -63,12 +63,6 @@ class AuditConfig(BaseModel):
         description="How far a column alone must close the gap from the majority baseline to perfect accuracy "
         "((accuracy - baseline) / (1 - baseline)) to give the label away.",
     )
-    one_side_max_lift: float = Field(
-        0.5, gt=0, le=1,
-        description="How far one side of a text pair alone (a bag-of-words model, out of fold) may close the gap from "
-        "the majority baseline to perfect accuracy before it blocks training (annotation artefacts; pairs tables "
-        "only).",
-    )
     ignore_columns: list[str] = Field(
         [], description="Columns label_giveaway_columns does not test (known, legitimate metadata)."
     )

@@ -201,7 +201,7 @@ def test_a_side_that_gives_the_label_away_alone_blocks(clean: pd.DataFrame, colu
     assert (word["token"], word["label"], word["rows"], word["purity"]) == ("nobody", "contradiction", len(planted), 1)
     assert word["row"] in planted
     assert check.headline.startswith("first side alone") and "majority class 50.0%" in check.headline
-    relaxed = run_audit(table, AuditConfig(one_side_max_lift=0.9), checks=[OneSideBaselineCheck])
+    relaxed = run_audit(table, AuditConfig(giveaway_min_lift=0.9), checks=[OneSideBaselineCheck])
     assert relaxed.warnings == ["one_side_baseline"] and relaxed.blocking_failures == []
 
 

@@ -1,19 +1,20 @@
 """`one_side_baseline`: one side of a pair alone predicts the label (annotation artefacts).
 
 The label of a pair is a relation between its sides, so neither side alone should say much
-about it. Crowd-written NLI hypotheses do (Gururangan et al. 2018, Poliak et al. 2018: "not",
-"nobody" for contradiction, "sleeping" for contradiction of an active premise), and a model
-learns those words instead of the task. For each side, the audit's text baseline
+about it. Crowd-written NLI hypotheses do (Gururangan et al. 2018, Poliak et al. 2018: "nobody",
+"never" and "sleeping" mark contradictions), and a model learns those words instead of the
+task. For each side, the audit's text baseline
 (expectations/audit/baseline.py: hashed word n-grams, tf-idf, logistic regression) reads that
 side only and predicts every row's label out of fold (5 stratified folds, on every row of a
 class with at least 5 rows; a random sample of MAX_ROWS on larger data). Its accuracy
 against the majority class gives the side's lift, (accuracy - baseline) / (1 - baseline):
 0 when the side says nothing, 1 when it says everything.
 
-A lift of at least `one_side_max_lift` is an error: training would reward the artefact.
+A lift of at least `giveaway_min_lift` is an error, as for any other column that predicts
+the label alone (label_giveaway_columns): training would reward the artefact.
 Below that, a side whose accuracy is significantly above the majority baseline (SIGNIFICANCE_Z
 standard errors of a binomial at the baseline accuracy: a side that carries no signal gets
-there about once in a thousand audits) is a warning: some rows can be labelled without the
+there in about 0.1 % of audits) is a warning: some rows can be labelled without the
 other side. The evidence is each side's figures and the words that most shift the label
 mix of that side's rows, each with a row that holds it.
 """
@@ -127,16 +128,16 @@ class OneSideBaselineCheck(Check):
             records.append({"side": SIDE_NAMES[side], **side_score(texts, labels),
                             "tokens": telling_words(texts, labels, classes, rows)})
         frame = pd.DataFrame.from_records(records, columns=SIDE_COLUMNS)
-        limits = {"max_lift": config.one_side_max_lift, "significance_z": SIGNIFICANCE_Z}
+        limits = {"max_lift": config.giveaway_min_lift, "significance_z": SIGNIFICANCE_Z}
         shown = to_jsonable(frame.drop(columns="tokens").to_dict(orient="records"))
         expectations = [
             gxe.ExpectColumnValuesToBeBetween(
-                column="lift", max_value=config.one_side_max_lift,
+                column="lift", max_value=config.giveaway_min_lift, strict_max=True,
                 **self.gx("error", "one side alone gives the label away: a model learns the artefact, not the "
                           "relation", sides=shown, **limits),
             ),
             gxe.ExpectColumnValuesToBeBetween(
-                column="z", max_value=SIGNIFICANCE_Z,
+                column="z", max_value=SIGNIFICANCE_Z, strict_max=True,
                 **self.gx("warning", "one side alone predicts the label better than chance", sides=shown, **limits),
             ),
         ]
