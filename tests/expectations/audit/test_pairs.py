@@ -16,6 +16,7 @@ from depthfinder.expectations.audit.checks.label_giveaway_columns import LabelGi
 from depthfinder.expectations.audit.checks.one_side_baseline import OneSideBaselineCheck
 from depthfinder.expectations.audit.checks.swapped_pairs import SwappedPairsCheck
 from depthfinder.expectations.audit.config import AuditConfig
+from depthfinder.expectations.audit.drops import drop_rows
 from depthfinder.expectations.audit.registry import PAIR_REGISTRY, REGISTRY
 from depthfinder.expectations.audit.run import prepare_audit_table, run_audit
 
@@ -93,6 +94,17 @@ def test_a_pair_with_two_labels_conflicts_and_a_first_text_with_two_labels_does_
     report = run_audit(table, AuditConfig(), checks=[ConflictingLabelsCheck])
     check = report.check("conflicting_labels")
     assert not check.success and sorted(check.failing_rows) == sorted([a, b])
+
+
+def test_drops_remove_whole_pairs_only(clean: pd.DataFrame) -> None:
+    table = clean.copy()
+    a, b, c, d = rows_of(table, "train", 4)
+    (test,) = rows_of(table, "test", 1)
+    table.loc[b, ["text", "pair", "label"]] = [*table.loc[a, ["text", "pair"]], "neutral"]  # a conflict
+    table.loc[d, ["text", "label"]] = [table.loc[c, "text"], "neutral"]  # a shared premise: kept
+    table.loc[test, "text"] = table.loc[c, "text"]  # ... in test too: kept
+    kept, counts = drop_rows(table, AuditConfig(drop=["conflicts", "leaks"]))
+    assert counts == {"conflicts": 2, "leaks": 0} and set(table.index) - set(kept.index) == {a, b}
 
 
 def test_the_second_text_is_not_a_metadata_column_and_an_empty_pair_is_empty_on_both_sides(
