@@ -4,16 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import pandas as pd
+
 from depthfinder.expectations.audit.checks.base import Check
 from depthfinder.expectations.audit.checks.class_imbalance import ClassImbalanceCheck
 from depthfinder.expectations.audit.checks.conflicting_labels import ConflictingLabelsCheck
 from depthfinder.expectations.audit.checks.cross_split_duplicates import CrossSplitDuplicatesCheck
 from depthfinder.expectations.audit.checks.cross_split_near_duplicates import CrossSplitNearDuplicatesCheck
+from depthfinder.expectations.audit.checks.cross_split_shared_sides import CrossSplitSharedSidesCheck
 from depthfinder.expectations.audit.checks.empty_text import EmptyTextCheck
 from depthfinder.expectations.audit.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
 from depthfinder.expectations.audit.checks.label_in_text import LabelInTextCheck
+from depthfinder.expectations.audit.checks.one_side_baseline import OneSideBaselineCheck
 from depthfinder.expectations.audit.checks.schema import SchemaCheck
 from depthfinder.expectations.audit.checks.suspected_label_noise import SuspectedLabelNoiseCheck
+from depthfinder.expectations.audit.checks.swapped_pairs import SwappedPairsCheck
+from depthfinder.expectations.audit.pairs import is_pairs_table
 
 
 class CheckRegistry:
@@ -66,3 +72,18 @@ REGISTRY = CheckRegistry([
     SuspectedLabelNoiseCheck,
     ClassImbalanceCheck,
 ])
+
+# The audit of a text-pairs table (a `pair` column beside `text`): the default checks, which read a pair as one
+# example, and the checks of what only pairs can get wrong, each reported after the default check it is kin to.
+PAIR_CHECKS_AFTER: dict[str, tuple[type[Check], ...]] = {
+    CrossSplitDuplicatesCheck.name: (SwappedPairsCheck, CrossSplitSharedSidesCheck),
+    LabelInTextCheck.name: (OneSideBaselineCheck,),
+}
+PAIR_REGISTRY = CheckRegistry(
+    check for default in REGISTRY for check in (default, *PAIR_CHECKS_AFTER.get(default.name, ()))
+)
+
+
+def checks_for(table: pd.DataFrame) -> CheckRegistry:
+    """The checks for the table's shape: PAIR_REGISTRY for a pairs table, REGISTRY otherwise."""
+    return PAIR_REGISTRY if is_pairs_table(table) else REGISTRY

@@ -22,7 +22,8 @@ from depthfinder.expectations.audit.checks.base import (
     to_jsonable,
 )
 from depthfinder.expectations.audit.config import AuditConfig
-from depthfinder.expectations.audit.registry import REGISTRY
+from depthfinder.expectations.audit.pairs import PAIR_COLUMN, add_pair_columns, is_pairs_table
+from depthfinder.expectations.audit.registry import checks_for
 from depthfinder.expectations.audit.report import AuditReport, CheckResult
 from depthfinder.expectations.table.normalize import has_usable_token, normalized_texts_and_keys
 
@@ -42,13 +43,14 @@ def run_audit(
     table: pd.DataFrame, config: AuditConfig, checks: Iterable[type[Check]] | None = None,
     docs_dir: Path | None = None,
 ) -> AuditReport:
-    """Validate the table with every registered check (or `checks`) in an ephemeral GX context.
+    """Validate the table with the checks for its shape (or `checks`) in an ephemeral GX context.
 
     Args:
         table: the canonical table (text, label, split, row, ... as from load_table
-            and assign_splits).
+            and assign_splits; a pairs table has `pair`, the second text, too).
         config: thresholds, examples per check, and whether warnings block (`strict`).
-        checks: check classes to run instead of the registry's.
+        checks: check classes to run instead of the registry's for the table's shape (`checks_for`: a pairs
+            table, one with a `pair` column, gets the pair checks too).
         docs_dir: when given, the GX Data Docs (HTML) of every validation are built there.
 
     Returns:
@@ -57,7 +59,8 @@ def run_audit(
     started = time.perf_counter()
     prepared = prepare_audit_table(table)
     prepare_seconds = time.perf_counter() - started
-    validated = validate_checks(prepared, REGISTRY if checks is None else checks, config, config.examples, docs_dir)
+    chosen = checks_for(prepared) if checks is None else checks
+    validated = validate_checks(prepared, chosen, config, config.examples, docs_dir)
     report = AuditReport.from_checks(validated.results, rows=len(prepared), strict=config.strict)
     return report.model_copy(update={
         "prepare_seconds": prepare_seconds, "data_docs": validated.data_docs, "docs_seconds": validated.docs_seconds,
@@ -138,11 +141,14 @@ def _drop_unused_images(docs_dir: Path) -> None:
 
 
 def prepare_audit_table(table: pd.DataFrame) -> pd.DataFrame:
-    """A shallow copy with a 0..n-1 index, a `row` column, each text's normalised form, key and usability."""
+    """A shallow copy with a 0..n-1 index, a `row` column, each text's normalised form, key and usability (of a
+    pairs table: each pair's, and each side's; see pairs.py)."""
     prepared = table.reset_index(drop=True)
     if "row" not in prepared.columns:
         prepared["row"] = np.arange(len(prepared), dtype=np.int64)
-    if "text" in prepared.columns:
+    if is_pairs_table(prepared):
+        add_pair_columns(prepared)
+    elif "text" in prepared.columns:
         prepared[NORMALIZED_COLUMN], prepared[KEY_COLUMN] = normalized_texts_and_keys(prepared["text"])
         prepared[USABLE_COLUMN] = has_usable_token(prepared["text"])
     return prepared
@@ -206,7 +212,7 @@ def _check_result(
 def _suspects(table: pd.DataFrame, frame: pd.DataFrame, failing: list[Any]) -> list[dict[str, Any]]:
     """The failing rows' file row, text and label, and the likely label where the check has one (its derived frame
     shares the table's index)."""
-    columns = [column for column in ("row", "text", "label") if column in table.columns]
+    columns = [column for column in ("row", "text", PAIR_COLUMN, "label") if column in table.columns]
     rows = table.loc[failing, columns]
     if "likely_label" in frame.columns:
         rows = rows.assign(likely_label=frame.loc[failing, "likely_label"])

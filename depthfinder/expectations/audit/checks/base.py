@@ -20,6 +20,8 @@ KEY_COLUMN = "_text_key"
 USABLE_COLUMN = "_has_usable_token"
 # ... and the normalised text itself (what the key hashes), for checks that look inside texts.
 NORMALIZED_COLUMN = "_normalized_text"
+# A text-pairs table's second text, beside `text` (the first); see expectations/audit/pairs.py.
+PAIR_COLUMN = "pair"
 # Our severity -> the GX expectation severity it is validated with.
 GX_SEVERITY: dict[Severity, str] = {"error": "critical", "warning": "warning"}
 
@@ -55,7 +57,7 @@ class Check:
     requires: ClassVar[tuple[str, ...]] = ()
     # False for checks whose derived frame has one row per class, not per table row.
     counts_rows: ClassVar[bool] = True
-    evidence_columns: ClassVar[tuple[str, ...]] = ("row", "text", "split", "label")
+    evidence_columns: ClassVar[tuple[str, ...]] = ("row", "text", PAIR_COLUMN, "split", "label")
     # Keys of an example shown after its text, in this order (the check's own evidence).
     evidence: ClassVar[tuple[str, ...]] = ()
 
@@ -94,6 +96,11 @@ def _note_value(value: Any, limit: int = 300) -> str:
     """A meta value as short inline text for the Data Docs."""
     text = str(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def texts_of(row: pd.Series) -> dict[str, Any]:
+    """A row's text as evidence: `text`, and `pair` beside it in a pairs table."""
+    return {"text": row["text"], PAIR_COLUMN: row[PAIR_COLUMN]} if PAIR_COLUMN in row.index else {"text": row["text"]}
 
 
 def distinct_per_text(table: pd.DataFrame, column: str) -> pd.Series:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from depthfinder.expectations.audit.checks.base import KEY_COLUMN, CheckPlan, OnePerTextCheck, to_jsonable
+from depthfinder.expectations.audit.checks.base import KEY_COLUMN, CheckPlan, OnePerTextCheck, texts_of, to_jsonable
 
 MAX_MATCHES = 20
 
@@ -14,7 +14,9 @@ MAX_MATCHES = 20
 class ConflictingLabelsCheck(OnePerTextCheck):
     """Rows whose normalised text also appears with another label: one of them is wrong.
 
-    Texts without a letter or digit are left to `empty_text` (they carry no label signal).
+    Texts without a letter or digit are left to `empty_text` (they carry no label signal). In a
+    pairs table the text is the whole pair, in order: (A, B) and (B, A) may rightly differ (A
+    entails B, B does not entail A); `swapped_pairs` reports such swaps within a split.
     """
 
     name = "conflicting_labels"
@@ -35,7 +37,7 @@ class ConflictingLabelsCheck(OnePerTextCheck):
         for _, group in rows.groupby(KEY_COLUMN, sort=False):
             first = group.iloc[0]
             others = group.loc[group["label"] != first["label"]]
-            example = {"row": first["row"], "text": first["text"], "label": first["label"]}
+            example = {"row": first["row"], **texts_of(first), "label": first["label"]}
             if "split" in group.columns:
                 example["split"] = first["split"]
             example["matches"] = others["row"].tolist()[:MAX_MATCHES]

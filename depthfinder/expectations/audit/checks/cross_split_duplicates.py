@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from depthfinder.expectations.audit.checks.base import KEY_COLUMN, CheckPlan, OnePerTextCheck, to_jsonable
+from depthfinder.expectations.audit.checks.base import KEY_COLUMN, CheckPlan, OnePerTextCheck, texts_of, to_jsonable
 
 MAX_MATCHES = 20
 # Which copy of a leaking text is the example: the one the model is evaluated on.
@@ -17,7 +17,8 @@ class CrossSplitDuplicatesCheck(OnePerTextCheck):
     """Rows whose text, after normalising case, whitespace and punctuation, is also in another split.
 
     Texts without a letter or digit are left to `empty_text`: "" in train and "..." in
-    test are not a leak worth blocking on.
+    test are not a leak worth blocking on. In a pairs table the text is the whole pair (both
+    sides, in order); a pair whose swap is in another split is `swapped_pairs`' business.
     """
 
     name = "cross_split_duplicates"
@@ -39,7 +40,7 @@ class CrossSplitDuplicatesCheck(OnePerTextCheck):
             leaked = group.iloc[int(group["split"].map(EVALUATION_FIRST).fillna(len(EVALUATION_FIRST)).argmin())]
             others = group[group["split"] != leaked["split"]]
             examples.append(to_jsonable({
-                "row": leaked["row"], "text": leaked["text"], "split": leaked["split"],
+                "row": leaked["row"], **texts_of(leaked), "split": leaked["split"],
                 "matches": others["row"].tolist()[:MAX_MATCHES],
                 "match_splits": sorted(set(others["split"])),
             }))

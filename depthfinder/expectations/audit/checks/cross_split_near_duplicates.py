@@ -11,9 +11,11 @@ import pandas as pd
 from depthfinder.expectations.audit.checks.base import (
     KEY_COLUMN,
     NORMALIZED_COLUMN,
+    PAIR_COLUMN,
     USABLE_COLUMN,
     Check,
     CheckPlan,
+    texts_of,
     to_jsonable,
 )
 from depthfinder.expectations.audit.config import AuditConfig
@@ -78,7 +80,9 @@ class CrossSplitNearDuplicatesCheck(Check):
     than `max_near_duplicate_fraction` of the val+test rows with a near-duplicate in
     another split is an error. Two derived columns carry the two severities: one per
     row (0/1), and one for val/test rows only (null for train rows), so GX's `mostly`
-    counts evaluation rows.
+    counts evaluation rows. In a pairs table a text is the whole pair (both normalised sides
+    joined, in order), so a pair is a near-copy of a pair; one side reused alone is
+    `cross_split_shared_sides`' business.
     """
 
     name = "cross_split_near_duplicates"
@@ -136,10 +140,11 @@ class CrossSplitNearDuplicatesCheck(Check):
             rows = table.index[np.isin(matches.codes, neighbours) & (table["split"] != row["split"]).to_numpy()]
             best = {int(n): float(s) for n, s in zip(neighbours, similarity, strict=True)}
             examples.append(to_jsonable({
-                "row": row["row"], "text": row["text"], "split": row["split"],
+                "row": row["row"], **texts_of(row), "split": row["split"],
                 "matches": table.loc[rows[:MAX_MATCHES], "row"].tolist(),
                 "match_splits": sorted(set(table.loc[rows, "split"])),
                 "match_texts": table.loc[rows[:2], "text"].tolist(),
+                **({"match_pairs": table.loc[rows[:2], PAIR_COLUMN].tolist()} if PAIR_COLUMN in table.columns else {}),
                 "similarity": round(max(best[int(matches.codes[r])] for r in rows), 3) if len(rows) else None,
             }))
             if len(examples) >= limit:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from depthfinder.expectations.audit.checks.base import USABLE_COLUMN, Check, CheckPlan, to_jsonable
+from depthfinder.expectations.audit.checks.base import PAIR_COLUMN, USABLE_COLUMN, Check, CheckPlan, to_jsonable
 from depthfinder.expectations.audit.config import AuditConfig
 
 # A text is a length outlier only when it is also longer than this: a dataset of
@@ -25,6 +25,10 @@ class EmptyTextCheck(Check):
     warning-level one flags texts longer than `max_length_ratio` times the median length
     (and MIN_OUTLIER_CHARS): they are truncated in training and dominate padding. The
     check's reported severity is the most severe one that failed.
+
+    A pairs table's row is the pair: empty when neither side has a usable token (a missing
+    second text is "", and a one-text row is still an example), long by both sides' length
+    together (the cross-encoder reads them as one sequence).
     """
 
     name = "empty_text"
@@ -39,7 +43,7 @@ class EmptyTextCheck(Check):
         import great_expectations.expectations as gxe
 
         usable = table[USABLE_COLUMN].to_numpy().astype("int8")
-        lengths = table["text"].str.len().fillna(0).to_numpy(dtype=np.int64)
+        lengths = _lengths(table)
         median = float(np.median(lengths[usable == 1])) if usable.any() else 0.0
         limit = max(config.max_length_ratio * median, MIN_OUTLIER_CHARS)
         long_text = (lengths > limit).astype("int8")
@@ -78,8 +82,12 @@ class EmptyTextCheck(Check):
         examples = []
         for index in ordered:
             row = table.loc[index]
-            text = row["text"] if isinstance(row["text"], str) else ""
-            example = {"row": row["row"], "text": text if len(text) <= 200 else text[:200] + "...", "chars": len(text)}
+            sides = {
+                column: row[column] if isinstance(row[column], str) else ""
+                for column in ("text", PAIR_COLUMN) if column in table.columns
+            }
+            example = {"row": row["row"], **{column: _shortened(text) for column, text in sides.items()}}
+            example["chars"] = sum(len(text) for text in sides.values())
             for column in ("split", "label"):
                 if column in table.columns:
                     example[column] = row[column]
@@ -87,3 +95,15 @@ class EmptyTextCheck(Check):
             example["reason"] = "no letter or digit" if empty else "extremely long"
             examples.append(to_jsonable(example))
         return examples
+
+
+def _lengths(table: pd.DataFrame) -> np.ndarray:
+    """Characters per row: its text's, or both sides' of a pair."""
+    lengths = table["text"].str.len().fillna(0).to_numpy(dtype=np.int64)
+    if PAIR_COLUMN in table.columns:
+        lengths = lengths + table[PAIR_COLUMN].str.len().fillna(0).to_numpy(dtype=np.int64)
+    return lengths
+
+
+def _shortened(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from depthfinder.expectations.audit.checks.base import Check, CheckPlan, to_jsonable
+from depthfinder.expectations.audit.checks.base import PAIR_COLUMN, Check, CheckPlan, to_jsonable
 from depthfinder.expectations.audit.config import AuditConfig
 
 FOLDS = 5
@@ -35,7 +35,7 @@ NUMERIC_SHARE = 0.95  # share of values that must parse for a numeric or date re
 DATE_PROBE = 200
 FOLLOWS_ROW_ORDER = 0.99  # |Spearman correlation| with the row order of an id-like column
 MAX_LABEL_SHIFT = 0.2  # total variation distance between train's and an evaluation split's label mix
-OWN_COLUMNS = {"text", "label", "split", "row", "group"}
+OWN_COLUMNS = {"text", PAIR_COLUMN, "label", "split", "row", "group"}
 ROW_ORDER = "(row order)"
 # How each reading of a column reads in a sentence.
 READINGS = {"value": "its values", "digits_masked": "its values with digits masked", "rank_bins": "its ranks, binned"}

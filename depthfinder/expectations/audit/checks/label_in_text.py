@@ -8,6 +8,10 @@ and (nearly) nowhere else. So a token gives the label away when, over at least
 class and it covers at least `label_token_min_coverage` of that class (a warning) or
 BLOCK_COVERAGE of it (an error: the model would learn the tag, not the task). A
 class's own name needs only half the warning coverage.
+
+In a pairs table the tokens are those of both sides (joined by a "/" that no side holds, so
+no bigram spans the two): a tag planted on either side is found. A side that gives the label
+away as a whole, not by one token, is `one_side_baseline`'s business.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from depthfinder.expectations.audit.checks.base import (
     USABLE_COLUMN,
     Check,
     CheckPlan,
+    texts_of,
     to_jsonable,
 )
 from depthfinder.expectations.audit.config import AuditConfig
@@ -180,6 +185,6 @@ class LabelInTextCheck(Check):
             example = dict(token)
             if holds.any():
                 first = table.loc[padded.index[int(holds.argmax())]]
-                example.update({"row": first["row"], "text": first["text"], "split": first.get("split")})
+                example.update({"row": first["row"], **texts_of(first), "split": first.get("split")})
             examples.append(to_jsonable(example))
         return examples

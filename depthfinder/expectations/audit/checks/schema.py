@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from depthfinder.expectations.audit.checks.base import Check, CheckPlan
+from depthfinder.expectations.audit.checks.base import PAIR_COLUMN, Check, CheckPlan
 from depthfinder.expectations.audit.config import AuditConfig
 from depthfinder.expectations.table.labels import normalize_labels
 from depthfinder.expectations.table.load import SPLITS
@@ -20,7 +20,7 @@ class SchemaCheck(Check):
     Python type of each text (a null text is left to `empty_text`), the label with
     blanks (nothing visible: white space, invisible characters) as null, and the split
     with nulls as '<missing>'. All are categoricals, which GX fingerprints far faster
-    than a column of texts.
+    than a column of texts. A pairs table's second text (`pair`) must be a string too.
     """
 
     name = "schema"
@@ -41,6 +41,11 @@ class SchemaCheck(Check):
             frame["text"] = _type_names(table["text"])
             expectations.append(gxe.ExpectColumnValuesToBeInSet(
                 column="text", value_set=["str"], **self.gx("error", "a text must be a string"),
+            ))
+        if PAIR_COLUMN in table.columns:
+            frame[PAIR_COLUMN] = _type_names(table[PAIR_COLUMN])
+            expectations.append(gxe.ExpectColumnValuesToBeInSet(
+                column=PAIR_COLUMN, value_set=["str"], **self.gx("error", "a pair's second text must be a string"),
             ))
         if "label" in table.columns:
             labels = table["label"].astype("category")

@@ -11,6 +11,12 @@ The estimate is only as good as the baseline: a task a bag of n-grams cannot lea
 (negation, word order) looks noisier than it is. Hence a warning by default and an
 error only above `max_label_noise_fraction`. On more than `noise_max_rows` rows the
 check judges a random sample and says so.
+
+In a pairs table a bag of the joined words cannot see how the sides relate (does the premise
+hold the hypothesis' words?), so a clean NLI or paraphrase file would look noisy: the
+baseline reads each side's words marked with their side, the words both share and how much
+of the second side the first covers (`pairs.relation_texts`), the lexical-overlap features
+known to carry much of these tasks.
 """
 
 from __future__ import annotations
@@ -21,8 +27,17 @@ import numpy as np
 import pandas as pd
 
 from depthfinder.expectations.audit.baseline import FOLDS, out_of_fold_probabilities
-from depthfinder.expectations.audit.checks.base import NORMALIZED_COLUMN, USABLE_COLUMN, Check, CheckPlan, to_jsonable
+from depthfinder.expectations.audit.checks.base import (
+    NORMALIZED_COLUMN,
+    PAIR_COLUMN,
+    USABLE_COLUMN,
+    Check,
+    CheckPlan,
+    texts_of,
+    to_jsonable,
+)
 from depthfinder.expectations.audit.config import AuditConfig
+from depthfinder.expectations.audit.pairs import is_pairs_table, relation_texts
 
 SAMPLE_SEED = 0
 
@@ -62,7 +77,7 @@ class SuspectedLabelNoiseCheck(Check):
             observed["note"] = note
         labels, classes = pd.factorize(table.loc[judged, "label"].astype("str"))
         if len(classes) >= 2:
-            probabilities = out_of_fold_probabilities(table.loc[judged, NORMALIZED_COLUMN].tolist(), labels)
+            probabilities = out_of_fold_probabilities(_baseline_texts(table.loc[judged]), labels)
             issues = find_label_issues(labels, probabilities, filter_by="low_self_confidence")
             frame.loc[judged, "suspected"] = issues.astype(np.float64)
             frame.loc[judged, "self_confidence"] = probabilities[np.arange(len(labels)), labels]
@@ -96,7 +111,7 @@ class SuspectedLabelNoiseCheck(Check):
         examples = []
         for index in confidence.index[:limit]:
             row = table.loc[index]
-            example = {"row": row["row"], "text": row["text"], "label": row["label"]}
+            example = {"row": row["row"], **texts_of(row), "label": row["label"]}
             if "split" in table.columns:
                 example["split"] = row["split"]
             example["likely_label"] = plan.frame.at[index, "likely_label"]
@@ -111,8 +126,14 @@ def _flagged(table: pd.DataFrame, frame: pd.DataFrame) -> list[dict[str, Any]]:
     check's suspects are its failing rows, and below the warning none fail)."""
     flagged = frame.index[frame["suspected"] == 1]
     order = frame.loc[flagged, "self_confidence"].sort_values(kind="stable").index
-    rows = table.loc[order, ["row", "text", "label"]].assign(likely_label=frame.loc[order, "likely_label"])
+    columns = [column for column in ("row", "text", PAIR_COLUMN, "label") if column in table.columns]
+    rows = table.loc[order, columns].assign(likely_label=frame.loc[order, "likely_label"])
     return to_jsonable(rows.to_dict(orient="records"))
+
+
+def _baseline_texts(table: pd.DataFrame) -> list[str]:
+    """What the baseline reads of each row: its normalised text, or a pair's relation words (module docstring)."""
+    return relation_texts(table) if is_pairs_table(table) else table[NORMALIZED_COLUMN].tolist()
 
 
 def _rows_to_judge(table: pd.DataFrame, max_rows: int) -> tuple[pd.Index, bool, str]:
