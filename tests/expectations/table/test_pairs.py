@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from depthfinder.expectations.table.config import DataConfig
-from depthfinder.expectations.table.datasets import DATASETS, _TOPICS
+from depthfinder.expectations.table.datasets import _TOPICS, DATASETS
 from depthfinder.expectations.table.load import load_table
 from depthfinder.expectations.table.shape import input_columns, model_inputs, side_texts
 from tests.expectations.table.test_load import bad_input
