@@ -20,7 +20,6 @@ from tests.encoder.tiny_checkpoint import tiny_checkpoint
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 CONFIG = """
 data: {{path: pairs.csv, task: pairs, text_col: first, pair_col: second}}
-audit: {{max_label_noise_fraction: 0.9}}
 model: {{d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 40, pretrained: {checkpoint}}}
 train: {{max_epochs: 2, min_epochs: 1, patience: 1, batch_size: 16, learning_rate: 0.003, finetune_max_epochs: 2,
         finetune_min_epochs: 1, finetune_patience: 1}}

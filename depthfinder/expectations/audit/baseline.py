@@ -9,6 +9,16 @@ import numpy as np
 
 FOLDS = 5
 HASH_FEATURES = 1 << 18
+# Standard errors above the majority class that say the baseline learnt something: a baseline that learnt nothing
+# gets there in about 0.1 % of audits.
+SIGNIFICANCE_Z = 3.0
+
+
+def above_majority(accuracy: float, labels: np.ndarray) -> tuple[float, float]:
+    """The majority class's accuracy on `labels`, and how many binomial standard errors `accuracy` is above it."""
+    baseline = float(np.bincount(labels).max() / len(labels))
+    spread = np.sqrt(baseline * (1 - baseline) / len(labels))
+    return baseline, float((accuracy - baseline) / spread) if spread > 0 else 0.0
 
 
 def out_of_fold_probabilities(texts: Sequence[str], labels: np.ndarray, seed: int = 0) -> np.ndarray:

@@ -225,3 +225,20 @@ def test_a_side_that_tells_some_labels_warns_and_a_clean_one_passes(clean: pd.Da
     assert example["side"] == "second" and 0 < example["lift"] < 0.5 and example["z"] > 3
     sides = run_audit(clean, AuditConfig(), checks=[OneSideBaselineCheck]).check("one_side_baseline")
     assert sides.success and all(side["z"] < 3 for side in sides.observed["sides"])
+
+
+def test_noise_is_not_estimated_on_pairs_whose_label_no_bag_of_words_reads() -> None:
+    """same-topic's label is whether both sides share a topic: no side's words, and no words they share, say it, so a
+    baseline at the majority class would call half the labels wrong; a classify table with shuffled labels, which
+    looks the same to the baseline, is still judged and blocked."""
+    from depthfinder.expectations.audit.checks.suspected_label_noise import SuspectedLabelNoiseCheck
+    from depthfinder.expectations.table.datasets import DATASETS
+    from depthfinder.expectations.table.split import assign_splits
+
+    pairs = assign_splits(DATASETS["same-topic"].generate(600, 1), 0.1, 0.1, 1)
+    noise = run_audit(pairs, AuditConfig(), checks=[SuspectedLabelNoiseCheck]).check("suspected_label_noise")
+    assert noise.success and noise.headline.startswith("not estimated: the baseline does no better than the majority")
+    assert not noise.suspects
+    texts = pairs.drop(columns=["pair"]).assign(label=np.random.default_rng(0).permutation(pairs["label"]))
+    shuffled = run_audit(texts, AuditConfig(), checks=[SuspectedLabelNoiseCheck]).check("suspected_label_noise")
+    assert not shuffled.success and shuffled.observed["fraction"] > 0.3

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from depthfinder.expectations.audit.baseline import FOLDS, out_of_fold_probabilities
+from depthfinder.expectations.audit.baseline import FOLDS, SIGNIFICANCE_Z, above_majority, out_of_fold_probabilities
 from depthfinder.expectations.audit.checks.base import Check, CheckPlan, to_jsonable
 from depthfinder.expectations.audit.checks.label_giveaway_columns import lift
 from depthfinder.expectations.audit.config import AuditConfig
@@ -35,7 +35,6 @@ from depthfinder.expectations.audit.pairs import PAIR_COLUMN, SIDE_NAMES, SIDE_N
 MAX_ROWS = 20_000
 MIN_ROWS = 50
 SAMPLE_SEED = 0
-SIGNIFICANCE_Z = 3.0
 TOKENS_SHOWN = 5
 MIN_TOKEN_ROWS = 5
 SIDE_COLUMNS = ["side", "accuracy", "baseline", "lift", "z", "tokens"]
@@ -54,9 +53,7 @@ def rows_to_judge(table: pd.DataFrame) -> tuple[pd.Index, bool]:
 def side_score(texts: list[str], labels: np.ndarray) -> dict[str, float]:
     """Out-of-fold accuracy of the baseline on one side's texts, the majority baseline, the lift and its z."""
     accuracy = float((out_of_fold_probabilities(texts, labels).argmax(axis=1) == labels).mean())
-    baseline = float(np.bincount(labels).max() / len(labels))
-    spread = np.sqrt(baseline * (1 - baseline) / len(labels))
-    z = (accuracy - baseline) / spread if spread > 0 else 0.0
+    baseline, z = above_majority(accuracy, labels)
     return {"accuracy": round(accuracy, 4), "baseline": round(baseline, 4),
             "lift": round(lift(accuracy, baseline), 4), "z": round(float(z), 2)}
 

@@ -9,8 +9,13 @@ the estimated noise rate, and the flagged rows are ranked by suspicion.
 
 The estimate is only as good as the baseline: a task a bag of n-grams cannot learn
 (negation, word order) looks noisier than it is. Hence a warning by default and an
-error only above `max_label_noise_fraction`. On more than `noise_max_rows` rows the
-check judges a random sample and says so.
+error only above `max_label_noise_fraction`. In a pairs table, a baseline that does no better
+than the majority class (its out-of-fold accuracy within SIGNIFICANCE_Z standard errors of it)
+learnt nothing its disagreements could be measured against (the label is in how the sides
+relate, beyond shared words: same topic, entailment without overlap), so then no row is
+judged and the headline says so. One text's labels that no bag of words beats the majority
+class on are still judged: there they more likely say the labels do not belong to the texts.
+On more than `noise_max_rows` rows the check judges a random sample and says so.
 
 In a pairs table a bag of the joined words cannot see how the sides relate (does the premise
 hold the hypothesis' words?), so a clean NLI or paraphrase file would look noisy: the
@@ -26,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from depthfinder.expectations.audit.baseline import FOLDS, out_of_fold_probabilities
+from depthfinder.expectations.audit.baseline import FOLDS, SIGNIFICANCE_Z, above_majority, out_of_fold_probabilities
 from depthfinder.expectations.audit.checks.base import (
     NORMALIZED_COLUMN,
     PAIR_COLUMN,
@@ -53,6 +58,8 @@ class SuspectedLabelNoiseCheck(Check):
 
     @classmethod
     def headline(cls, observed: dict[str, Any]) -> str:
+        if "not_judged" in observed:
+            return f"not estimated: {observed['not_judged']}"
         if "fraction" not in observed:
             return super().headline(observed)
         sampled = ", sampled" if observed.get("sampled") else ""
@@ -78,15 +85,20 @@ class SuspectedLabelNoiseCheck(Check):
         labels, classes = pd.factorize(table.loc[judged, "label"].astype("str"))
         if len(classes) >= 2:
             probabilities = out_of_fold_probabilities(_baseline_texts(table.loc[judged]), labels)
+            accuracy = float((probabilities.argmax(axis=1) == labels).mean())
+            majority, z = above_majority(accuracy, labels)
+            observed.update({"baseline_accuracy": round(accuracy, 4), "majority_accuracy": round(majority, 4)})
+        if len(classes) >= 2 and is_pairs_table(table) and z < SIGNIFICANCE_Z:
+            observed["not_judged"] = (
+                f"the baseline does no better than the majority class ({100 * accuracy:.1f} % vs {100 * majority:.1f} "
+                "%): its disagreements say nothing of the labels")
+        elif len(classes) >= 2:
             issues = find_label_issues(labels, probabilities, filter_by="low_self_confidence")
             frame.loc[judged, "suspected"] = issues.astype(np.float64)
             frame.loc[judged, "self_confidence"] = probabilities[np.arange(len(labels)), labels]
             frame.loc[judged, "likely_label"] = np.asarray(classes, dtype=object)[probabilities.argmax(axis=1)]
             estimate = float(issues.mean())
-            observed.update({
-                "rows": int(issues.sum()), "fraction": round(estimate, 6),
-                "baseline_accuracy": round(float((probabilities.argmax(axis=1) == labels).mean()), 4),
-            })
+            observed.update({"rows": int(issues.sum()), "fraction": round(estimate, 6)})
         thresholds = {
             "warn_fraction": config.label_noise_warn_fraction, "max_fraction": config.max_label_noise_fraction,
         }
