@@ -27,13 +27,19 @@ class DataConfig(BaseModel):
     )
     task: Task = Field(
         "classify", description="The task's shape: `classify` (one text, one label) or `pairs` (two texts, the "
-        "pair's label: --text-col and --pair-col, read as one sequence as a cross-encoder reads them).",
+        "pair's label: --text-col and --pair-col, read as one sequence as a cross-encoder reads them) or `tokens` "
+        "(a tag per token: a CoNLL file, or a table of token and tag lists, --tokens-col and --tags-col; BIO or "
+        "BIOES).",
         json_schema_extra={"flag": "--task"},
     )
     text_col: str = Field("text", description="Column holding the text (of a pair: the first).",
                           json_schema_extra={"flag": "--text-col"})
     pair_col: str = Field("pair", description="Column holding a pair's second text (--task pairs).",
                           json_schema_extra={"flag": "--pair-col"})
+    tokens_col: str = Field("tokens", description="Column holding each sentence's list of tokens (--task tokens; a "
+                            "CoNLL file's are read as such).", json_schema_extra={"flag": "--tokens-col"})
+    tags_col: str = Field("tags", description="Column holding each sentence's list of tags, one per token (--task "
+                          "tokens).", json_schema_extra={"flag": "--tags-col"})
     label_col: str = Field("label", description="Column holding the label.", json_schema_extra={"flag": "--label-col"})
     split_col: str | None = Field(
         None, description="Column holding train/val/test; made by depthfinder when absent.",

@@ -14,7 +14,8 @@ from depthfinder.expectations.table.synthetic import NESTED_OPS_TASKS
 
 @dataclass(frozen=True)
 class BuiltinDataset:
-    """A named generator of a labelled table: (text, label) rows, or (text, pair, label) for a pairs task."""
+    """A named generator of a labelled table: (text, label) rows, (text, pair, label) for a pairs task, or (tokens,
+    tags) lists for a tokens task."""
 
     name: str
     description: str
@@ -34,6 +35,8 @@ class BuiltinDataset:
         if n_rows < 1:
             raise ValueError(f"dataset {self.name!r}: n_rows must be at least 1, got {n_rows}")
         rows = self.sample(np.random.default_rng(seed), n_rows)
+        if self.task == "tokens":
+            return pd.DataFrame(rows, columns=["tokens", "tags"])
         columns = ["text", PAIR_COLUMN, "label"] if self.task == "pairs" else ["text", "label"]
         return pd.DataFrame(rows, columns=columns, dtype="str")
 
@@ -187,6 +190,62 @@ _TOPIC_SUFFIXES = (
 _TOPIC_ENDINGS = ("", ".", ".", ".", "!", "?")
 
 
+# --- names-in-context -----------------------------------------------------------------
+
+_PEOPLE = ("alice", "omar", "priya", "lena", "tomas", "mei", "kofi", "ines", "ravi", "sofia")
+_PLACES = ("oslo", "lima", "kyoto", "cairo", "quito", "dakar", "porto", "hanoi", "bergen", "tunis")
+# Names of a person and of a place alike: only their context tells which.
+_EITHER = ("jordan", "paris", "georgia", "florence", "austin", "sydney", "victoria", "chelsea", "orlando", "india")
+_SURNAMES = ("lee", "okafor", "novak", "sato", "silva", "haddad")
+_ORGS = (("acme",), ("globex",), ("initech",), ("acme", "labs"), ("blue", "river", "bank"), ("north", "star", "media"))
+_TO_PERSON = ("met with", "spoke to", "called", "thanked", "interviewed", "emailed")
+_TO_PLACE = ("flew to", "lives in", "arrived in", "moved to", "stayed in", "drove to")
+_TO_ORG = ("works at", "joined", "sued", "invested in", "left", "partnered with")
+_SUBJECTS = ("she", "he", "the team", "my manager", "our lawyer", "a reporter")
+_OPENINGS = ((), (), ("yesterday",), ("last", "week"), ("on", "monday"), ("apparently",), ("this", "morning"))
+_ENDINGS = ((), (), ("again",), ("before", "lunch"), ("for", "the", "first", "time"), ("last", "year"))
+
+
+def _entity(rng: np.random.Generator, kind: str) -> tuple[list[str], str]:
+    """The tokens of one mention of `kind` (PER, LOC, ORG) and its type; an ambiguous name half of the time."""
+    if kind == "ORG":
+        return list(_ORGS[int(rng.integers(len(_ORGS)))]), "ORG"
+    own = _PEOPLE if kind == "PER" else _PLACES
+    name = [_pick(rng, _EITHER if rng.random() < 0.5 else own)]
+    if kind == "PER" and rng.random() < 0.3:
+        name.append(_pick(rng, _SURNAMES))
+    return name, kind
+
+
+def _tagged(words: list[str], kind: str | None) -> list[tuple[str, str]]:
+    """(token, BIO tag) per word: O, or one mention of type `kind`."""
+    if kind is None:
+        return [(word, "O") for word in words]
+    return [(word, f"{'B' if i == 0 else 'I'}-{kind}") for i, word in enumerate(words)]
+
+
+def _sample_names_in_context(rng: np.random.Generator, n_rows: int) -> list[tuple[list[str], list[str]]]:
+    """Sentences of one or two clauses, each a subject (a person or a pronoun), a verb phrase that says what follows
+    it (a person, a place or an organisation) and that mention: the right tags are known by construction, and an
+    ambiguous name's type is in the verb before it (or, as a subject, in its being the one who acts)."""
+    rows = []
+    cues = {"PER": _TO_PERSON, "LOC": _TO_PLACE, "ORG": _TO_ORG}
+    for _ in range(n_rows):
+        pairs = _tagged(list(_OPENINGS[int(rng.integers(len(_OPENINGS)))]), None)
+        for clause in range(1 + int(rng.random() < 0.4)):
+            if clause:
+                pairs += _tagged(["and"], None)
+            if rng.random() < 0.5:
+                pairs += _tagged(*_entity(rng, "PER"))
+            else:
+                pairs += _tagged(_pick(rng, _SUBJECTS).split(), None)
+            kind = ("PER", "LOC", "ORG")[int(rng.integers(3))]
+            pairs += _tagged(_pick(rng, cues[kind]).split(), None) + _tagged(*_entity(rng, kind))
+        pairs += _tagged(list(_ENDINGS[int(rng.integers(len(_ENDINGS)))]), None)
+        rows.append(([token for token, _ in pairs], [tag for _, tag in pairs]))
+    return rows
+
+
 def _class_counts(n_rows: int, shares: list[float]) -> list[int]:
     """Rows per class in these shares, summing exactly to n_rows."""
     counts = [int(n_rows * share) for share in shares]
@@ -252,6 +311,15 @@ DATASETS: dict[str, BuiltinDataset] = {
             ),
             sample=_sample_same_topic,
             task="pairs",
+        ),
+        BuiltinDataset(
+            name="names-in-context",
+            description=(
+                "Sentences tagged with people, places and organisations (--task tokens, BIO); half the names are both "
+                "a person's and a place's (Jordan, Paris), their type told by the words around them."
+            ),
+            sample=_sample_names_in_context,
+            task="tokens",
         ),
         *(BuiltinDataset(task.name, task.description, task.sample) for task in NESTED_OPS_TASKS),
     )

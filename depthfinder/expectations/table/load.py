@@ -20,6 +20,7 @@ from depthfinder.expectations.table.config import DataConfig
 from depthfinder.expectations.table.datasets import get_dataset
 from depthfinder.expectations.table.labels import LabelNormalization, label_normalization, normalize_labels
 from depthfinder.expectations.table.shape import PAIR_COLUMN
+from depthfinder.expectations.table.tokens import CONLL_SUFFIXES, is_conll, read_conll, token_table
 
 SPLITS = ("train", "val", "test")
 # Columns depthfinder writes; an extra input column of the same name would be overwritten.
@@ -58,8 +59,11 @@ def load_labelled_table(config: DataConfig) -> LoadedTable:
     if config.dataset is not None:
         raw = get_dataset(config.dataset).generate(config.dataset_rows, config.seed)
         return canonical_table(raw, config, source=f"dataset {config.dataset!r}")
-    with _fits_in_memory(Path(config.path)):
-        return canonical_table(read_table(Path(config.path)), config, source=str(config.path))
+    path = Path(config.path)
+    if is_conll(path) and config.task != "tokens":
+        raise ValueError(f"{path}: a CoNLL file holds a tag per token: pass --task tokens")
+    with _fits_in_memory(path):
+        return canonical_table(read_table(path), config, source=str(path))
 
 
 # --- reading --------------------------------------------------------------------------
@@ -217,6 +221,7 @@ _READERS: dict[str, Callable[[Path], pd.DataFrame]] = {
     ".pq": _read_parquet,
     ".jsonl": _read_jsonl,
     ".ndjson": _read_jsonl,
+    **{suffix: (lambda path: read_conll(path, _read_utf8(path))) for suffix in CONLL_SUFFIXES},
 }
 
 
@@ -224,9 +229,15 @@ _READERS: dict[str, Callable[[Path], pd.DataFrame]] = {
 
 
 def canonical_table(raw: pd.DataFrame, config: DataConfig, source: str) -> LoadedTable:
-    """Validate `raw` and rename/convert it to the canonical columns (see load_table)."""
+    """Validate `raw` and rename/convert it to the canonical columns (see load_table; a token table's are
+    expectations.table.tokens')."""
     columns = [str(column) for column in raw.columns]
     raw = raw.set_axis(columns, axis=1).reset_index(drop=True)  # a Parquet file may store an index
+    if config.task == "tokens":
+        table = token_table(raw, config, source)
+        if config.split_col is not None:
+            table.insert(4, "split", _splits(raw[config.split_col], source, config.split_col))
+        return LoadedTable(table, LabelNormalization())
     pair_col = config.pair_col if config.task == "pairs" else None
     flags = {"--text-col": config.text_col, "--pair-col": pair_col, "--label-col": config.label_col,
              "--split-col": config.split_col}

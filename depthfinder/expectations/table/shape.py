@@ -13,7 +13,7 @@ from typing import Literal
 
 import pandas as pd
 
-Task = Literal["classify", "pairs"]
+Task = Literal["classify", "pairs", "tokens"]
 PAIR_COLUMN = "pair"
 # One example as a network reads it: a text, or a pair of texts.
 ModelInput = str | tuple[str, str]

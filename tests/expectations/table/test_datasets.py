@@ -10,15 +10,18 @@ from depthfinder.expectations.table.normalize import normalize_text, text_keys
 def test_deterministic_per_seed_and_different_across_seeds(name: str) -> None:
     dataset = DATASETS[name]
     first = dataset.generate(500, seed=1)
-    columns = ["text", "pair", "label"] if dataset.task == "pairs" else ["text", "label"]
-    assert list(first.columns) == columns and len(first) == 500
+    columns = {"classify": ["text", "label"], "pairs": ["text", "pair", "label"], "tokens": ["tokens", "tags"]}
+    assert list(first.columns) == columns[dataset.task] and len(first) == 500
     assert first.equals(dataset.generate(500, seed=1))
-    assert (first["text"] != dataset.generate(500, seed=2)["text"]).mean() > 0.9
+    text = first.columns[0]
+    assert (first[text] != dataset.generate(500, seed=2)[text]).mean() > 0.9
 
 
 @pytest.mark.parametrize("name", sorted(DATASETS))
 def test_varied_and_consistently_labelled(name: str) -> None:
     table = DATASETS[name].generate(3000, seed=1)
+    if "tokens" in table:  # a sentence's text is its tokens, its label its tags
+        table = table.assign(text=table["tokens"].str.join(" "), label=table["tags"].str.join(" "))
     keys = text_keys(table["text"] + (" | " + table["pair"] if "pair" in table else ""))  # a pair: both its texts
     assert keys.duplicated().mean() < 0.02
     assert table.groupby(keys)["label"].nunique().max() == 1  # a text (a pair) never has two labels
@@ -45,6 +48,6 @@ def test_reviews_negation_defeats_bag_of_words() -> None:
 
 def test_list_datasets() -> None:
     assert [dataset.name for dataset in list_datasets()] == [
-        "nested-ops-1", "nested-ops-2", "nested-ops-3", "reviews-negation", "same-topic", "topics"
+        "names-in-context", "nested-ops-1", "nested-ops-2", "nested-ops-3", "reviews-negation", "same-topic", "topics"
     ]
     assert all(dataset.description for dataset in list_datasets())
