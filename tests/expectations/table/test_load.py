@@ -120,5 +120,5 @@ def test_nan_labels_in_parquet(tmp_path: Path) -> None:
 
 
 def test_unknown_dataset() -> None:
-    with pytest.raises(ValueError, match="unknown dataset .nope.; expected one of: names-in-context, nested-ops-1, .*, topics"):
+    with pytest.raises(ValueError, match="unknown dataset .nope.; expected one of: names-in-context, .*, topics"):
         load_table(DataConfig(dataset="nope"))
