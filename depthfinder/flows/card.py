@@ -182,16 +182,18 @@ def _hashes(fingerprint: dict[str, str]) -> str:
 def _loading(summary: RunSummary) -> str:
     """How to load it: pyfunc, depthfinder, and its other forms where it has them."""
     uri = f"models:/{summary.model.name}/{summary.model.version}"
+    example = ", ".join(f'"{column}": ["..."]' for column in summary.model.inputs)
+    example, pair = "{" + example + "}", ' --pair "..."' if "pair" in summary.model.inputs else ""
     lines = [
         "**Load it.**",
         "",
         "```python",
         "import mlflow, pandas as pd",
         f'model = mlflow.pyfunc.load_model("{uri}")  # or models:/{summary.model.name}@champion',
-        'model.predict(pd.DataFrame({"text": ["..."]}))  # label, confidence, proba_<label>',
+        f'model.predict(pd.DataFrame({example}))  # label, confidence, proba_<label>',
         "```",
         "",
-        f'`depthfinder predict --model {uri} --text "..."`',
+        f'`depthfinder predict --model {uri} --text "..."{pair}`',
     ]
     deployment = summary.deployment
     if deployment is not None and deployment.hf_folder:

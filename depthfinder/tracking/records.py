@@ -23,6 +23,7 @@ class ModelVersionRef(Record):
         None, description="Size of the saved model it serves (the layers it uses; its vocabulary pruned when the "
         "deployment gate shipped that), MiB."
     )
+    inputs: list[str] = Field(["text"], description="The columns it reads one example from: text, or text and pair.")
 
 
 class KnownVersion(Record):

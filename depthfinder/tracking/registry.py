@@ -307,8 +307,8 @@ def register_challenger(
     settle_unjudged(client, model_name)  # what an earlier attempt left (a task's retries)
     with mlflow.start_run(run_id=sweep.run_id):
         mlflow.log_artifact(table, TABLE_ARTIFACTS)  # what the next night compares its table with
-        model_uri = log_text_classifier(_registered_bundle(candidate, deployment), input_example=texts[:3],
-                                        deployment=deployment)
+        bundle = _registered_bundle(candidate, deployment)
+        model_uri = log_text_classifier(bundle, input_example=texts[:3], deployment=deployment)
     champion = current_champion(client, model_name)
     cost_tag = {f"cost.{rule.cost}": candidate.cost.value(rule.cost)}
     challenger, challenger_labels, champion_labels = _register_and_score(
@@ -321,7 +321,8 @@ def register_challenger(
     return Registration(
         model=ModelVersionRef(name=model_name, version=str(challenger.version),
                               uri=f"models:/{model_name}/{challenger.version}", family=candidate.family,
-                              depth=candidate.depth, size_mb=_bundle_mb(candidate, deployment)),
+                              depth=candidate.depth, size_mb=_bundle_mb(candidate, deployment),
+                              inputs=list(bundle_inputs(bundle))),
         promoted=judgement.promoted,
         promotion=judgement.reason,
         champion_version=str(challenger.version if judgement.promoted else champion.version),

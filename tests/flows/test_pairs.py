@@ -21,7 +21,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWa
 CONFIG = """
 data: {{path: pairs.csv, task: pairs, text_col: first, pair_col: second}}
 model: {{d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 40, pretrained: {checkpoint}}}
-train: {{max_epochs: 2, min_epochs: 1, patience: 1, batch_size: 16, learning_rate: 0.003, finetune_max_epochs: 2,
+train: {{max_epochs: 1, min_epochs: 1, patience: 1, batch_size: 16, learning_rate: 0.003, finetune_max_epochs: 1,
         finetune_min_epochs: 1, finetune_patience: 1}}
 sweep: {{depths: [1, 2], families: [scratch, pretrained], crossfit: off, halving: off}}
 """
@@ -49,7 +49,7 @@ PAIRS = [["the chef baked a chocolate cake", "the baker roasted the garlic"],
 @pytest.fixture(scope="module")
 def run(prefect_server, tmp_path_factory) -> tuple[Path, RunSummary]:
     folder = tmp_path_factory.mktemp("pairs")
-    table = DATASETS["same-topic"].generate(300, 1).rename(columns={"text": "first", "pair": "second"})
+    table = DATASETS["same-topic"].generate(240, 1).rename(columns={"text": "first", "pair": "second"})
     table.to_csv(folder / "pairs.csv", index=False)
     texts = [*table["first"], *table["second"]]
     checkpoint = tiny_checkpoint(folder / "bert", texts, layers=2, type_vocab_size=2)
@@ -65,7 +65,17 @@ def test_pairs_train_scratch_and_pretrained_depths_and_register_the_choice(run) 
     assert sorted((c.family, c.depth) for c in summary.candidates) == [
         ("bert", 1), ("bert", 2), ("scratch", 1), ("scratch", 2)]
     assert all(c.status == "trained" for c in summary.candidates)
-    assert summary.model is not None and summary.model.version == "1"
+    assert summary.model is not None and summary.model.version == "1" and summary.model.inputs == ["text", "pair"]
+
+
+def test_the_model_card_shows_how_to_give_it_a_pair(run) -> None:
+    from mlflow import MlflowClient
+
+    folder, summary = run
+    card = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}").get_model_version(
+        "depthfinder", summary.model.version).description
+    assert 'model.predict(pd.DataFrame({"text": ["..."], "pair": ["..."]}))' in card
+    assert '--text "..." --pair "..."' in card
 
 
 def test_the_registered_pair_model_labels_pairs_where_depthfinder_is_not_installed(run) -> None:
