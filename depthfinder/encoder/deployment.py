@@ -34,7 +34,7 @@ import torch
 from depthfinder.encoder.coded import CODED, Coding, coded_file
 from depthfinder.encoder.export import OnnxNetwork, export_onnx, quantize
 from depthfinder.encoder.latency import ROUNDS, Measured, measure
-from depthfinder.encoder.serving import TOKENIZER_FILE, TextClassifier, encode_texts, pad_batch
+from depthfinder.encoder.serving import TOKENIZER_FILE, ModelInput, TextClassifier, encode_texts, pad_batch
 from depthfinder.encoder.size import INT8_PRUNED, weights_mb
 from depthfinder.encoder.verdict import PRUNED, Deployment, Pruning, Variant, apply_gate, beside_cost_table
 from depthfinder.encoder.vocabulary import kept_ids, prunable, prune_network, prune_tokenizer, token_counts
@@ -87,7 +87,7 @@ class _Forms:
     notes: list[str]
 
 
-def _made_forms(model: TextClassifier, texts: list[str], truths: list[str], gate: Gate, folder: Path,
+def _made_forms(model: TextClassifier, texts: list[ModelInput], truths: list[str], gate: Gate, folder: Path,
                 shrinking: Shrinking) -> _Forms:
     """Prune (`shrinking`), export and quantise the model into `folder`, and label `texts` with every form: the ONNX
     forms are made from the pruned model when it is within the gate's margin of torch on them, and the int8 form
@@ -123,7 +123,7 @@ def _made_forms(model: TextClassifier, texts: list[str], truths: list[str], gate
     return _Forms(classifiers, predicted, intervals, files, tokenizer_file, pruning, coding, base is not model, notes)
 
 
-def measure_deployment(model: TextClassifier, texts: list[str], truths: list[str], gate: Gate, folder: Path,
+def measure_deployment(model: TextClassifier, texts: list[ModelInput], truths: list[str], gate: Gate, folder: Path,
                        shrinking: Shrinking = Shrinking(), expected_ms: float | None = None) -> Deployment:
     """Prune, export and quantise the model into `folder`, measure every variant on the labelled test texts (their
     latencies in the same rounds, checked against `expected_ms`, the cost table's batch-1 p50 of the torch model),
@@ -151,7 +151,7 @@ def measure_deployment(model: TextClassifier, texts: list[str], truths: list[str
     return beside_cost_table(judged, expected_ms)
 
 
-def forms_passed(model: TextClassifier, texts: list[str], truths: list[str], gate: Gate, shrinking: Shrinking
+def forms_passed(model: TextClassifier, texts: list[ModelInput], truths: list[str], gate: Gate, shrinking: Shrinking
                  ) -> list[str]:
     """The forms (encoder.size's names) that pass the validation check on the labelled `texts`, torch always among them:
     a candidate's validation rows, so that the rule knows which depth can ship within a size limit before it chooses.
@@ -222,7 +222,7 @@ def _onnx_forms(base: TextClassifier, labels: list[str], folder: Path, classifie
     return files, str(folder / TOKENIZER_FILE)
 
 
-def _coded_form(base: TextClassifier, texts: list[str], folder: Path, limit_mb: float | None
+def _coded_form(base: TextClassifier, texts: list[ModelInput], folder: Path, limit_mb: float | None
                 ) -> tuple[Coding, Path, TextClassifier]:
     """The int8 ONNX file of `base` with the embedding rows `texts` never use coded (encoder.coded), as finely as
     `limit_mb` allows: the whole vocabulary, for the texts pruning would cut into pieces; its coding, file and
@@ -236,7 +236,7 @@ def _size_mb(classifier: TextClassifier, path: Path | None) -> float:
     return path.stat().st_size / 2**20 if path is not None else weights_mb(classifier.network)
 
 
-def _timed(classifiers: dict[str, TextClassifier], texts: list[str], batch: int, expected_ms: float | None,
+def _timed(classifiers: dict[str, TextClassifier], texts: list[ModelInput], batch: int, expected_ms: float | None,
            rounds: int = ROUNDS) -> Measured:
     """Every variant's latency for one forward of `batch` test texts (taken in turn, padded as served), in the same
     `rounds` (encoder.latency)."""

@@ -27,8 +27,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from depthfinder.encoder.serving import load_bundle
-from depthfinder.expectations.table.shape import ModelInput, model_inputs
+from depthfinder.encoder.serving import ModelInput, load_bundle
+from depthfinder.expectations.table.shape import model_inputs
 from depthfinder.runtime.files import written_whole
 
 CACHE_FOLDER = "soft-labels"
@@ -95,7 +95,7 @@ def train_texts(frame: pd.DataFrame) -> list[ModelInput]:
     return model_inputs(frame[frame["split"] == "train"])
 
 
-def teacher_logits(bundle: Path, teacher: str, texts: list[str], digest: str, cache: Path) -> np.ndarray:
+def teacher_logits(bundle: Path, teacher: str, texts: list[ModelInput], digest: str, cache: Path) -> np.ndarray:
     """The teacher's logits (len(texts), K) on `texts`, in their order: read from the cache, or computed once and
     written there (atomically: students training at once may both compute them, and one file wins).
 

@@ -203,18 +203,18 @@ class TextClassifier:
         self.labels = list(labels)
         self.inputs = tuple(inputs)
 
-    def predict_proba(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    def predict_proba(self, texts: Sequence[ModelInput], batch_size: int = 64) -> np.ndarray:
         """Class probabilities (N, K), rows in input order; K follows `labels`.
 
         Texts are batched in order of token length, so each batch pads to similar lengths.
         """
         return self._batched(texts, batch_size, lambda logits: torch.softmax(logits, dim=-1))
 
-    def predict_logits(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    def predict_logits(self, texts: Sequence[ModelInput], batch_size: int = 64) -> np.ndarray:
         """The network's logits (N, K), rows in input order: a teacher's soft labels before any temperature."""
         return self._batched(texts, batch_size, lambda logits: logits)
 
-    def _batched(self, texts: Sequence[str], batch_size: int, output) -> np.ndarray:
+    def _batched(self, texts: Sequence[ModelInput], batch_size: int, output) -> np.ndarray:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         ids = encode_texts(self.tokenizer, texts, self.network.cfg.max_len)
@@ -228,7 +228,7 @@ class TextClassifier:
                 values[rows] = output(logits.float()).numpy()
         return values
 
-    def predict(self, texts: Sequence[str], batch_size: int = 64) -> list[str]:
+    def predict(self, texts: Sequence[ModelInput], batch_size: int = 64) -> list[str]:
         """The most probable label of each text, in input order."""
         probs = self.predict_proba(texts, batch_size=batch_size)
         return [self.labels[k] for k in probs.argmax(axis=1)]

@@ -16,7 +16,7 @@ from depthfinder.encoder.distillation import SoftLabels
 from depthfinder.encoder.families import Family, Scratch
 from depthfinder.encoder.module import DepthClassifier
 from depthfinder.encoder.probes import LayerProbes
-from depthfinder.encoder.serving import WEIGHTS_FILE, Network, TextClassifier, encode_texts, pad_batch
+from depthfinder.encoder.serving import WEIGHTS_FILE, ModelInput, Network, TextClassifier, encode_texts, pad_batch
 from depthfinder.encoder.threads import torch_threads, training_threads
 from depthfinder.encoder.trainer import (
     MONITOR,
@@ -282,7 +282,7 @@ def _probe_results(classifier: TextClassifier, screen: LayerProbes, frame: pd.Da
     return results
 
 
-def probe_predictions(classifier: TextClassifier, screen: LayerProbes, texts: list[str], batch_size: int = 64
+def probe_predictions(classifier: TextClassifier, screen: LayerProbes, texts: list[ModelInput], batch_size: int = 64
                       ) -> np.ndarray:
     """Class ids each probe predicts for `texts`, (layers - 1, n), in input order, batched as served."""
     ids = encode_texts(classifier.tokenizer, texts, classifier.network.cfg.max_len)

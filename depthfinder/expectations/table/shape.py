@@ -15,7 +15,8 @@ import pandas as pd
 
 Task = Literal["classify", "pairs", "tokens"]
 PAIR_COLUMN = "pair"
-# One example as a network reads it: a text, or a pair of texts.
+# One example as a network reads it: a text, or a pair of texts (encoder.serving, which travels with every model and
+# imports nothing of depthfinder, declares the same).
 ModelInput = str | tuple[str, str]
 
 
