@@ -140,6 +140,17 @@ CASES = {
     ),
     "a rollback of a name no model can have": (None, ["rollback", "--model", "a b/c"], "model name 'a b/c'"),
     "an unlock of a name no model can have": (None, ["unlock", "--model-name", "a b/c"], "model name 'a b/c'"),
+    "pairs without their second column": (
+        "text,label\na,x\nb,y\n", ["run", "--data", "t.csv", "--task", "pairs"], "no column 'pair'"),
+    "a pairs dataset without the pairs task": (None, ["run", "--dataset", "same-topic"], "pass --task pairs"),
+    "an unknown task": (None, ["run", "--dataset", "topics", "--task", "spans"], "--task"),
+    "a tag of no scheme": ("EU U-ORG\n", ["audit", "--data", "t.conll", "--task", "tokens"], "not BIO or BIOES"),
+    "fewer tags than tokens": (
+        '{"tokens": ["a", "b"], "tags": ["O"]}\n', ["audit", "--data", "t.jsonl", "--task", "tokens"],
+        "sentence 0 has 2 tokens but 1 tags"),
+    "a CoNLL file without the tokens task": ("EU B-ORG\n", ["run", "--data", "t.conll"], "pass --task tokens"),
+    "training token labels": (None, ["run", "--dataset", "names-in-context", "--task", "tokens"],
+                              "training on token labels is not built yet"),
 }
 
 
