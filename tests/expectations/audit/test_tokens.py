@@ -187,6 +187,7 @@ def test_bio_violations_warn_in_exactly_their_sentences_and_block_when_common(cl
     assert (example["row"], example["position"], example["tag"], example["expected"]) == (
         planted[0], position, "I-PER", "B-PER")
     assert f"{example['token']}/I-PER" in example["tagged"] and check.observed["scheme"] == "BIO"
+    assert [suspect["likely_label"] for suspect in check.suspects] == [clean.at[row, "label"] for row in planted]
     for index in table.index[:100]:  # 5 % of the sentences: the file reads as another scheme
         tags = table.at[index, "tags"]
         with_tags(table, index, [f"I-{tag[2:]}" if tag.startswith("B-") else tag for tag in tags])
@@ -321,3 +322,11 @@ def test_tokens_tagged_against_their_evidence_are_flagged_only_in_their_sentence
     assert "-> B-LOC" in check.examples[0]["flagged_tokens"][0]
     config = AuditConfig(label_noise_warn_fraction=0.0005, max_label_noise_fraction=0.001)
     assert run_audit(table, config, checks=[TokenLabelNoiseCheck]).check("token_label_noise").severity == "error"
+
+
+def test_token_noise_judges_a_sample_of_whole_sentences_on_large_data_and_says_so(clean: pd.DataFrame) -> None:
+    table = clean.head(400)
+    check = run_audit(table, AuditConfig(noise_max_rows=100), checks=[TokenLabelNoiseCheck]).check("token_label_noise")
+    assert check.observed["sampled"] is True and "random sample of 100 of 400 sentences" in check.observed["note"]
+    lengths = table["tokens"].map(len)
+    assert 100 * lengths.min() <= check.observed["judged_tokens"] <= 100 * lengths.max()  # whole sentences

@@ -97,7 +97,20 @@ class TagSchemeViolationsCheck(Check):
             ),
         ]
         observed = {**evidence, "violating_tags": len(self._violations)}
-        return CheckPlan(frame=frame, expectations=expectations, observed=observed)
+        return CheckPlan(frame=frame, expectations=expectations, observed=observed, suspects=self._suspects(table))
+
+    def _suspects(self, table: pd.DataFrame) -> list[dict[str, Any]]:
+        """Every violating sentence: row, text, given tags (label) and the tags with each violating one replaced by
+        the tag expected there (likely_label)."""
+        suspects = []
+        for sentence, group in self._violations.groupby("sentence", sort=True):
+            row = table.iloc[int(sentence)]
+            likely = list(row[TAGS_COLUMN])
+            for position, expected in zip(group["position"], group["expected"], strict=True):
+                likely[position] = expected
+            suspects.append(to_jsonable({"row": row["row"], "text": row["text"], "label": " ".join(row[TAGS_COLUMN]),
+                                         "likely_label": " ".join(likely)}))
+        return suspects
 
     def examples(self, table: pd.DataFrame, plan: CheckPlan, failing: list[Any], limit: int) -> list[dict[str, Any]]:
         """The first violating sentences: the first violating token of each, and how many it has."""

@@ -34,7 +34,7 @@ from depthfinder.expectations.audit.token_labels import (
 
 SAMPLE_SEED = 0
 # Tokens judged at most (whole sentences sampled down to it): keeps the check to seconds on a large table.
-MAX_TOKENS = 100_000
+MAX_TOKENS = 50_000
 MAX_FLAGGED_SHOWN = 5
 AFFIX = 3
 
