@@ -27,7 +27,7 @@ TOKENS_COLUMN, TAGS_COLUMN = "tokens", "tags"
 OUTSIDE = "O"
 PREFIXES = ("B", "I", "E", "S")
 Scheme = Literal["BIO", "BIOES"]
-# A tag of the prefix before it opens a span a following I-/E- of its type continues.
+# The prefixes of a tag that a next I-/E- of its type continues, and those of the tags that continue one.
 OPENING, CONTINUING = ("B", "I"), ("I", "E")
 # Why a row's tokens and tags cannot be read (schema's evidence); "" when they can.
 NOT_A_LIST = "{} is not a list of strings"

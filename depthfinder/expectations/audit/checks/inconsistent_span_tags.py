@@ -63,8 +63,8 @@ def span_occurrences(tokens: TaggedTokens, spans: Mentions) -> pd.DataFrame:
     parts = []
     for length in np.unique(lengths[judged]):
         hashes = window_hashes(codes, int(length))
-        starts = spans.start[judged & (lengths == length)]
         of_length = judged & (lengths == length)
+        starts = spans.start[of_length]
         parts.append(pd.DataFrame({"key": hashes[starts], "tagging": spans.type[of_length],
                                    "text": spans.text[of_length], "start": starts, "length": length}))
         windows = np.flatnonzero(np.isin(hashes, hashes[starts]))

@@ -6,8 +6,8 @@ B-X or I-X (an S-X stands alone, so it breaks nothing itself; an unfinished span
 Each violating token is reported with the tag its neighbours call for: a span's lone token is S-X, its first B-X,
 its last E-X, the rest I-X (BIO: B-X).
 
-Strict entity scoring (seqeval in strict mode, what the training reports) drops or splits such spans, so a
-violation is a wrong label whatever the reader makes of it. A few are typos (a warning); more than
+Strict entity scoring (seqeval's strict mode for IOB2 and BIOES) drops or splits such spans, so a violation is a
+wrong label whatever a lenient reader makes of it. A few are typos (a warning); more than
 MAX_VIOLATION_FRACTION of the sentences say the file is in another scheme than its tags look (IOB1, where I-X
 opens a span, read as IOB2) or a converter dropped tags, so training is blocked.
 """

@@ -72,7 +72,7 @@ def tokens_to_judge(tokens: TaggedTokens, max_sentences: int) -> tuple[np.ndarra
     keep = len(sentences)
     if len(sentences) > max_sentences or counts.sum() > MAX_TOKENS:
         order = np.random.default_rng(SAMPLE_SEED).permutation(len(sentences))
-        keep = min(max_sentences, int(np.searchsorted(np.cumsum(counts[order]), MAX_TOKENS, side="right")))
+        keep = min(max_sentences, max(int(np.searchsorted(np.cumsum(counts[order]), MAX_TOKENS, side="right")), 1))
         kept = np.zeros(len(sentences), dtype=bool)
         kept[order[:keep]] = True
         chosen = np.isin(tokens.sentence, sentences[kept])
@@ -99,14 +99,17 @@ class TokenLabelNoiseCheck(Check):
 
     @classmethod
     def headline(cls, observed: dict[str, Any]) -> str:
-        if "fraction" not in observed:
+        if "not_judged" in observed:
+            return f"not estimated: {observed['not_judged']}"
+        if "flagged_tokens" not in observed:
             return super().headline(observed)
         sampled = ", sampled" if observed.get("sampled") else ""
         return (f"estimated token noise {100 * observed['fraction']:.1f} % ({observed['flagged_tokens']} of "
                 f"{observed['judged_tokens']} tokens judged{sampled}, in {observed['flagged_sentences']} sentences)")
 
     def plan(self, table: pd.DataFrame, config: AuditConfig) -> CheckPlan:
-        """One row per judged token, indexed by its sentence: suspected (1/0), self-confidence, likely tag."""
+        """One row per judged token, indexed by its sentence: suspected (1/0; null when not estimated),
+        self-confidence and likely tag."""
         import great_expectations.expectations as gxe
         from cleanlab.filter import find_label_issues
 
@@ -114,14 +117,14 @@ class TokenLabelNoiseCheck(Check):
         judged, sampled, note = tokens_to_judge(tokens, config.noise_max_rows)
         labels, classes = pd.factorize(tokens.tag[judged])
         frame = pd.DataFrame({
-            "suspected": np.zeros(len(judged)), "self_confidence": np.ones(len(judged)),
+            "suspected": np.full(len(judged), np.nan), "self_confidence": np.full(len(judged), np.nan),
             "likely_tag": tokens.tag[judged], "position": tokens.position[judged], "token": tokens.token[judged],
             "tag": tokens.tag[judged],
         }, index=table.index[tokens.sentence[judged]])
         observed: dict[str, Any] = {"judged_tokens": len(judged), "sampled": sampled}
         if note:
             observed["note"] = note
-        if len(classes) >= 2:
+        if len(classes) >= 2 and len(np.unique(tokens.sentence[judged])) >= FOLDS:
             features = np.asarray(token_features(tokens), dtype=object)[judged].tolist()
             probabilities = out_of_fold_probabilities(
                 features, labels, groups=tokens.sentence[judged], longest_ngram=1)
@@ -133,6 +136,8 @@ class TokenLabelNoiseCheck(Check):
                 "flagged_tokens": int(issues.sum()), "fraction": round(float(issues.mean()), 6),
                 "flagged_sentences": int(frame.index[issues].nunique()),
             })
+        else:
+            observed["not_judged"] = f"fewer than two tags with {FOLDS} tokens each, or fewer than {FOLDS} sentences"
         thresholds = {
             "warn_fraction": config.label_noise_warn_fraction, "max_fraction": config.max_label_noise_fraction,
         }
