@@ -13,13 +13,19 @@ from depthfinder.expectations.audit.checks.cross_split_duplicates import CrossSp
 from depthfinder.expectations.audit.checks.cross_split_near_duplicates import CrossSplitNearDuplicatesCheck
 from depthfinder.expectations.audit.checks.cross_split_shared_sides import CrossSplitSharedSidesCheck
 from depthfinder.expectations.audit.checks.empty_text import EmptyTextCheck
+from depthfinder.expectations.audit.checks.entities_seen_in_train import EntitiesSeenInTrainCheck
+from depthfinder.expectations.audit.checks.entity_type_imbalance import EntityTypeImbalanceCheck
+from depthfinder.expectations.audit.checks.inconsistent_span_tags import InconsistentSpanTagsCheck
 from depthfinder.expectations.audit.checks.label_giveaway_columns import LabelGiveawayColumnsCheck
 from depthfinder.expectations.audit.checks.label_in_text import LabelInTextCheck
 from depthfinder.expectations.audit.checks.one_side_baseline import OneSideBaselineCheck
 from depthfinder.expectations.audit.checks.schema import SchemaCheck
 from depthfinder.expectations.audit.checks.suspected_label_noise import SuspectedLabelNoiseCheck
 from depthfinder.expectations.audit.checks.swapped_pairs import SwappedPairsCheck
+from depthfinder.expectations.audit.checks.tag_scheme_violations import TagSchemeViolationsCheck
+from depthfinder.expectations.audit.checks.token_label_noise import TokenLabelNoiseCheck
 from depthfinder.expectations.audit.pairs import is_pairs_table
+from depthfinder.expectations.audit.token_labels import is_token_table
 
 
 class CheckRegistry:
@@ -84,6 +90,27 @@ PAIR_REGISTRY = CheckRegistry(
 )
 
 
+# The audit of a token-labels table (`tokens` and `tags` beside `text`, one row per sentence; see token_labels.py).
+# The text checks read a sentence as one example and its tag string as its label, so the same sentence tagged two
+# ways conflicts. Left out, as meaningless per sentence: label_in_text and label_giveaway_columns (a tag string
+# is nearly unique), suspected_label_noise and class_imbalance, whose token-level counterparts replace them.
+TOKEN_REGISTRY = CheckRegistry([
+    SchemaCheck,
+    EmptyTextCheck,
+    CrossSplitDuplicatesCheck,
+    CrossSplitNearDuplicatesCheck,
+    EntitiesSeenInTrainCheck,
+    ConflictingLabelsCheck,
+    TagSchemeViolationsCheck,
+    InconsistentSpanTagsCheck,
+    TokenLabelNoiseCheck,
+    EntityTypeImbalanceCheck,
+])
+
+
 def checks_for(table: pd.DataFrame) -> CheckRegistry:
-    """The checks for the table's shape: PAIR_REGISTRY for a pairs table, REGISTRY otherwise."""
+    """The checks for the table's shape: TOKEN_REGISTRY for a token table, PAIR_REGISTRY for a pairs table,
+    REGISTRY otherwise."""
+    if is_token_table(table):
+        return TOKEN_REGISTRY
     return PAIR_REGISTRY if is_pairs_table(table) else REGISTRY

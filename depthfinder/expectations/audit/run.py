@@ -47,10 +47,12 @@ def run_audit(
 
     Args:
         table: the canonical table (text, label, split, row, ... as from load_table
-            and assign_splits; a pairs table has `pair`, the second text, too).
+            and assign_splits; a pairs table has `pair`, the second text, too; a token table one row per
+            sentence with `tokens` and `tags`, its `text` the tokens and its `label` the tags joined by spaces).
         config: thresholds, examples per check, and whether warnings block (`strict`).
         checks: check classes to run instead of the registry's for the table's shape (`checks_for`: a pairs
-            table, one with a `pair` column, gets the pair checks too).
+            table, one with a `pair` column, gets the pair checks too; a token table, with `tokens` and `tags`,
+            the token checks instead of the per-row label checks).
         docs_dir: when given, the GX Data Docs (HTML) of every validation are built there.
 
     Returns:

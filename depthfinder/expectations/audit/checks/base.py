@@ -9,6 +9,7 @@ import pandas as pd
 
 from depthfinder.expectations.audit.config import AuditConfig
 from depthfinder.expectations.audit.report import Category, Severity, short
+from depthfinder.expectations.audit.token_labels import TAGS_COLUMN, TOKENS_COLUMN, tagged_text
 
 if TYPE_CHECKING:
     from great_expectations.expectations import Expectation
@@ -99,8 +100,14 @@ def _note_value(value: Any, limit: int = 300) -> str:
 
 
 def texts_of(row: pd.Series) -> dict[str, Any]:
-    """A row's text as evidence: `text`, and `pair` beside it in a pairs table."""
-    return {"text": row["text"], PAIR_COLUMN: row[PAIR_COLUMN]} if PAIR_COLUMN in row.index else {"text": row["text"]}
+    """A row's text as evidence: `text`, and `pair` beside it in a pairs table, `tagged` (each token with its tag) in
+    a token table."""
+    texts = {"text": row["text"]}
+    if PAIR_COLUMN in row.index:
+        texts[PAIR_COLUMN] = row[PAIR_COLUMN]
+    if TOKENS_COLUMN in row.index and TAGS_COLUMN in row.index:
+        texts["tagged"] = tagged_text(row[TOKENS_COLUMN], row[TAGS_COLUMN])
+    return texts
 
 
 def distinct_per_text(table: pd.DataFrame, column: str) -> pd.Series:
