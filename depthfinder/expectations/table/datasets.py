@@ -201,7 +201,7 @@ _ORGS = (("acme",), ("globex",), ("initech",), ("acme", "labs"), ("blue", "river
 _TO_PERSON = ("met with", "spoke to", "called", "thanked", "interviewed", "emailed")
 _TO_PLACE = ("flew to", "lives in", "arrived in", "moved to", "stayed in", "drove to")
 _TO_ORG = ("works at", "joined", "sued", "invested in", "left", "partnered with")
-_SUBJECTS = ("she", "he", "the team", "my manager", "our lawyer", "a reporter")
+_ACTORS = ("she", "he", "the team", "my manager", "our lawyer", "a reporter")
 _OPENINGS = ((), (), ("yesterday",), ("last", "week"), ("on", "monday"), ("apparently",), ("this", "morning"))
 _ENDINGS = ((), (), ("again",), ("before", "lunch"), ("for", "the", "first", "time"), ("last", "year"))
 
@@ -238,7 +238,7 @@ def _sample_names_in_context(rng: np.random.Generator, n_rows: int) -> list[tupl
             if rng.random() < 0.5:
                 pairs += _tagged(*_entity(rng, "PER"))
             else:
-                pairs += _tagged(_pick(rng, _SUBJECTS).split(), None)
+                pairs += _tagged(_pick(rng, _ACTORS).split(), None)
             kind = ("PER", "LOC", "ORG")[int(rng.integers(3))]
             pairs += _tagged(_pick(rng, cues[kind]).split(), None) + _tagged(*_entity(rng, kind))
         pairs += _tagged(list(_ENDINGS[int(rng.integers(len(_ENDINGS)))]), None)
