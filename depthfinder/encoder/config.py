@@ -52,15 +52,17 @@ class ModelConfig(BaseModel):
     vocab_size: int = Field(
         8000, strict=True, ge=100, description="WordPiece vocabulary size trained on the train split (scratch)."
     )
-    pooling: Literal["mean", "cls"] = Field(
-        "mean", description="How a scratch candidate pools: mean over real tokens, or the first ([CLS]) token."
+    pooling: Literal["mean", "cls", "tokens"] = Field(
+        "mean", description="How a scratch candidate pools: mean over real tokens, or the first ([CLS]) token; "
+        "tokens (the one pooling of --task tokens, and its default): none, a label per token."
     )
-    pretrained_pooling: Literal["mean", "cls", "head"] = Field(
+    pretrained_pooling: Literal["mean", "cls", "head", "tokens"] = Field(
         "mean",
         description="How a pretrained candidate classifies: mean over real tokens or the first token, then a linear "
         "head (exported as a sentence-transformers folder); or head, the type's own sequence-classification head "
         "([CLS] and its pooler for BERT), which makes the model a standard AutoModelForSequenceClassification, "
-        "registered also as a Hugging Face folder.",
+        "registered also as a Hugging Face folder; tokens (the one pooling of --task tokens, and its default): the "
+        "type's own token-classification head, a standard AutoModelForTokenClassification.",
         json_schema_extra={"flag": "--pretrained-pooling"},
     )
 

@@ -16,7 +16,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from depthfinder.encoder.distillation import UNLABELLED
-from depthfinder.encoder.serving import encode_texts, pad_batch
+from depthfinder.encoder.serving import encode_texts, encode_words, pad_batch
 from depthfinder.encoder.tokenizer import PAD_ID
 from depthfinder.expectations.table.shape import input_columns, model_inputs
 
@@ -26,15 +26,18 @@ if TYPE_CHECKING:
 
 SPLITS = ("train", "val", "test")
 REQUIRED_COLUMNS = ("text", "label", "split")
-# (token ids, class id), and for a student's train rows the teacher's logits (K,) of that row
-Example = tuple[list[int], int] | tuple[list[int], int, np.ndarray]
+# (token ids, class id), and for a student's train rows the teacher's logits (K,) of that row; for token labels the
+# class id of each token (its word's tag at the word's first piece, UNLABELLED elsewhere) instead of the row's
+Example = tuple[list[int], int | np.ndarray] | tuple[list[int], int, np.ndarray]
 
 
 class EncodedSplit(Dataset):
     """Token ids and class ids of one split, indexable by row position; for a student's train split also the
-    teacher's logits of each row, which travel with the row through any batch order."""
+    teacher's logits of each row, which travel with the row through any batch order. For token labels `targets`
+    holds each row's (tokens,) class ids."""
 
-    def __init__(self, ids: list[list[int]], targets: np.ndarray, teacher_logits: np.ndarray | None = None) -> None:
+    def __init__(self, ids: list[list[int]], targets: np.ndarray | list[np.ndarray],
+                 teacher_logits: np.ndarray | None = None) -> None:
         if teacher_logits is not None and teacher_logits.shape[0] != len(ids):
             raise ValueError(f"teacher logits for {teacher_logits.shape[0]} rows, but the split has {len(ids)}")
         self.ids = ids
@@ -46,9 +49,11 @@ class EncodedSplit(Dataset):
         return len(self.ids)
 
     def __getitem__(self, index: int) -> Example:
+        target = self.targets[index]
+        target = target if isinstance(target, np.ndarray) else int(target)
         if self.teacher_logits is None:
-            return self.ids[index], int(self.targets[index])
-        return self.ids[index], int(self.targets[index]), self.teacher_logits[index]
+            return self.ids[index], target
+        return self.ids[index], target, self.teacher_logits[index]
 
 
 class BucketBatchSampler(Sampler[list[int]]):
@@ -104,7 +109,12 @@ class Collate:
 
     def __call__(self, examples: list[Example]) -> dict[str, torch.Tensor]:
         input_ids, attention_mask = pad_batch([example[0] for example in examples], self.pad_id)
-        labels = torch.tensor([example[1] for example in examples], dtype=torch.long)
+        if isinstance(examples[0][1], np.ndarray):  # a class per token: padding is not scored
+            labels = torch.full(input_ids.shape, UNLABELLED, dtype=torch.long)
+            for row, example in enumerate(examples):
+                labels[row, : len(example[1])] = torch.from_numpy(example[1])
+        else:
+            labels = torch.tensor([example[1] for example in examples], dtype=torch.long)
         batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
         if len(examples[0]) == 3:
             batch["teacher_logits"] = torch.from_numpy(np.stack([example[2] for example in examples]))
@@ -128,6 +138,8 @@ class TextDataModule(L.LightningDataModule):
             (encoder.distillation); its train batches then carry them.
         unlabeled: for a student, a transfer set (encoder.distillation): texts and the teacher's logits on them,
             added to the train split with the class id UNLABELLED (their soft labels are their only target).
+        tokens: label every token: `labels` are tags, and a row's `label` its words' tags joined by spaces (a token
+            table's); each word's first piece is trained on its tag (encoder.serving.encode_words).
     """
 
     def __init__(
@@ -142,6 +154,7 @@ class TextDataModule(L.LightningDataModule):
         pad_id: int = PAD_ID,
         teacher_logits: np.ndarray | None = None,
         unlabeled: tuple[Sequence[str], np.ndarray] | None = None,
+        tokens: bool = False,
     ) -> None:
         super().__init__()
         missing = [col for col in REQUIRED_COLUMNS if col not in frame.columns]
@@ -150,7 +163,8 @@ class TextDataModule(L.LightningDataModule):
         unknown_splits = sorted(set(frame["split"].astype(str)) - set(SPLITS))
         if unknown_splits:
             raise ValueError(f"unknown split value(s) {unknown_splits}; expected {list(SPLITS)}")
-        unknown_labels = sorted(set(frame["label"].astype(str)) - set(labels))
+        values = frame["label"].astype(str)
+        unknown_labels = sorted(set(values.str.split().explode() if tokens else values) - set(labels))
         if unknown_labels:
             raise ValueError(f"label(s) {unknown_labels[:5]} are not among labels {labels}")
         self.frame = frame[[*input_columns(frame), *REQUIRED_COLUMNS[1:]]]
@@ -168,6 +182,9 @@ class TextDataModule(L.LightningDataModule):
             raise ValueError(f"teacher logits for {unlabeled[1].shape[0]} unlabelled texts, but {len(unlabeled[0])} "
                              "texts")
         self.unlabeled = unlabeled
+        if tokens and (teacher_logits is not None or unlabeled is not None):
+            raise ValueError("soft labels are of whole texts; a network of token labels learns from its tags alone")
+        self.tokens = tokens
         self.splits: dict[str, EncodedSplit] = {}
 
     def prepare_data(self) -> None:
@@ -180,6 +197,10 @@ class TextDataModule(L.LightningDataModule):
         class_ids = {label: i for i, label in enumerate(self.labels)}
         for split in SPLITS:
             rows = self.frame[self.frame["split"] == split]
+            if self.tokens:
+                ids, targets = self._tagged(rows, class_ids)
+                self.splits[split] = EncodedSplit(ids, targets)
+                continue
             ids = encode_texts(self.tokenizer, model_inputs(rows), self.max_len)
             targets = rows["label"].astype(str).map(class_ids).to_numpy(dtype=np.int64)
             logits = self.teacher_logits if split == "train" else None
@@ -193,11 +214,26 @@ class TextDataModule(L.LightningDataModule):
             if len(self.splits[split]) == 0:
                 raise ValueError(f"the {split!r} split is empty; every run needs train and val rows")
 
+    def _tagged(self, rows: pd.DataFrame, class_ids: dict[str, int]) -> tuple[list[list[int]], list[np.ndarray]]:
+        """Token ids of each row's words and each token's class id: its word's tag at the word's first piece."""
+        ids, targets = [], []
+        for (pieces, first), tags in zip(encode_words(self.tokenizer, rows["text"].astype(str).tolist(), self.max_len),
+                                         rows["label"].astype(str).str.split(), strict=True):
+            target = np.full(len(pieces), UNLABELLED, dtype=np.int64)
+            for position, tag in zip(first, tags, strict=True):
+                if position >= 0:
+                    target[position] = class_ids[tag]
+            ids.append(pieces)
+            targets.append(target)
+        return ids, targets
+
     def token_lengths(self, split: str) -> np.ndarray:
         """Token count of every labelled text of a split, after truncation, [CLS] included: a student's unlabelled
         texts are left out, so its cost per example is measured on the rows its plain twin's is."""
         self.setup()
         data = self.splits[split]
+        if self.tokens:
+            return data.lengths
         return data.lengths[data.targets != UNLABELLED]
 
     def train_dataloader(self) -> DataLoader:

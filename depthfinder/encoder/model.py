@@ -1,7 +1,8 @@
 """A pre-LN Transformer encoder classifier, in one file, read top to bottom.
 
 Token embeddings + learned positions -> `depth` identical blocks -> final norm ->
-pooling (mean over real tokens, or the first token) -> linear head. No Lightning or
+pooling (mean over real tokens, or the first token) -> linear head; or, for token labels, the
+linear head on every token. No Lightning or
 Prefect here: this is the network only.
 
 Depth-aware by construction (Depth-muP: Yang, Yu, Zhu and Hayou, "Tensor Programs VI:
@@ -35,7 +36,7 @@ class EncoderConfig:
     d_ff: int = 512
     max_len: int = 128
     dropout: float = 0.1
-    pooling: str = "mean"  # "mean" over real tokens, or "cls" (the first token)
+    pooling: str = "mean"  # "mean" over real tokens, "cls" (the first token), or "tokens": a label per token
     pad_id: int = 0
 
     def to_dict(self) -> dict:
@@ -145,7 +146,8 @@ class EncoderClassifier(nn.Module):
                 nn.init.zeros_(module.weight[module.padding_idx])
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """input_ids (B, T) int64, attention_mask (B, T) bool (True = real token) -> logits (B, n_classes)."""
+        """input_ids (B, T) int64, attention_mask (B, T) bool (True = real token) -> logits (B, n_classes), or
+        (B, T, n_classes) for a network of token labels."""
         B, T = input_ids.shape
         assert self.cfg.max_len >= T, f"sequence of {T} tokens exceeds max_len {self.cfg.max_len}"
         positions = torch.arange(T, device=input_ids.device)
@@ -154,6 +156,8 @@ class EncoderClassifier(nn.Module):
         for block in self.blocks:
             x = block(x, key_mask)
         x = self.ln_f(x)  # (B, T, C)
+        if self.cfg.pooling == "tokens":
+            return self.head(x)  # (B, T, n_classes)
         if self.cfg.pooling == "cls":
             pooled = x[:, 0]  # (B, C)
         else:

@@ -65,7 +65,9 @@ class DepthClassifier(L.LightningModule):
     """Trains a sequence classifier with (optionally class-weighted) cross-entropy.
 
     Args:
-        network: maps (input_ids (B, T), attention_mask (B, T)) to logits (B, n_classes).
+        network: maps (input_ids (B, T), attention_mask (B, T)) to logits (B, n_classes); or, labelling tokens, to
+            (B, T, n_classes), trained on batches whose `labels` are (B, T) with UNLABELLED where a token is not
+            scored (pieces after a word's first, special tokens, padding); its metrics are then over tokens.
         n_classes: number of classes.
         learning_rate: peak AdamW learning rate, reached after warm-up.
         weight_decay: AdamW decay on weight matrices (not on norms, biases, embeddings).
@@ -126,10 +128,12 @@ class DepthClassifier(L.LightningModule):
         return self.network(input_ids, attention_mask)
 
     def _shared_step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
-        labels = batch["labels"]
+        labels, batch_size = batch["labels"], batch["labels"].shape[0]
         if self.probes is not None:
             self.probes.watch(batch["attention_mask"])
         logits = self(batch["input_ids"], batch["attention_mask"]).float()  # (B, n_classes)
+        if logits.dim() == 3:  # a class per token, (B, T, n_classes): every scored token counts as one example
+            logits, labels = logits.flatten(0, 1), labels.flatten()
         if stage == "train" and "teacher_logits" in batch:
             loss = distillation_loss(logits, batch["teacher_logits"], labels, self.distill_temperature,
                                      self.distill_alpha, weight=self.class_weights)
@@ -144,7 +148,6 @@ class DepthClassifier(L.LightningModule):
         labelled = labels != UNLABELLED  # a student's transfer texts have no class to score
         if labelled.any():
             metrics.update(logits[labelled].argmax(dim=-1), labels[labelled])
-        batch_size = labels.shape[0]
         self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=batch_size)
         for name, metric in metrics.items():  # epoch values, computed and reset by Lightning
             self.log(name, metric, on_step=False, on_epoch=True, prog_bar=name == "val/macro_f1", batch_size=batch_size)

@@ -17,7 +17,13 @@ from torch import nn
 
 from depthfinder.encoder.architectures import truncated_config
 from depthfinder.encoder.checkpoint import PretrainedCheckpoint, quiet_transformers
-from depthfinder.encoder.serving import PretrainedConfig, PretrainedEncoderClassifier, base_model_kwargs
+from depthfinder.encoder.serving import (
+    TASK_HEADS,
+    PretrainedConfig,
+    PretrainedEncoderClassifier,
+    base_model_kwargs,
+    task_model_class,
+)
 
 
 def load_truncated(
@@ -25,7 +31,8 @@ def load_truncated(
     tokenizer: Tokenizer | None = None,
 ) -> PretrainedEncoderClassifier:
     """The checkpoint's embeddings and bottom `depth` layers (as its architecture defines them) with a new head
-    (pooling `head`: the type's own sequence-classification head, new, on its pooler where the checkpoint has one);
+    (pooling `head`: the type's own sequence-classification head, new, on its pooler where the checkpoint has one;
+    `tokens`: its token-classification head);
     ValueError for a depth above L. With its `tokenizer`, a pair's second text gets the token type the tokenizer
     gives it, where the type has token types."""
     from transformers import MODEL_MAPPING, AutoConfig
@@ -36,9 +43,9 @@ def load_truncated(
         )
     config = truncated_config(AutoConfig.from_pretrained(checkpoint.path, trust_remote_code=False), depth)
     with quiet_transformers():  # the layers above `depth` (and a task checkpoint's head) are reported: expected
-        if pooling == "head":
+        if pooling in TASK_HEADS:
             config.num_labels = n_classes
-            encoder = _with_new_head(checkpoint.path, config)
+            encoder = _with_new_head(checkpoint.path, config, task_model_class(pooling))
         else:
             model_class = MODEL_MAPPING[type(config)]
             encoder = model_class.from_pretrained(checkpoint.path, config=config, weights_only=True,
@@ -68,13 +75,13 @@ def _segment_after(tokenizer: Tokenizer | None, config: object) -> int | None:
     return encoding.ids[types.index(1) - 1] if 1 in types and types.index(1) > 0 else None
 
 
-def _with_new_head(path: str, config: object) -> nn.Module:
-    """The type's sequence-classification model with a new head on the checkpoint's base model (its pooler too,
-    where the type's head uses one and the checkpoint has it): a task checkpoint's own head, trained for other
-    labels, is left out."""
-    from transformers import MODEL_MAPPING, AutoModelForSequenceClassification
+def _with_new_head(path: str, config: object, model_class: type) -> nn.Module:
+    """The type's task model (`model_class`: sequence or token classification) with a new head on the checkpoint's
+    base model (its pooler too, where the type's head uses one and the checkpoint has it): a task checkpoint's own
+    head, trained for other labels, is left out."""
+    from transformers import MODEL_MAPPING
 
-    model = AutoModelForSequenceClassification.from_config(config)
+    model = model_class.from_config(config)
     body_class = MODEL_MAPPING[type(config)]
     pooler = {"add_pooling_layer": getattr(model.base_model, "pooler", None) is not None}
     body = body_class.from_pretrained(path, config=config, weights_only=True,

@@ -20,6 +20,7 @@ bundle/
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -49,6 +50,11 @@ PROBA_PREFIX = "proba_"
 WEIGHTS_FILE = "weights.pt"
 CONFIG_FILE = "encoder.json"
 TOKENIZER_FILE = "tokenizer.json"
+TAGS_COLUMN = "tags"  # a token model's output: each word's tag, joined by spaces
+SPANS_COLUMN = "spans"  # and its entities: text, type, start and end (character offsets in the text)
+OUTSIDE = "O"
+# A network's pooling that labels every token, not the text: its output is (B, T, n_classes).
+TOKENS_POOLING = "tokens"
 # The network's computation changed with the depth-scaled residual branches (format 2):
 # weights of another format would load without error and compute something else.
 BUNDLE_FORMAT = 2
@@ -61,7 +67,9 @@ class PretrainedConfig:
     encoder: dict  # the transformers config, cut to the candidate's depth
     n_classes: int
     max_len: int
-    pooling: str = "mean"  # mean or cls: over the base model's output, then a linear head; head: the type's own
+    # mean or cls: over the base model's output, then a linear head; head: the type's own sequence-classification
+    # head; tokens: its token-classification head (a label per token)
+    pooling: str = "mean"
     pad_id: int = 0
     layers: int | None = None  # the candidate's depth (None in bundles saved before it was kept here)
     # The token after whose first occurrence a pair's second text has token type 1, where the type has token types
@@ -87,21 +95,22 @@ HEAD_DROPOUT = ("hidden_dropout_prob", "dropout", "mlp_dropout", "hidden_dropout
 class PretrainedEncoderClassifier(nn.Module):
     """A pretrained encoder's embeddings and bottom layers, then either mean (or first-token) pooling, dropout and
     a linear head, or (pooling `head`) the type's own sequence-classification head, as `transformers` builds it:
-    then `encoder` is a standard `AutoModelForSequenceClassification`, and the whole network is."""
+    then `encoder` is a standard `AutoModelForSequenceClassification`, and the whole network is; for token labels
+    (pooling `tokens`) the type's own token-classification head, an `AutoModelForTokenClassification`."""
 
     def __init__(self, cfg: PretrainedConfig, encoder: nn.Module | None = None) -> None:
         super().__init__()
-        from transformers import MODEL_MAPPING, AutoConfig, AutoModel, AutoModelForSequenceClassification
+        from transformers import MODEL_MAPPING, AutoConfig, AutoModel
 
         self.cfg = cfg
         if encoder is None:  # the architecture only: weights come from a bundle's state_dict
             config = AutoConfig.for_model(**cfg.encoder)
-            if cfg.pooling == "head":
-                encoder = AutoModelForSequenceClassification.from_config(config)
+            if cfg.pooling in TASK_HEADS:
+                encoder = task_model_class(cfg.pooling).from_config(config)
             else:
                 encoder = AutoModel.from_config(config, **base_model_kwargs(MODEL_MAPPING[type(config)]))
         self.encoder = encoder
-        if cfg.pooling != "head":
+        if cfg.pooling not in TASK_HEADS:
             config = encoder.config
             rate = next((getattr(config, key) for key in HEAD_DROPOUT if
                          isinstance(getattr(config, key, None), float | int)), 0.1)
@@ -110,13 +119,13 @@ class PretrainedEncoderClassifier(nn.Module):
 
     def body(self) -> nn.Module:
         """The base model: the embeddings and the layers."""
-        return self.encoder.base_model if self.cfg.pooling == "head" else self.encoder
+        return self.encoder.base_model if self.cfg.pooling in TASK_HEADS else self.encoder
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask,
                   **self._token_types(input_ids, attention_mask)}
-        if self.cfg.pooling == "head":
-            return self.encoder(**inputs).logits  # (B, n_classes)
+        if self.cfg.pooling in TASK_HEADS:
+            return self.encoder(**inputs).logits  # (B, n_classes), or (B, T, n_classes) for token labels
         hidden = self.encoder(**inputs).last_hidden_state  # (B, T, H)
         if self.cfg.pooling == "cls":
             pooled = hidden[:, 0]
@@ -142,6 +151,22 @@ class PretrainedEncoderClassifier(nn.Module):
         body = self.body()
         module = getattr(body, "embeddings", None) or body.get_input_embeddings()
         return total if embeddings else total - sum(p.numel() for p in module.parameters())
+
+
+# A pretrained network's pooling that is the type's own head, by the name of its `transformers` Auto class.
+TASK_HEADS = {"head": "AutoModelForSequenceClassification", TOKENS_POOLING: "AutoModelForTokenClassification"}
+
+
+def task_model_class(pooling: str) -> type:
+    """The `transformers` Auto class of a pooling in TASK_HEADS."""
+    import transformers
+
+    return getattr(transformers, TASK_HEADS[pooling])
+
+
+def labels_tokens(cfg: object) -> bool:
+    """Whether the network `cfg` configures labels every token (its output is (B, T, n_classes))."""
+    return getattr(cfg, "pooling", None) == TOKENS_POOLING
 
 
 def base_model_kwargs(model_class: type) -> dict[str, bool]:
@@ -179,6 +204,22 @@ def encode_texts(tokenizer: Tokenizer, texts: Sequence[ModelInput], max_len: int
     return [enc.ids for enc in tokenizer.encode_batch(list(texts))]
 
 
+def encode_words(tokenizer: Tokenizer, texts: Sequence[str], max_len: int) -> list[tuple[list[int], list[int]]]:
+    """For a network of token labels: each text's token ids, its words read as whitespace-separated (a token table's
+    tokens, joined by spaces), and the position of each word's first piece, -1 for a word the cut at max_len left
+    out (or that the tokenizer reads as nothing): a word is labelled by its first piece, as BERT's tagger was."""
+    tokenizer.enable_truncation(max_len)
+    words = [text.split() for text in texts]
+    encoded = []
+    for encoding, sentence in zip(tokenizer.encode_batch(words, is_pretokenized=True), words, strict=True):
+        first: dict[int, int] = {}
+        for position, word in enumerate(encoding.word_ids):
+            if word is not None and word not in first:
+                first[word] = position
+        encoded.append((encoding.ids, [first.get(word, -1) for word in range(len(sentence))]))
+    return encoded
+
+
 def pad_batch(ids: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Pad to the longest sequence in the batch: (input_ids (B, T) int64, attention_mask (B, T) bool)."""
     longest = max(len(seq) for seq in ids)
@@ -208,6 +249,8 @@ class TextClassifier:
 
         Texts are batched in order of token length, so each batch pads to similar lengths.
         """
+        if labels_tokens(self.network.cfg):
+            raise ValueError("this model labels tokens, not whole texts: use predict_tags")
         return self._batched(texts, batch_size, lambda logits: torch.softmax(logits, dim=-1))
 
     def predict_logits(self, texts: Sequence[ModelInput], batch_size: int = 64) -> np.ndarray:
@@ -229,9 +272,29 @@ class TextClassifier:
         return values
 
     def predict(self, texts: Sequence[ModelInput], batch_size: int = 64) -> list[str]:
-        """The most probable label of each text, in input order."""
+        """The most probable label of each text, in input order; for a network of token labels, each word's tag,
+        joined by spaces (as a token table's `label` holds them)."""
+        if labels_tokens(self.network.cfg):
+            return [" ".join(tags) for tags in self.predict_tags(texts, batch_size)]
         probs = self.predict_proba(texts, batch_size=batch_size)
         return [self.labels[k] for k in probs.argmax(axis=1)]
+
+    def predict_tags(self, texts: Sequence[str], batch_size: int = 64) -> list[list[str]]:
+        """For a network of token labels: the most probable tag of each word (whitespace-separated) of each text,
+        read at the word's first piece, in input order; a word past max_len is tagged O."""
+        if not labels_tokens(self.network.cfg):
+            raise ValueError("this model labels whole texts, not tokens: use predict")
+        encoded = encode_words(self.tokenizer, texts, self.network.cfg.max_len)
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
+        tags: list[list[str]] = [[] for _ in encoded]
+        with torch.inference_mode():
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                input_ids, attention_mask = pad_batch([encoded[i][0] for i in rows], self.network.cfg.pad_id)
+                classes = self.network(input_ids, attention_mask).argmax(dim=-1).numpy()  # (B, T)
+                for row, per_token in zip(rows, classes, strict=True):
+                    tags[row] = [self.labels[per_token[p]] if p >= 0 else OUTSIDE for p in encoded[row][1]]
+        return tags
 
 
 def read_bundle_config(directory: Path) -> tuple[NetworkConfig, list[str]]:
@@ -346,9 +409,35 @@ def inputs_frame(inputs: Sequence[ModelInput]) -> pd.DataFrame:
 
 
 def predictions_frame(classifier: TextClassifier, texts: list[ModelInput]) -> pd.DataFrame:
-    """Label, confidence and per-class probabilities of each text, rows in input order."""
+    """Label, confidence and per-class probabilities of each text, rows in input order; for a model of token labels,
+    each text's tags (one per whitespace-separated word) and its entities (`spans`)."""
+    if labels_tokens(classifier.network.cfg):
+        tags = classifier.predict_tags(texts)
+        return pd.DataFrame({TAGS_COLUMN: [" ".join(words) for words in tags],
+                             SPANS_COLUMN: [spans_of(text, words) for text, words in zip(texts, tags, strict=True)]})
     probs = classifier.predict_proba(texts).astype(np.float64)  # (N, K)
     frame = pd.DataFrame(probs, columns=proba_columns(classifier.labels))
     frame.insert(0, LABEL_COLUMN, pd.Series([classifier.labels[k] for k in probs.argmax(axis=1)], dtype=str))
     frame.insert(1, CONFIDENCE_COLUMN, probs.max(axis=1))
     return frame
+
+
+def spans_of(text: str, tags: Sequence[str]) -> list[dict[str, object]]:
+    """The entities of `text` whose whitespace-separated words carry `tags` (BIO or BIOES): each mention's text, type
+    and character offsets (start, end), in order. Read leniently, as a tagger's output is: an `I-` or `E-` that does
+    not continue a mention of its type starts one."""
+    words = [(match.start(), match.end()) for match in re.finditer(r"\S+", text)]
+    spans: list[dict[str, object]] = []
+    current: dict[str, object] | None = None
+    for (start, end), tag in zip(words, tags, strict=False):
+        prefix, _, kind = tag.partition("-")
+        if tag == OUTSIDE or not kind:
+            current = None
+            continue
+        if prefix in ("B", "S") or current is None or current["type"] != kind:
+            current = {"type": kind, "start": start, "end": end}
+            spans.append(current)
+        current["end"] = end
+        if prefix in ("E", "S"):
+            current = None
+    return [{"text": text[span["start"]:span["end"]], **span} for span in spans]

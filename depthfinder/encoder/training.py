@@ -16,7 +16,15 @@ from depthfinder.encoder.distillation import SoftLabels
 from depthfinder.encoder.families import Family, Scratch
 from depthfinder.encoder.module import DepthClassifier
 from depthfinder.encoder.probes import LayerProbes
-from depthfinder.encoder.serving import WEIGHTS_FILE, ModelInput, Network, TextClassifier, encode_texts, pad_batch
+from depthfinder.encoder.serving import (
+    WEIGHTS_FILE,
+    ModelInput,
+    Network,
+    TextClassifier,
+    encode_texts,
+    labels_tokens,
+    pad_batch,
+)
 from depthfinder.encoder.threads import torch_threads, training_threads
 from depthfinder.encoder.trainer import (
     MONITOR,
@@ -31,7 +39,8 @@ from depthfinder.encoder.trainer import (
     quiet_lightning,
     restore_network_weights,
 )
-from depthfinder.evidence.metrics import classification_metrics
+from depthfinder.evidence.entities import entity_rows, entity_types
+from depthfinder.evidence.metrics import classification_metrics, entity_metrics
 from depthfinder.expectations.table.shape import model_inputs
 
 if TYPE_CHECKING:
@@ -225,7 +234,8 @@ def _data_module(data: TrainingData, network: Network, train_cfg: TrainConfig) -
                  else (soft_labels.unlabeled_texts, soft_labels.unlabeled_logits))
     encoded = TextDataModule(data.frame, data.tokenizer, data.labels, network.cfg.max_len, train_cfg.batch_size,
                              train_cfg.seed, pad_id=network.cfg.pad_id,
-                             teacher_logits=None if soft_labels is None else soft_labels.logits, unlabeled=unlabeled)
+                             teacher_logits=None if soft_labels is None else soft_labels.logits, unlabeled=unlabeled,
+                             tokens=labels_tokens(network.cfg))
     encoded.setup()
     if len(encoded.splits["test"]) == 0:
         raise ValueError("the 'test' split is empty; test metrics need test rows")
@@ -302,7 +312,8 @@ def _classifier(network: Network, data: TrainingData, train_cfg: TrainConfig, to
                 probes: LayerProbes | None = None) -> DepthClassifier:
     """The LightningModule around `network`, with inverse-frequency class weights if asked."""
     frame, labels, soft_labels = data.frame, data.labels, data.soft_labels
-    train_labels = frame.loc[frame["split"] == "train", "label"].astype(str).tolist()
+    train_labels = frame.loc[frame["split"] == "train", "label"].astype(str)
+    train_labels = (train_labels.str.split().explode() if labels_tokens(network.cfg) else train_labels).tolist()
     return DepthClassifier(
         network,
         n_classes=len(labels),
@@ -322,10 +333,12 @@ def _split_metrics(
     classifier: TextClassifier, frame: pd.DataFrame, labels: list[str], split: str
 ) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
     """Quality on one split, from the labels the served model would predict; and the true and predicted
-    class ids of its rows."""
+    class ids of its rows (for token labels, each sentence's entity counts: evidence.entities.entity_rows)."""
     rows = frame[frame["split"] == split]
     true = rows["label"].astype(str).tolist()
     predicted = classifier.predict(model_inputs(rows))
+    if labels_tokens(classifier.network.cfg):  # a sentence's tags: scored by its entities, its rows their counts
+        return entity_metrics(true, predicted), *entity_rows(true, predicted, entity_types(labels))
     index = {label: i for i, label in enumerate(labels)}
     ids = (np.array([index[label] for label in values], dtype=np.int32) for values in (true, predicted))
     return classification_metrics(true, predicted), *ids

@@ -21,6 +21,8 @@ from depthfinder.expectations.audit.config import AuditConfig
 from depthfinder.expectations.changes.config import ChangesConfig
 from depthfinder.expectations.table.config import DataConfig
 from depthfinder.flows.older import upgrade_sweep
+from depthfinder.encoder.serving import TOKENS_POOLING
+from depthfinder.evidence.metrics import ENTITY_METRICS
 from depthfinder.runtime.credentials import hide_credentials
 from depthfinder.selection.crossfit import CrossfitConfig
 from depthfinder.selection.distillation import DistillConfig
@@ -205,6 +207,37 @@ class RunConfig(BaseModel):
     sweep: SweepConfig = SweepConfig()
     registry: RegistryConfig = RegistryConfig()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _token_defaults(cls, values: object) -> object:
+        """A run of token labels pools by token and chooses by entity F1 unless told otherwise (and is refused then,
+        by `_token_labels_settings`)."""
+        data = values.get("data") if isinstance(values, dict) else None
+        if (data.get("task") if isinstance(data, dict) else getattr(data, "task", None)) != "tokens":
+            return values
+        return {**values, "model": _defaulted(values.get("model"), TOKEN_DEFAULTS["model"]),
+                "sweep": _defaulted(values.get("sweep"), TOKEN_DEFAULTS["sweep"])}
+
+    @model_validator(mode="after")
+    def _token_labels_settings(self) -> RunConfig:
+        tokens = self.data.task == "tokens"
+        poolings = {"--pooling": self.model.pooling, "--pretrained-pooling": self.model.pretrained_pooling}
+        for flag, pooling in poolings.items():
+            if tokens != (pooling == TOKENS_POOLING):
+                raise ValueError(f"{flag} {pooling}: " + ("a model of token labels labels every token: leave it out"
+                                                          if tokens else "tokens is the pooling of --task tokens"))
+        if tokens != (self.sweep.metric in ENTITY_METRICS):
+            raise ValueError(f"--metric {self.sweep.metric}: " + (
+                f"token labels are scored by their entities: {' or '.join(ENTITY_METRICS)}" if tokens else
+                f"{self.sweep.metric} scores token labels (--task tokens)"))
+        if tokens:
+            refused = {"--strategy search (its probes read whole texts)": self.sweep.strategy == "search",
+                       "--distill on (soft labels are of whole texts)": self.sweep.distill.mode == "on",
+                       "--unlabeled (a pool of texts without tags)": self.sweep.pool.unlabeled is not None}
+            if given := [setting for setting, on in refused.items() if on]:
+                raise ValueError(f"--task tokens does not take {', '.join(given)}")
+        return self
+
     @model_validator(mode="after")
     def _pretrained_family_needs_a_checkpoint(self) -> RunConfig:
         if "pretrained" in self.families and self.model.pretrained is None:
@@ -222,6 +255,21 @@ class RunConfig(BaseModel):
         """The kinds of family this run sweeps, in order: as configured, else the one the model settings imply
         (pretrained: one family per checkpoint)."""
         return self.sweep.families or (["pretrained"] if self.model.pretrained else ["scratch"])
+
+
+# What a run of token labels sets where its settings leave it out.
+TOKEN_DEFAULTS = {"model": {"pooling": TOKENS_POOLING, "pretrained_pooling": TOKENS_POOLING},
+                  "sweep": {"metric": "entity_f1"}}
+
+
+def _defaulted(section: object, defaults: dict[str, Any]) -> object:
+    """A config section (its mapping, or the model itself) with `defaults` where it does not set them."""
+    if section is None:
+        return dict(defaults)
+    if isinstance(section, dict):
+        return {**defaults, **section}
+    unset = {key: value for key, value in defaults.items() if key not in section.model_fields_set}
+    return section.model_validate({**section.model_dump(exclude_unset=True), **unset}) if unset else section
 
 
 def settings_used(config: RunConfig) -> RunConfig:

@@ -28,12 +28,9 @@ REACHABLE_SECONDS = 5.0
 
 
 def check_run(config: RunConfig, outputs: Iterable[Path | None] = ()) -> None:
-    """Check the task can be trained, the kind of MLflow store, the output files, the work folder, the accelerator,
+    """Check the kind of MLflow store, the output files, the work folder, the accelerator,
     the checkpoint, what the parameter count rules out, the Prefect API, the Dask scheduler, the MLflow store, its
     experiment and the champion."""
-    if config.data.task == "tokens":
-        raise ValueError("--task tokens: training on token labels is not built yet; `depthfinder audit` with the same "
-                         "flags audits the file (leakage of entities, the tag scheme, tags that disagree)")
     check_store_uri(config.registry.tracking_uri)
     for path in outputs:
         if path is not None:

@@ -241,10 +241,11 @@ def out_of_fold(fold_ids: np.ndarray, held_out: dict[tuple[str, int, int], list[
     Raises:
         ValueError: when a fold's rows or true classes are not those `fold_ids` gives it.
     """
-    true = np.full(len(fold_ids), -1, dtype=np.int32)
+    some_fold = next(iter(held_out.values()))[0]  # a row's shape: a class id, or a sentence's entity counts
+    true = np.full((len(fold_ids), *some_fold.true.shape[1:]), -1, dtype=np.int32)
     predicted = {}
     for key, folds in held_out.items():
-        classes = np.full(len(fold_ids), -1, dtype=np.int32)
+        classes = np.full((len(fold_ids), *folds[0].predicted[key].shape[1:]), -1, dtype=np.int32)
         for fold, saved in enumerate(folds):
             rows = np.flatnonzero(fold_ids == fold)
             if len(rows) != saved.rows:

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from depthfinder.selection.candidate import CostName
 
 RuleName = Literal["tolerance", "ratio", "pareto"]
-Metric = Literal["macro_f1", "balanced_accuracy", "accuracy"]
+# Of a label per text (classify, pairs), then of token labels (entity-level F1 by seqeval, micro and macro over types).
+Metric = Literal["macro_f1", "balanced_accuracy", "accuracy", "entity_f1", "entity_macro_f1"]
 
 
 class SelectionRule(BaseModel):
@@ -32,7 +33,9 @@ class SelectionRule(BaseModel):
         json_schema_extra={"flag": "--rule"},
     )
     metric: Metric = Field(
-        "macro_f1", description="Validation metric the rule chooses by.",
+        "macro_f1", description="Validation metric the rule chooses by: macro_f1, balanced_accuracy or accuracy of a "
+        "label per text (--task classify, pairs); entity_f1 (micro, seqeval's strict F1) or entity_macro_f1 of token "
+        "labels (--task tokens, whose default is entity_f1).",
         json_schema_extra={"flag": "--metric"},
     )
     tolerance: float = Field(
