@@ -11,6 +11,12 @@ distribution as drawing n rows with replacement, as n grows, and vectorised in c
 with a fixed seed so that a decision replays exactly. A depth trained with several seeds
 has its seeds resampled too, with replacement, independently of the rows: its metric in a
 resample is the mean over the drawn seeds, so the interval holds both sources of noise.
+
+A row is what the metric is resampled by. For a classifier it is a text: `true` and each candidate's `predicted`
+are (n,) class ids. For a tagger (an entity metric) it is a sentence, and the rows are its entity counts over the
+task's fixed list of types (evidence.entities.entity_rows): `true` (n, T) gold mentions per type, `predicted` (n, 2T)
+the predicted mentions per type and then the hits, so any F1 of a resample is a weighted sum of rows, and the same
+Poisson weights over sentences keep the comparison paired.
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field
 
+from depthfinder.evidence.counts import f1_of_counts
+from depthfinder.evidence.entities import entity_rows, entity_types, row_counts
+from depthfinder.evidence.metrics import ENTITY_METRICS, METRICS
 from depthfinder.runtime.files import written_whole
 from depthfinder.runtime.records import Record
 
@@ -52,18 +61,20 @@ class Interval(Record):
 
 @dataclass(frozen=True)
 class Predictions:
-    """The validation rows' true classes and every candidate's predicted classes, row for row."""
+    """The validation rows' truth and every candidate's predictions, row for row: class ids, or a tagger's entity
+    counts per sentence (the module's docstring)."""
 
-    true: np.ndarray  # (n,) class ids
-    predicted: dict[tuple[str, int, int], np.ndarray]  # (family, depth, seed) -> (n,) class ids
+    true: np.ndarray  # (n,) class ids, or (n, T) gold mentions per entity type
+    predicted: dict[tuple[str, int, int], np.ndarray]  # (family, depth, seed) -> (n,) class ids, or (n, 2T) counts
 
     @property
     def rows(self) -> int:
         return len(self.true)
 
 
-def save_predictions(path: Path, true: Sequence[int], predicted: Sequence[int]) -> Path:
-    """Write a candidate's validation classes (true and predicted, as class ids) to `path` (.npz), atomically."""
+def save_predictions(path: Path, true: Sequence[int] | np.ndarray, predicted: Sequence[int] | np.ndarray) -> Path:
+    """Write a candidate's validation rows (true and predicted: class ids, or entity counts, of their shapes) to
+    `path` (.npz) as int32, atomically."""
     with written_whole(path) as partial, partial.open("wb") as file:
         np.savez(file, true=np.asarray(true, dtype=np.int32), predicted=np.asarray(predicted, dtype=np.int32))
     return path
@@ -79,7 +90,8 @@ def compare_to_best(
         predictions: the saved validation predictions.
         arms: (family, depth) -> its seeds.
         best: the arm every other is compared with.
-        metric: accuracy, balanced_accuracy or macro_f1 (as evidence.metrics computes them).
+        metric: accuracy, balanced_accuracy or macro_f1 on class ids, entity_f1 or entity_macro_f1 on entity counts
+            (as evidence.metrics computes them).
         confidence: the interval's coverage, e.g. 0.9 for the 5th to 95th percentile.
         resamples: bootstrap resamples.
 
@@ -119,19 +131,32 @@ def paired_interval(
     resamples: int = RESAMPLES,
 ) -> Interval:
     """`predicted`'s metric minus `reference`'s on the same labelled rows, with a paired bootstrap interval at
-    `confidence` (the rows are resampled together): how a challenger is compared with the champion."""
-    truth, mine, theirs = _class_ids(true, predicted, reference)
+    `confidence` (the rows are resampled together): how a challenger is compared with the champion. The labels are
+    classes, or for an entity metric sentences' tags joined by single spaces."""
+    truth, (mine, theirs) = _rows(metric, true, predicted, reference)
     pair = Predictions(truth, {("a", 0, 0): mine, ("b", 0, 0): theirs})
     return compare_to_best(pair, {("a", 0): [0], ("b", 0): [0]}, ("b", 0), metric, confidence, resamples)[("a", 0)]
 
 
 def metric_interval(true: Sequence[str], predicted: Sequence[str], metric: str, confidence: float,
                     resamples: int = RESAMPLES) -> tuple[float, float, float]:
-    """The metric of `predicted` on labelled rows and its bootstrap interval at `confidence`: (value, low, high)."""
-    truth, guess = _class_ids(true, predicted)
+    """The metric of `predicted` on labelled rows (as `paired_interval`'s) and its bootstrap interval at
+    `confidence`: (value, low, high)."""
+    truth, (guess,) = _rows(metric, true, predicted)
     values = _resampled_metrics(truth, [guess], metric, resamples, np.random.default_rng(SEED))[0]
     found = interval_of(metric_of(truth, guess, metric), values, confidence)
     return found.difference, found.low, found.high
+
+
+def _rows(metric: str, true: Sequence[str], *predicted: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The labelled rows as the bootstrap reads them, the truth's and each prediction's: class ids, or for an entity
+    metric each sentence's counts over the entity types of all the tags."""
+    if metric not in ENTITY_METRICS:
+        truth, *guesses = _class_ids(true, *predicted)
+        return truth, guesses
+    types = entity_types(tag for labels in (true, *predicted) for label in labels for tag in label.split())
+    rows = [entity_rows(true, guess, types) for guess in predicted]
+    return rows[0][0], [counts for _, counts in rows]
 
 
 def _class_ids(*labellings: Sequence[str]) -> list[np.ndarray]:
@@ -167,7 +192,8 @@ def poisson_weights(rows: int, resamples: int, rng: np.random.Generator) -> Iter
 
 
 def metric_of(true: np.ndarray, predicted: np.ndarray, metric: str) -> float:
-    """The metric of predicted class ids against true ones, as evidence.metrics computes it."""
+    """The metric of predicted rows against true ones (class ids, or entity counts), as evidence.metrics computes
+    it."""
     return float(_weighted_metric(true, predicted, np.ones((1, len(true)), dtype=np.float32), metric)[0])
 
 
@@ -175,8 +201,12 @@ def _weighted_metric(true: np.ndarray, predicted: np.ndarray, weights: np.ndarra
     """The metric per row of `weights` (resamples, rows): each row's weight counts it that many times.
 
     Over the classes present in the resample's true labels, as evidence.metrics: recall and F1 per class
-    (F1 = 2 TP / (true + predicted)), averaged.
+    (F1 = 2 TP / (true + predicted)), averaged. An entity metric sums the sentences' counts, weighted, and takes
+    micro or macro F1 of them (evidence.counts).
     """
+    if metric in ENTITY_METRICS:
+        counts = (weights @ plane for plane in row_counts(true, predicted))  # gold, predicted, hits: (B, T)
+        return f1_of_counts(*counts, "micro" if metric == "entity_f1" else "macro")
     if metric == "accuracy":
         return (weights @ (true == predicted).astype(np.float32)) / np.maximum(weights.sum(axis=1), 1e-12)
     classes = np.unique(true)
@@ -184,11 +214,10 @@ def _weighted_metric(true: np.ndarray, predicted: np.ndarray, weights: np.ndarra
     is_predicted = (predicted[:, None] == classes[None, :]).astype(np.float32)
     hits = weights @ (is_true * is_predicted)  # (B, C)
     true_count, predicted_count = weights @ is_true, weights @ is_predicted
+    if metric == "macro_f1":
+        return f1_of_counts(true_count, predicted_count, hits, "macro")
+    if metric != "balanced_accuracy":
+        raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS + ENTITY_METRICS)}")
     present = true_count > 0
-    if metric == "balanced_accuracy":
-        per_class = np.divide(hits, true_count, out=np.zeros_like(hits), where=present)
-    elif metric == "macro_f1":
-        per_class = np.divide(2 * hits, true_count + predicted_count, out=np.zeros_like(hits), where=present)
-    else:
-        raise ValueError(f"unknown metric {metric!r}; expected accuracy, balanced_accuracy or macro_f1")
-    return per_class.sum(axis=1) / np.maximum(present.sum(axis=1), 1)
+    recall = np.divide(hits, true_count, out=np.zeros_like(hits), where=present)
+    return recall.sum(axis=1) / np.maximum(present.sum(axis=1), 1)
