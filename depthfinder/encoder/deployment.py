@@ -40,7 +40,7 @@ from depthfinder.encoder.verdict import PRUNED, Deployment, Pruning, Variant, ap
 from depthfinder.encoder.vocabulary import kept_ids, prunable, prune_network, prune_tokenizer, token_counts
 from depthfinder.evidence.bootstrap import Interval, metric_interval, paired_interval
 from depthfinder.evidence.margin import within
-from depthfinder.evidence.metrics import classification_metrics
+from depthfinder.evidence.metrics import quality_metrics
 
 ONNX_FILE, INT8_FILE, CODED_FILE = "model.onnx", "model-int8.onnx", "model-int8-coded.onnx"
 PRUNED_BUNDLE = "pruned-bundle"
@@ -140,7 +140,7 @@ def measure_deployment(model: TextClassifier, texts: list[ModelInput], truths: l
                    for key in ("p50", "p95", "low", "high")}
         _, low, high = (metric_interval(truths, predicted[name], gate.metric, gate.confidence)
                         if gate.confidence is not None else (None, None, None))
-        measured[name] = Variant(name=name, metrics=classification_metrics(truths, predicted[name]),
+        measured[name] = Variant(name=name, metrics=quality_metrics(truths, predicted[name], gate.metric),
                                  latency_ms=latency, size_mb=_size_mb(classifier, files.get(name)), shipped=False,
                                  file=str(files[name]) if name in files else None, vs_torch=forms.intervals.get(name),
                                  metric_low=low, metric_high=high,
@@ -201,7 +201,7 @@ def _vs_torch(truths: list[str], predicted: dict[str, list[str]], name: str, met
 def _ships(predicted: dict[str, list[str]], interval: Interval | None, truths: list[str], name: str, metric: str,
            margin: float) -> bool:
     """The gate: the variant's metric within the margin of the torch model's, by its interval where there is one."""
-    scores = {key: classification_metrics(truths, predicted[key])[metric] for key in (name, "torch")}
+    scores = {key: quality_metrics(truths, predicted[key], metric)[metric] for key in (name, "torch")}
     return within(scores[name] - scores["torch"], margin, None if interval is None else interval.low)
 
 

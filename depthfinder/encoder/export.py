@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from depthfinder.encoder.serving import Network
+from depthfinder.encoder.serving import Network, labels_tokens
 
 if TYPE_CHECKING:
     import onnx
@@ -56,7 +56,9 @@ def export_onnx(network: Network, path: Path) -> Path:
     """The network as an ONNX graph with dynamic batch and sequence axes."""
     ids = torch.full((2, 8), 1, dtype=torch.long)
     mask = torch.ones(2, 8, dtype=torch.bool)
-    axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"}, "logits": {0: "batch"}}
+    per_token = {1: "tokens"} if labels_tokens(network.cfg) else {}  # a network of token labels: (B, T, K) logits
+    axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
+            "logits": {0: "batch", **per_token}}
     network = network.to("cpu").eval()
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # tracer notes on shape-dependent Python code, expected here

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from depthfinder.evidence.bootstrap import Interval, paired_interval
 from depthfinder.evidence.margin import shown_worse, within
-from depthfinder.evidence.metrics import classification_metrics
+from depthfinder.evidence.metrics import quality_metrics
 from depthfinder.expectations.changes.compare import ADDED, FOREIGN, HELD_OUT, SEEN
 from depthfinder.runtime.records import Record
 from depthfinder.selection.settings import SelectionRule
@@ -90,7 +90,7 @@ def should_promote(
     """
     if champion is None:
         return Judgement(promoted=True, reason="no champion yet", rows=len(truths),
-                         challenger_metrics=classification_metrics(list(truths), list(challenger)))
+                         challenger_metrics=quality_metrics(list(truths), list(challenger), rule.metric))
     if not len(truths) == len(challenger) == len(champion) > 0 or standing is not None and len(standing) != len(truths):
         raise ValueError(f"the challenger and the champion must label the same non-empty test rows, got "
                          f"{len(truths)} rows, {len(challenger)} and {len(champion)} labels")
@@ -111,8 +111,8 @@ def _judge_promotion(truths: list[str], challenger: list[str], champion: list[st
             rows: str) -> Judgement:
     """The judgement on the rows it is judged on (`rows`: how the sentence names them)."""
     metric, margin, confidence = rule.metric, rule.promotion_margin, rule.confidence
-    scores = {"challenger_metrics": classification_metrics(truths, challenger),
-              "champion_metrics": classification_metrics(truths, champion)}
+    scores = {"challenger_metrics": quality_metrics(truths, challenger, metric),
+              "champion_metrics": quality_metrics(truths, champion, metric)}
     if confidence is None:
         mine, theirs = (scores[side][metric] for side in scores)
         worse = not within(mine - theirs, margin)
@@ -143,6 +143,6 @@ def _apart(standing: str, truths: Sequence[str], challenger: Sequence[str], cham
     """Both models' `metric` on the rows of one standing."""
     picked = np.flatnonzero(rows)
     truth = [truths[i] for i in picked]
-    mine, theirs = (classification_metrics(truth, [labels[i] for i in picked])[metric]
+    mine, theirs = (quality_metrics(truth, [labels[i] for i in picked], metric)[metric]
                     for labels in (challenger, champion))
     return RowsApart(standing=standing, rows=len(picked), challenger=mine, champion=theirs)

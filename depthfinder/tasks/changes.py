@@ -64,7 +64,7 @@ def compare_with_champion(
 def score_champion(model_uri: str, table: pd.DataFrame, config: ChangesConfig, metric: str) -> ChampionScores | None:
     """The registered champion's `metric` on (samples of) the rows added and its own test rows; None when no
     row was added (nothing new to score it on)."""
-    from depthfinder.evidence.metrics import classification_metrics
+    from depthfinder.evidence.metrics import quality_metrics
     from depthfinder.expectations.changes.compare import rows_to_score
     from depthfinder.expectations.table.labels import normalize_label
     from depthfinder.expectations.table.shape import model_inputs
@@ -80,6 +80,6 @@ def score_champion(model_uri: str, table: pd.DataFrame, config: ChangesConfig, m
     labels = table["label"].astype("str")
 
     def quality(index: pd.Index) -> float | None:
-        return classification_metrics(labels[index].tolist(), predicted[index].tolist())[metric] if len(index) else None
+        return quality_metrics(labels[index].tolist(), predicted[index].tolist(), metric)[metric] if len(index) else None
 
     return ChampionScores(metric, quality(added), quality(tested), len(added), len(tested), predicted.to_dict())

@@ -15,7 +15,7 @@ from depthfinder.expectations.audit.config import AuditConfig
 from depthfinder.expectations.table.config import DataConfig
 from depthfinder.expectations.table.labels import LabelNormalization
 from depthfinder.expectations.table.load import LoadedTable, load_labelled_table
-from depthfinder.expectations.table.shape import input_columns
+from depthfinder.expectations.table.shape import class_labels, input_columns
 from depthfinder.expectations.table.split import assign_splits
 from depthfinder.runtime.files import written_whole
 
@@ -87,7 +87,7 @@ def write_table(table: pd.DataFrame, workdir: Path) -> PreparedData:
     if not path.exists():
         with written_whole(path) as partial:
             table.to_parquet(partial, index=False)
-    labels = sorted(table["label"].unique().tolist())
+    labels = class_labels(table)
     splits = {str(split): int(rows) for split, rows in table["split"].value_counts().items()}
     return PreparedData(
         path=str(path), data_hash=table_hash(table, [*input_columns(table), *LABELLED_COLUMNS]), table_hash=whole,

@@ -22,8 +22,9 @@ import numpy as np
 import pandas as pd
 
 from depthfinder.expectations.table.normalize import normalize_text
+from depthfinder.expectations.table.shape import TAGS_COLUMN
+from depthfinder.expectations.table.tokens import TOKENS_COLUMN
 
-TOKENS_COLUMN, TAGS_COLUMN = "tokens", "tags"
 OUTSIDE = "O"
 PREFIXES = ("B", "I", "E", "S")
 Scheme = Literal["BIO", "BIOES"]

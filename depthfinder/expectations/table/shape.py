@@ -2,7 +2,10 @@
 pair (inference, paraphrase, duplicate questions, reranking), which a cross-encoder reads as one sequence, the second
 after the first's separator.
 
-The canonical table says its shape by its columns: a pairs table holds the second text in `pair` beside `text`. What
+`tokens`: a sentence's words and a tag of each (expectations.table.tokens).
+
+The canonical table says its shape by its columns: a pairs table holds the second text in `pair` beside `text`, a
+token table its tags in `tags`. What
 reads a model's inputs from a table reads them here, so no other code tells the shapes apart.
 """
 
@@ -15,6 +18,7 @@ import pandas as pd
 
 Task = Literal["classify", "pairs", "tokens"]
 PAIR_COLUMN = "pair"
+TAGS_COLUMN = "tags"  # a token table's (expectations.table.tokens): its label is the sentence's tags, joined
 # One example as a network reads it: a text, or a pair of texts (encoder.serving, which travels with every model and
 # imports nothing of depthfinder, declares the same).
 ModelInput = str | tuple[str, str]
@@ -23,6 +27,14 @@ ModelInput = str | tuple[str, str]
 def is_pairs(frame: pd.DataFrame) -> bool:
     """Whether `frame` (a canonical table, or some of its columns) holds pairs."""
     return PAIR_COLUMN in frame.columns
+
+
+def class_labels(frame: pd.DataFrame) -> list[str]:
+    """The classes a network of `frame` outputs, sorted: its labels; for token labels (a token table, which holds
+    `tags`), its tags."""
+    if TAGS_COLUMN in frame.columns:
+        return sorted({tag for tags in frame["label"].astype(str) for tag in tags.split()})
+    return sorted(frame["label"].unique().tolist())
 
 
 def input_columns(columns: object) -> list[str]:

@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 from depthfinder.expectations.table.config import DataConfig
+from depthfinder.expectations.table.shape import TAGS_COLUMN
 
-TOKENS_COLUMN, TAGS_COLUMN = "tokens", "tags"
+TOKENS_COLUMN = "tokens"
 CONLL_SUFFIXES = (".conll", ".iob", ".bio")
 DOCSTART = "-DOCSTART-"
 OUTSIDE = "O"
