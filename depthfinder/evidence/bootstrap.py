@@ -29,7 +29,7 @@ import numpy as np
 from pydantic import Field
 
 from depthfinder.evidence.counts import f1_of_counts
-from depthfinder.evidence.entities import entity_rows, entity_types, row_counts
+from depthfinder.evidence.entities import entity_rows, entity_types, row_counts, sentences
 from depthfinder.evidence.metrics import ENTITY_METRICS, METRICS
 from depthfinder.runtime.files import written_whole
 from depthfinder.runtime.records import Record
@@ -154,7 +154,7 @@ def _rows(metric: str, true: Sequence[str], *predicted: Sequence[str]) -> tuple[
     if metric not in ENTITY_METRICS:
         truth, *guesses = _class_ids(true, *predicted)
         return truth, guesses
-    types = entity_types(tag for labels in (true, *predicted) for label in labels for tag in label.split())
+    types = entity_types(tag for labels in (true, *predicted) for tags in sentences(labels) for tag in tags)
     rows = [entity_rows(true, guess, types) for guess in predicted]
     return rows[0][0], [counts for _, counts in rows]
 

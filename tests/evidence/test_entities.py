@@ -8,7 +8,7 @@ from seqeval.metrics import f1_score
 from seqeval.scheme import IOB2, IOBES
 
 from depthfinder.evidence.bootstrap import poisson_weights
-from depthfinder.evidence.entities import entity_counts, entity_f1
+from depthfinder.evidence.entities import entity_counts, entity_f1, entity_rows, entity_types
 
 TYPES = ("PER", "LOC", "ORG")
 
@@ -32,10 +32,10 @@ def tagged(rng: np.random.Generator, sentences: int, scheme: str) -> list[list[s
     return out
 
 
-def corrupted(rng: np.random.Generator, sentences: list[list[str]]) -> list[list[str]]:
-    """The same sentences with a fifth of their tags changed: what a tagger that errs predicts."""
+def corrupted(rng: np.random.Generator, sentences: list[list[str]], rate: float = 0.2) -> list[list[str]]:
+    """The same sentences with a share `rate` of their tags changed: what a tagger that errs predicts."""
     choices = ["O", *(f"{prefix}-{kind}" for prefix in "BI" for kind in TYPES)]
-    return [[choices[int(rng.integers(len(choices)))] if rng.random() < 0.2 else tag for tag in tags]
+    return [[choices[int(rng.integers(len(choices)))] if rng.random() < rate else tag for tag in tags]
             for tags in sentences]
 
 
@@ -77,3 +77,21 @@ def test_predictions_unlike_the_gold_tags_are_refused(predicted: list[list[str]]
         entity_counts([["B-PER", "I-PER", "O"]], predicted, "BIO")
     with pytest.raises(ValueError, match="unknown tag scheme 'IOB1'"):
         entity_counts([["O"]], [["O"]], "IOB1")
+
+
+def test_the_types_of_tags_are_what_follows_their_prefixes_sorted() -> None:
+    assert entity_types(["B-LOC", "I-LOC", "O", "S-PER"]) == ("LOC", "PER")
+    assert entity_types(["O", "O"]) == ()
+
+
+def test_entity_rows_hold_every_type_of_the_task_in_its_column_and_predicted_before_hits() -> None:
+    true, predicted = entity_rows(["B-PER I-PER O B-LOC", "B-ORG O"], ["B-PER I-PER O O", "B-ORG B-LOC"],
+                                  ("LOC", "MISC", "ORG", "PER"))  # no MISC in these sentences: its column is zeros
+    assert true.dtype == predicted.dtype == np.int32
+    assert true.tolist() == [[1, 0, 0, 1], [0, 0, 1, 0]]
+    assert predicted.tolist() == [[0, 0, 0, 1, 0, 0, 0, 1], [1, 0, 1, 0, 0, 0, 1, 0]]
+
+
+def test_entity_rows_refuse_a_mention_of_a_type_outside_the_tasks() -> None:
+    with pytest.raises(ValueError, match="'MISC' are not among the entity types LOC, PER"):
+        entity_rows(["B-PER O"], ["B-PER B-MISC"], ("LOC", "PER"))
