@@ -17,12 +17,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
 from depthfinder.encoder.config import SCRATCH_DEPTHS, SEED_MAX, FamilyKind, ModelConfig, TrainConfig
+from depthfinder.encoder.serving import TOKENS_POOLING
+from depthfinder.evidence.metrics import ENTITY_METRICS
 from depthfinder.expectations.audit.config import AuditConfig
 from depthfinder.expectations.changes.config import ChangesConfig
 from depthfinder.expectations.table.config import DataConfig
 from depthfinder.flows.older import upgrade_sweep
-from depthfinder.encoder.serving import TOKENS_POOLING
-from depthfinder.evidence.metrics import ENTITY_METRICS
 from depthfinder.runtime.credentials import hide_credentials
 from depthfinder.selection.crossfit import CrossfitConfig
 from depthfinder.selection.distillation import DistillConfig

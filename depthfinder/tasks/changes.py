@@ -80,6 +80,8 @@ def score_champion(model_uri: str, table: pd.DataFrame, config: ChangesConfig, m
     labels = table["label"].astype("str")
 
     def quality(index: pd.Index) -> float | None:
-        return quality_metrics(labels[index].tolist(), predicted[index].tolist(), metric)[metric] if len(index) else None
+        if not len(index):
+            return None
+        return quality_metrics(labels[index].tolist(), predicted[index].tolist(), metric)[metric]
 
     return ChampionScores(metric, quality(added), quality(tested), len(added), len(tested), predicted.to_dict())
