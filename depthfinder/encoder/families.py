@@ -365,16 +365,20 @@ def unapplied_settings(families: list[Family], model: ModelConfig, train: TrainC
         section, _, name = setting.partition(".")
         return value(setting) != type(sections[section]).model_fields[name].get_default(call_default_factory=True)
 
+    def known(what: str) -> bool:
+        section, _, name = what.partition(".")
+        return section in sections and name in type(sections[section]).model_fields
+
     def instead(what: str) -> str:
         """`train.finetune_patience 2 instead` for a setting, the words themselves otherwise."""
-        section, _, name = what.partition(".")
-        known = section in sections and name in type(sections[section]).model_fields
-        return f"{what} {_shown(value(what))} instead" if known else what
+        return f"{what} {_shown(value(what))} instead" if known(what) else what
 
     notes: dict[str, dict[str, list[str]]] = {}  # setting -> what stands in its place -> the families concerned
     for family in families:
-        unused = family.substitutes | {s: what for s, what in family.ignores.items()
-                                       if all(s in f.ignores or s in f.substitutes for f in families)}
+        substituted = {s: what for s, what in family.substitutes.items()  # a stand-in set alike changes nothing
+                       if not (known(what) and value(what) == value(s))}
+        unused = substituted | {s: what for s, what in family.ignores.items()
+                                if all(s in f.ignores or s in f.substitutes for f in families)}
         for setting, what in ({s: instead(w) for s, w in unused.items()} | family.unapplied(train)).items():
             if given(setting):
                 notes.setdefault(setting, {}).setdefault(what, []).append(family.name)

@@ -6,6 +6,7 @@ import base64
 from pathlib import Path
 
 from depthfinder.encoder.latency import cost_table_noise
+from depthfinder.evidence.metrics import ENTITY_METRICS
 from depthfinder.expectations.audit.report import audit_lines, markdown_table
 from depthfinder.expectations.changes.report import FORCED, changes_lines
 from depthfinder.flows.card import served_sentence
@@ -17,6 +18,7 @@ from depthfinder.selection.halving import Halving
 from depthfinder.selection.pool import pool_sentence
 from depthfinder.selection.reasons import depth_verdicts
 
+ENTITY_F1 = ENTITY_METRICS[0]
 # (title, value, format) of each column of the candidates table.
 COLUMNS = (
     ("family", lambda c: c.family, "{}"),
@@ -25,8 +27,8 @@ COLUMNS = (
     ("status", lambda c: c.status, "{}"),
     ("epochs", lambda c: c.epochs, "{}"),
     ("converged", lambda c: ("no, rising" if c.not_converged else "yes") if c.usable else None, "{}"),
-    ("val macro-F1", lambda c: c.metrics.get("macro_f1"), "{:.3f}"),
-    ("test macro-F1", lambda c: c.test_metrics.get("macro_f1"), "{:.3f}"),
+    ("val macro-F1", lambda c: _f1(c.metrics), "{:.3f}"),  # entity-F1 for token labels: `candidate_rows`
+    ("test macro-F1", lambda c: _f1(c.test_metrics), "{:.3f}"),
     ("params", lambda c: c.cost and c.cost.params, "{:,.0f}"),
     ("MFLOPs/ex", lambda c: c.cost and c.cost.flops_per_example and c.cost.flops_per_example / 1e6, "{:.2f}"),
     ("p50 ms", lambda c: c.cost and c.cost.latency_ms_p50, "{:.2f}"),
@@ -50,11 +52,18 @@ def candidate_rows(candidates: list[Candidate], titles: dict[str, str] | None = 
     each family by its short label."""
     columns = [c for c in COLUMNS if (c[0] != "family" or any(x.family != "scratch" for x in candidates))
                and (titles is None or c[0] in titles)]
-    header = [title if titles is None else titles[title] for title, _, _ in columns]
+    entities = any(ENTITY_F1 in c.metrics for c in candidates)
+    header = [(title.replace("macro-F1", "entity-F1") if entities else title) if titles is None else titles[title]
+              for title, _, _ in columns]
     rows = [[("-" if (value := get(c)) is None else fmt.format(value)) for _, get, fmt in columns] for c in candidates]
     if families and columns[0][0] == "family":
         rows = [[families.get(row[0], row[0]), *row[1:]] for row in rows]
     return header, rows
+
+
+def _f1(metrics: dict[str, float]) -> float | None:
+    """The F1 the table shows: macro-F1 of a label per text, entity F1 (micro, seqeval's) of token labels."""
+    return metrics.get("macro_f1", metrics.get(ENTITY_F1))
 
 
 def family_labels(candidates: list[Candidate]) -> dict[str, str]:
