@@ -43,11 +43,17 @@ def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str,
     summary = json.loads((folder / "summary.json").read_text())
     if summary["selected_depth"] is None:
         return {"seconds": seconds, "depth": None, "test_f1": None, "summary": summary}
+    metric = f1_of(summary)
     chosen = max((c for c in summary["candidates"]
                   if (c["family"], c["depth"]) == (summary["rule"]["selected_family"], summary["selected_depth"])),
-                 key=lambda c: c["metrics"]["macro_f1"])
-    return {"seconds": seconds, "depth": summary["selected_depth"], "test_f1": chosen["test_metrics"]["macro_f1"],
+                 key=lambda c: c["metrics"][metric])
+    return {"seconds": seconds, "depth": summary["selected_depth"], "test_f1": chosen["test_metrics"][metric],
             "summary": summary}
+
+
+def f1_of(summary: dict) -> str:
+    """The F1 a run's tables report: macro-F1 of a label per text, entity F1 of token labels."""
+    return "entity_f1" if summary["rule"]["metric"].startswith("entity_") else "macro_f1"
 
 
 def minilm(cache: Path) -> Path:
@@ -127,8 +133,10 @@ def docstrings_file(path: Path, per_package: int = 400, seed: int = 0) -> Path:
 
 def depth_table(name: str, runs: dict[str, dict]) -> list[str]:
     """Markdown rows of `run_depthfinder` results by family: one per family and depth, the chosen one marked."""
+    f1 = f1_of(next(iter(runs.values()))["summary"])
+    title = f1.replace("_f1", "-F1")
     lines = [f"\n{name}\n",
-             "| family | depth | val macro-F1 | test macro-F1 | MFLOPs/ex | p50 ms | train s | epochs | status |",
+             f"| family | depth | val {title} | test {title} | MFLOPs/ex | p50 ms | train s | epochs | status |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for family, run in runs.items():
         summary = run["summary"]
@@ -138,8 +146,8 @@ def depth_table(name: str, runs: dict[str, dict]) -> list[str]:
                 continue
             mark = " (chosen)" if (c["family"], c["depth"]) == chosen else ""
             lines.append(
-                f"| {family} | {c['depth']}{mark} | {c['metrics']['macro_f1']:.3f} | "
-                f"{c['test_metrics']['macro_f1']:.3f} | {c['cost']['flops_per_example'] / 1e6:.1f} | "
+                f"| {family} | {c['depth']}{mark} | {c['metrics'][f1]:.3f} | "
+                f"{c['test_metrics'][f1]:.3f} | {c['cost']['flops_per_example'] / 1e6:.1f} | "
                 f"{c['cost']['latency_ms_p50']:.2f} | {c['cost']['train_seconds']:.0f} | {c['epochs']} | "
                 f"{c['status']} |"
             )

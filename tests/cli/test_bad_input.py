@@ -149,8 +149,10 @@ CASES = {
         '{"tokens": ["a", "b"], "tags": ["O"]}\n', ["audit", "--data", "t.jsonl", "--task", "tokens"],
         "sentence 0 has 2 tokens but 1 tags"),
     "a CoNLL file without the tokens task": ("EU B-ORG\n", ["run", "--data", "t.conll"], "pass --task tokens"),
-    "training token labels": (None, ["run", "--dataset", "names-in-context", "--task", "tokens"],
-                              "training on token labels is not built yet"),
+    "a token of two words": ('{"tokens": ["New York", "b"], "tags": ["B-LOC", "O"]}\n',
+                             ["run", "--data", "t.jsonl", "--task", "tokens"], "token 0 is 'New York'; a token is one"),
+    "an empty token": ('{"tokens": ["", "b"], "tags": ["O", "O"]}\n', ["run", "--data", "t.jsonl", "--task", "tokens"],
+                       "sentence 0 token 0 is ''"),
 }
 
 

@@ -148,7 +148,8 @@ def test_raises_naming_the_limits_when_every_candidate_exceeds_them() -> None:
          "cost\n  Input should be 'flops_per_example', 'latency_ms_p50', 'onnx_latency_ms_p50', 'params', 'size_mb' "
          "or 'train_seconds'"),
         ({"tolerance": -0.1}, "tolerance\n  Input should be greater than or equal to 0"),
-        ({"metric": "roc_auc"}, "metric\n  Input should be 'macro_f1', 'balanced_accuracy' or 'accuracy'"),
+        ({"metric": "roc_auc"}, "metric\n  Input should be 'macro_f1', 'balanced_accuracy', 'accuracy', 'entity_f1' or "
+                                  "'entity_macro_f1'"),
     ],
 )
 def test_bad_arguments_raise_clearly(kwargs: dict, message: str) -> None:

@@ -82,6 +82,10 @@ def token_table(raw: pd.DataFrame, config: DataConfig, source: str) -> pd.DataFr
         if len(words) != len(labels):
             raise ValueError(f"{source}: sentence {row} has {len(words)} tokens but {len(labels)} tags; each token "
                              "needs its tag")
+        for position, word in enumerate(words):  # a model reads a sentence's words from its text, split at spaces
+            if not word or len(word.split()) != 1:
+                raise ValueError(f"{source}: sentence {row} token {position} is {word!r}; a token is one word, with "
+                                 "no space in it (split it into words, each with its tag)")
     tag_scheme(tags, source)
     table = pd.DataFrame({TOKENS_COLUMN: tokens, TAGS_COLUMN: tags})
     table["text"] = [" ".join(words) for words in tokens]
