@@ -29,6 +29,7 @@ from depthfinder.encoder.serving import (
     bundle_inputs,
     inputs_frame,
     labels_tokens,
+    output_columns,
     read_bundle_config,
     texts_from_input,
 )
@@ -329,7 +330,8 @@ def register_challenger(
         model=ModelVersionRef(name=model_name, version=str(challenger.version),
                               uri=f"models:/{model_name}/{challenger.version}", family=candidate.family,
                               depth=candidate.depth, size_mb=_bundle_mb(candidate, deployment),
-                              inputs=list(bundle_inputs(bundle))),
+                              inputs=list(bundle_inputs(bundle)),
+                              outputs=output_columns(read_bundle_config(bundle)[0])),
         promoted=judgement.promoted,
         promotion=judgement.reason,
         champion_version=str(challenger.version if judgement.promoted else champion.version),

@@ -19,8 +19,11 @@ from depthfinder.encoder.serving import load_bundle, spans_of
 from depthfinder.evidence.metrics import entity_metrics
 from depthfinder.expectations.changes.compare import comparison_table
 from depthfinder.expectations.changes.config import ChangesConfig
+from depthfinder.selection.candidate import Candidate, Cost
+from depthfinder.selection.settings import SelectionRule
 from depthfinder.tasks.changes import score_champion
-from depthfinder.tracking.registry import log_text_classifier, predict_labels, register_version
+from depthfinder.tracking.registry import log_text_classifier, predict_labels, register_challenger, register_version
+from depthfinder.tracking.runs import create_sweep_run
 from tests.encoder.tiny_tokens import SENTENCES, TAGS, TEXTS, token_tokenizer, trained_tagger
 
 # Sentences the tagger never saw: two tagged as it would tag them, and one whose names its tags miss.
@@ -101,3 +104,16 @@ def test_a_token_champion_is_scored_by_entity_f1_on_the_rows_added(store) -> Non
     assert scores.metric == "entity_f1" and scores.new_rows == len(ADDED)
     assert scores.on_new == entity_metrics([tags for _, tags in ADDED], said)["entity_f1"]
     assert 0 < scores.on_new < 1 and scores.on_test == 1.0  # its own test rows: the sentences it learned
+
+
+def test_a_registered_model_of_token_labels_records_tags_and_spans_as_its_outputs(store, tmp_path: Path) -> None:
+    uri, bundle = store
+    sweep = create_sweep_run(uri, "ner", "ner", "sweep", params={}, tags={})
+    candidate = Candidate(depth=1, status="trained", bundle=str(bundle), cost=Cost(flops_per_example=1e6))
+    rule = SelectionRule(metric="entity_f1", tolerance=0.01, cost="flops_per_example")
+
+    registration = register_challenger(sweep, candidate, str(tmp_path / "table.parquet"), TEXTS,
+                                       [tags for _, tags in SENTENCES], "ner", rule, {})
+
+    assert registration.model.outputs == ["tags", "spans"]
+    assert registration.promoted and registration.challenger_test_metrics["entity_f1"] == 1.0
