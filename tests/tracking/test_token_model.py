@@ -108,6 +108,7 @@ def test_a_token_champion_is_scored_by_entity_f1_on_the_rows_added(store) -> Non
 
 def test_a_registered_model_of_token_labels_records_tags_and_spans_as_its_outputs(store, tmp_path: Path) -> None:
     uri, bundle = store
+    pd.DataFrame({"text": TEXTS, "label": [tags for _, tags in SENTENCES]}).to_parquet(tmp_path / "table.parquet")
     sweep = create_sweep_run(uri, "ner", "ner", "sweep", params={}, tags={})
     candidate = Candidate(depth=1, status="trained", bundle=str(bundle), cost=Cost(flops_per_example=1e6))
     rule = SelectionRule(metric="entity_f1", tolerance=0.01, cost="flops_per_example")
