@@ -15,7 +15,8 @@ from depthfinder.flows.deploy import NIGHTLY_CRON, NIGHTLY_TIMEZONE
 # from the bundle, so every version has it that can), and what to say when it has none.
 SENTENCE_TRANSFORMERS = "sentence-transformers"
 EXPORT_FORMATS = {
-    "hf": ("hf", "no Hugging Face folder: only a pretrained model trained with model.pretrained_pooling head is one; "
+    "hf": ("hf", "no Hugging Face folder: only a pretrained model trained with model.pretrained_pooling head is one "
+           "(or tokens, for token labels); "
            "one pooled by mean or first token (the default) is a sentence-transformers folder"),
     SENTENCE_TRANSFORMERS: ("bundle", "no bundle"),
     "onnx": ("onnx", "no ONNX variants: it was registered without onnxruntime, or before depthfinder made them"),
@@ -92,8 +93,8 @@ class PredictOptions(ModelUri):
 class ExportOptions(ModelUri):
     to: Path = Field(description="Folder to write the files into (new, or empty).", json_schema_extra={"flag": "--to"})
     format: ExportFormat = Field(
-        "hf", description="hf: the Hugging Face folder (pretrained, head pooling); sentence-transformers: the "
-        "sentence-transformers folder (pretrained, mean or first-token pooling); onnx: the ONNX variants that "
+        "hf", description="hf: the Hugging Face folder (pretrained, head or tokens pooling); sentence-transformers: "
+        "the sentence-transformers folder (pretrained, mean or first-token pooling); onnx: the ONNX variants that "
         "shipped and their measurements; bundle: depthfinder's own.", json_schema_extra={"flag": "--format"},
     )
 

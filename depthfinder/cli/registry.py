@@ -7,16 +7,20 @@ store when a model is not in it.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from depthfinder.cli.flags import UsageError
 from depthfinder.cli.options import EXPORT_FORMATS, SENTENCE_TRANSFORMERS
 from depthfinder.flows.config import check_model_name
 from depthfinder.runtime.faults import FAULTS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 T = TypeVar("T")
 
@@ -43,10 +47,29 @@ def predict(args: argparse.Namespace) -> int:
     inputs = list(zip(texts, seconds, strict=True)) if pairs else texts
     predictions = predictions_frame(classifier, inputs)
     if args.text:
-        print(*predictions["label"], sep="\n")
+        print(*_answers(predictions), sep="\n")
     else:
-        print(pd.concat([predictions, inputs_frame(inputs)], axis=1).to_csv(index=False), end="")
+        print(pd.concat([_flat(predictions), inputs_frame(inputs)], axis=1).to_csv(index=False), end="")
     return 0
+
+
+def _answers(predictions: pd.DataFrame) -> list[str]:
+    """A line per --text: its label; for a model of token labels, a JSON object of its tags and spans."""
+    from depthfinder.encoder.serving import LABEL_COLUMN
+
+    if LABEL_COLUMN in predictions.columns:
+        return predictions[LABEL_COLUMN].tolist()
+    return [json.dumps(row, ensure_ascii=False) for row in predictions.to_dict(orient="records")]
+
+
+def _flat(predictions: pd.DataFrame) -> pd.DataFrame:
+    """The predictions as CSV cells take them: a token model's spans (a list of objects per text) as JSON."""
+    from depthfinder.encoder.serving import SPANS_COLUMN
+
+    if SPANS_COLUMN not in predictions.columns:
+        return predictions
+    spans = [json.dumps(spans, ensure_ascii=False) for spans in predictions[SPANS_COLUMN]]
+    return predictions.assign(**{SPANS_COLUMN: spans})
 
 
 def _open_store(tracking_uri: str) -> None:

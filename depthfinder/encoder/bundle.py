@@ -4,9 +4,9 @@
 A pretrained candidate's bundle holds only the layers it uses (its config says how many), so
 it loads without the original checkpoint; `transformers` builds its architecture.
 
-A pretrained network also has a standard form outside depthfinder: with its type's own head, a Hugging Face
-folder (`save_hf_folder`); pooled by mean or first token into a linear layer, a sentence-transformers folder
-(`save_sentence_transformers_folder`).
+A pretrained network also has a standard form outside depthfinder: with its type's own head (sequence or token
+classification), a Hugging Face folder (`save_hf_folder`); pooled by mean or first token into a linear layer, a
+sentence-transformers folder (`save_sentence_transformers_folder`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from depthfinder.encoder.serving import (
     BUNDLE_FORMAT,
     CONFIG_FILE,
     INPUTS_KEY,
+    TASK_HEADS,
     TEXT_COLUMN,
     TOKENIZER_FILE,
     WEIGHTS_FILE,
@@ -66,11 +67,16 @@ def save_bundle(directory: Path, network: Network, tokenizer: Tokenizer, labels:
 
 
 def save_hf_folder(directory: Path, network: Network, tokenizer: Tokenizer, labels: list[str]) -> Path | None:
-    """The network as a standard Hugging Face folder (the k layers, the config saying k, the type's classification
-    head with the label names, the tokenizer) that `AutoModelForSequenceClassification.from_pretrained` and
-    `pipeline("text-classification")` load; None for a network that is not one (scratch, or a pretrained network
-    with mean or first-token pooling and a linear head, which no transformers class computes)."""
-    if not isinstance(network, PretrainedEncoderClassifier) or network.cfg.pooling != "head":
+    """The network as a standard Hugging Face folder (the k layers, the config saying k, the type's task head with
+    the label names as id2label and label2id, the tokenizer): with its sequence-classification head (pooling `head`),
+    what `AutoModelForSequenceClassification.from_pretrained` and `pipeline("text-classification")` load; with its
+    token-classification head (pooling `tokens`), what `AutoModelForTokenClassification.from_pretrained` and
+    `pipeline("token-classification", aggregation_strategy="first")` load, each word tagged at its first piece as
+    depthfinder tags it (BIO tags: the pipeline reads no `E-` or `S-`; and it takes punctuation the tokenizer splits
+    off for a word of its own, where depthfinder's words are what white space separates). None for a network that
+    is not one (scratch, or a pretrained network with mean or first-token pooling and a linear head, which no
+    transformers class computes)."""
+    if not isinstance(network, PretrainedEncoderClassifier) or network.cfg.pooling not in TASK_HEADS:
         return None
     model = network.encoder
     model.config.id2label = dict(enumerate(labels))

@@ -1,6 +1,6 @@
 """What a registered model runs on wherever it is served: its networks, its tokenizer's batching, its bundle's
 reader, and its input and output (a `text` column in, and a `pair` column for a model of pairs; `label`,
-`confidence`, `proba_<label>` out).
+`confidence`, `proba_<label>` out, or `tags` and `spans` for a model of token labels).
 
 Nothing here imports depthfinder, so this file travels with every logged model (as `depthfinder_serving.py`,
 beside the scratch network's `encoder/model.py` as `depthfinder_network.py`: MLflow's code_paths) and the model
@@ -354,6 +354,14 @@ def bundle_inputs(directory: Path) -> tuple[str, ...]:
         raise ValueError(f"{directory / CONFIG_FILE} names inputs {list(inputs)}; a model reads {TEXT_COLUMN!r} or "
                          f"{list(PAIR_INPUTS)}")
     return inputs
+
+
+def output_columns(cfg: object) -> list[str]:
+    """The columns a served model of network config `cfg` answers with, as a reader is told them: `label`,
+    `confidence` and `proba_<label>` (one per class), or, for a model of token labels, `tags` and `spans`."""
+    if labels_tokens(cfg):
+        return [TAGS_COLUMN, SPANS_COLUMN]
+    return [LABEL_COLUMN, CONFIDENCE_COLUMN, f"{PROBA_PREFIX}<label>"]
 
 
 def proba_columns(labels: list[str]) -> list[str]:

@@ -8,7 +8,9 @@ its numbers; what each deployable form scored and costs; the hashes a version is
 
 from __future__ import annotations
 
+from depthfinder.encoder.serving import TAGS_COLUMN
 from depthfinder.encoder.verdict import TriedDepth
+from depthfinder.evidence.metrics import ENTITY_METRICS
 from depthfinder.expectations.audit.report import cell, markdown_table
 from depthfinder.expectations.changes.report import FORCED
 from depthfinder.flows.summary import RunSummary
@@ -145,7 +147,8 @@ def _scores(summary: RunSummary) -> str:
     chosen = [c for c in summary.candidates if c.usable and c.depth == summary.selected_depth
               and c.family == summary.rule.selected_family]
     rows = ["| metric | validation | test |", "|---|---:|---:|"]
-    for metric in ("macro_f1", "balanced_accuracy", "accuracy"):
+    metrics = ENTITY_METRICS if summary.rule.metric in ENTITY_METRICS else ("macro_f1", "balanced_accuracy", "accuracy")
+    for metric in metrics:
         values = [c.metrics.get(metric) for c in chosen[:1]] + [c.test_metrics.get(metric) for c in chosen[:1]]
         rows.append(f"| {metric} | " + " | ".join("-" if v is None else f"{v:.3f}" for v in values) + " |")
     return "**Scores of the chosen depth.**\n\n" + "\n".join(rows)
@@ -179,6 +182,11 @@ def _hashes(fingerprint: dict[str, str]) -> str:
                                           if key in fingerprint) + "."
 
 
+def _tags_words(summary: RunSummary) -> bool:
+    """Whether the version is a model of token labels (it answers with each word's tags)."""
+    return TAGS_COLUMN in summary.model.outputs
+
+
 def _loading(summary: RunSummary) -> str:
     """How to load it: pyfunc, depthfinder, and its other forms where it has them."""
     uri = f"models:/{summary.model.name}/{summary.model.version}"
@@ -190,15 +198,17 @@ def _loading(summary: RunSummary) -> str:
         "```python",
         "import mlflow, pandas as pd",
         f'model = mlflow.pyfunc.load_model("{uri}")  # or models:/{summary.model.name}@champion',
-        f'model.predict(pd.DataFrame({example}))  # label, confidence, proba_<label>',
+        f'model.predict(pd.DataFrame({example}))  # {", ".join(summary.model.outputs)}',
         "```",
         "",
         f'`depthfinder predict --model {uri} --text "..."{pair}`',
     ]
     deployment = summary.deployment
     if deployment is not None and deployment.hf_folder:
+        pipeline = ('"token-classification", model="DIR", aggregation_strategy="first"' if _tags_words(summary)
+                    else '"text-classification", model="DIR"')
         lines += ["", f"Hugging Face folder: `depthfinder export --model {uri} --to DIR --format hf`, then "
-                  '`transformers.pipeline("text-classification", model="DIR")`.']
+                  f"`transformers.pipeline({pipeline})`."]
     elif summary.model.family not in (None, "scratch"):  # a checkpoint pooled into a linear head: this is its form
         lines += ["", f"sentence-transformers folder: `depthfinder export --model {uri} --to DIR --format "
                   'sentence-transformers`, then `SentenceTransformer("DIR").encode(texts)`: class logits, in the '

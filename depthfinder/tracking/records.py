@@ -24,6 +24,11 @@ class ModelVersionRef(Record):
         "deployment gate shipped that), MiB."
     )
     inputs: list[str] = Field(["text"], description="The columns it reads one example from: text, or text and pair.")
+    outputs: list[str] = Field(
+        ["label", "confidence", "proba_<label>"], description="The columns it answers with: label, confidence and "
+        "one probability per class, or, for a model of token labels, tags (each word's, joined by spaces) and spans "
+        "(its entities: text, type, start, end)."
+    )
 
 
 class KnownVersion(Record):

@@ -24,7 +24,15 @@ from mlflow.tracking import MlflowClient
 from depthfinder.encoder import model as network
 from depthfinder.encoder import serving
 from depthfinder.encoder.families import SERVING_PACKAGES, family_of
-from depthfinder.encoder.serving import ModelInput, bundle_inputs, inputs_frame, read_bundle_config, texts_from_input
+from depthfinder.encoder.serving import (
+    ModelInput,
+    bundle_inputs,
+    inputs_frame,
+    labels_tokens,
+    output_columns,
+    read_bundle_config,
+    texts_from_input,
+)
 from depthfinder.encoder.verdict import Deployment
 from depthfinder.runtime.interrupt import STOP
 from depthfinder.selection.candidate import Candidate
@@ -75,7 +83,7 @@ def log_text_classifier(bundle_dir: Path, *, name: str = "model", input_example:
             python_model=Path(pyfunc.__file__),
             code_paths=_serving_code(Path(code)),
             artifacts={pyfunc.BUNDLE_ARTIFACT: str(bundle_dir), **_deployment_artifacts(deployment, Path(code))},
-            signature=pyfunc.text_classifier_signature(labels, inputs),
+            signature=pyfunc.text_classifier_signature(labels, inputs, tokens=labels_tokens(cfg)),
             input_example=inputs_frame(example),
             pip_requirements=_pinned_requirements(SERVING_PACKAGES + family_of(cfg).serving_packages),
             metadata={"labels": labels, "depth": cfg.depth, "family": family_of(cfg).kind},
@@ -322,7 +330,8 @@ def register_challenger(
         model=ModelVersionRef(name=model_name, version=str(challenger.version),
                               uri=f"models:/{model_name}/{challenger.version}", family=candidate.family,
                               depth=candidate.depth, size_mb=_bundle_mb(candidate, deployment),
-                              inputs=list(bundle_inputs(bundle))),
+                              inputs=list(bundle_inputs(bundle)),
+                              outputs=output_columns(read_bundle_config(bundle)[0])),
         promoted=judgement.promoted,
         promotion=judgement.reason,
         champion_version=str(challenger.version if judgement.promoted else champion.version),

@@ -171,7 +171,8 @@ def test_first_token_pooling_and_other_types_compute_what_depthfinder_computes(t
 
 @pytest.mark.parametrize(("model", "form", "said"), [
     ("st", "hf", "models:/st/1 has no Hugging Face folder: only a pretrained model trained with "
-                 "model.pretrained_pooling head is one; one pooled by mean or first token (the default) is a "
+                 "model.pretrained_pooling head is one (or tokens, for token labels); one pooled by mean or first "
+                 "token (the default) is a "
                  "sentence-transformers folder (--format sentence-transformers"),
     ("scratch", "sentence-transformers", "models:/scratch/1 has no sentence-transformers form: it is a scratch "
                                          "model"),

@@ -80,3 +80,24 @@ def test_a_summary_written_when_the_deployment_margin_was_called_tolerance_still
 
     assert "margin" in written["deployment"] and "tolerance" not in written["deployment"]
     assert read.deployment.margin == 0.02 and read == RunSummary.from_dict(written)
+
+
+def test_the_card_of_a_model_of_token_labels_says_it_answers_with_tags_and_spans_and_which_pipeline_loads_it() -> None:
+    deployment = Deployment(metric="entity_f1", margin=0.01, variants=[], sentence="", hf_folder="hf")
+    model = ModelVersionRef(name="ner", version="3", uri="models:/ner/3", family="pretrained", depth=2,
+                            outputs=["tags", "spans"])
+
+    text = _loading(RunSummary(data_hash="d", model=model, deployment=deployment))
+
+    assert "# tags, spans" in text and "proba_" not in text and "confidence" not in text
+    assert 'pipeline("token-classification", model="DIR", aggregation_strategy="first")' in text
+    assert "text-classification" not in text
+
+
+def test_the_card_of_a_classifier_still_says_label_confidence_and_probabilities() -> None:
+    deployment = Deployment(metric="macro_f1", margin=0.01, variants=[], sentence="", hf_folder="hf")
+    model = ModelVersionRef(name="m", version="2", uri="models:/m/2", family="pretrained", depth=2)
+
+    text = _loading(RunSummary(data_hash="d", model=model, deployment=deployment))
+
+    assert "# label, confidence, proba_<label>" in text and 'pipeline("text-classification", model="DIR")' in text

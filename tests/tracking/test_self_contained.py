@@ -19,13 +19,16 @@ from mlflow.tracking import MlflowClient
 from depthfinder.encoder.bundle import save_bundle
 from depthfinder.encoder.checkpoint import resolve_checkpoint
 from depthfinder.encoder.pretrained import load_truncated
-from depthfinder.encoder.serving import load_bundle, load_tokenizer
+from depthfinder.encoder.serving import load_bundle, load_tokenizer, proba_columns, spans_of
 from depthfinder.tracking.registry import log_text_classifier, register_version
 from tests.encoder.tiny_checkpoint import tiny_checkpoint
 from tests.encoder.tiny_models import LABELS, TRAIN_TEXTS, tiny_tokenizer, trained_network
+from tests.encoder.tiny_tokens import TAGS, token_tokenizer, trained_tagger
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 TEXTS = ["a great film", "an awful mess", "great music, awful plot", "truly fun"]
+# Raw text for a model of token labels: words are what white space separates, punctuation and all.
+TOKEN_TEXTS = ["anna smith lives in paris", "Bob visited New York, today.", "nothing here", "in paris anna met bob"]
 # Load a registered model and label TEXTS, with depthfinder made unimportable first.
 ALONE = """
 import json, sys
@@ -34,13 +37,14 @@ import mlflow, pandas as pd
 mlflow.set_tracking_uri(sys.argv[1])
 model = mlflow.pyfunc.load_model(sys.argv[2])
 predictions = model.predict(pd.DataFrame({"text": json.loads(sys.argv[3])}))
-print(json.dumps({"labels": predictions["label"].tolist(), "proba": predictions.iloc[:, 2:].to_numpy().tolist()}))
+print(json.dumps(predictions.to_dict(orient="list")))
 """
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Iterator[tuple[str, dict[str, Path]]]:
-    """A SQLite store with a scratch model and two pretrained ones (mean pooling; the type's own head)."""
+    """A SQLite store with a scratch model, two pretrained ones (mean pooling; the type's own head) and a scratch
+    model of token labels (`tokens`)."""
     root = tmp_path_factory.mktemp("self-contained")
     uri = f"sqlite:///{root}/mlflow.db"
     tokenizer = tiny_tokenizer()
@@ -50,21 +54,25 @@ def store(tmp_path_factory) -> Iterator[tuple[str, dict[str, Path]]]:
         network = load_truncated(checkpoint, 2, n_classes=2, max_len=16, pooling=pooling)
         bundles[f"pretrained-{pooling}"] = save_bundle(root / pooling, network, load_tokenizer(
             checkpoint.tokenizer_path), LABELS)
+    tagger_tokenizer = token_tokenizer()
+    bundles["tokens"] = save_bundle(root / "tokens", trained_tagger(tagger_tokenizer), tagger_tokenizer, TAGS)
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(uri)
     client = MlflowClient(tracking_uri=uri)
     experiment = client.create_experiment("alone", artifact_location=(root / "artifacts").as_uri())
     for name, bundle in bundles.items():
         with mlflow.start_run(experiment_id=experiment):
-            register_version(client, log_text_classifier(bundle, input_example=TEXTS[:2]), name, {})
+            example = TOKEN_TEXTS[:2] if name == "tokens" else TEXTS[:2]
+            register_version(client, log_text_classifier(bundle, input_example=example), name, {})
     try:
         yield uri, bundles
     finally:
         mlflow.set_tracking_uri(previous)
 
 
-def served(python: str, uri: str, name: str, env: dict[str, str] | None = None) -> dict:
-    done = subprocess.run([python, "-c", ALONE, uri, f"models:/{name}/1", json.dumps(TEXTS)], capture_output=True,
+def served(python: str, uri: str, name: str, env: dict[str, str] | None = None, texts: list[str] = TEXTS) -> dict:
+    """Each output column of the registered model `name` on `texts`, predicted where depthfinder cannot be imported."""
+    done = subprocess.run([python, "-c", ALONE, uri, f"models:/{name}/1", json.dumps(texts)], capture_output=True,
                           text=True, timeout=600, cwd="/", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -77,8 +85,31 @@ def test_a_registered_model_predicts_where_depthfinders_packages_cannot_be_impor
     alone = served(sys.executable, uri, name)
 
     here = load_bundle(bundles[name])
-    assert alone["labels"] == here.predict(TEXTS)
-    assert np.allclose(alone["proba"], here.predict_proba(TEXTS), atol=1e-6)
+    assert alone["label"] == here.predict(TEXTS)
+    proba = np.array([alone[column] for column in proba_columns(here.labels)]).T  # (N, K)
+    assert np.allclose(proba, here.predict_proba(TEXTS), atol=1e-6)
+
+
+def test_a_registered_model_of_token_labels_gives_tags_and_spans_where_depthfinder_cannot_be_imported(store) -> None:
+    uri, bundles = store
+
+    alone = served(sys.executable, uri, "tokens", texts=TOKEN_TEXTS)
+
+    tags = load_bundle(bundles["tokens"]).predict_tags(TOKEN_TEXTS)
+    assert alone["tags"] == [" ".join(words) for words in tags]
+    assert alone["spans"] == [spans_of(text, words) for text, words in zip(TOKEN_TEXTS, tags, strict=True)]
+    assert alone["spans"][0] == [{"text": "anna smith", "type": "PER", "start": 0, "end": 10},
+                                 {"text": "paris", "type": "LOC", "start": 20, "end": 25}]  # a sentence it learned
+
+
+def test_a_model_of_token_labels_declares_tags_and_spans_as_its_outputs(store) -> None:
+    outputs = mlflow.models.get_model_info("models:/tokens/1").signature.outputs.to_dict()
+
+    assert [column["name"] for column in outputs] == ["tags", "spans"]
+    assert outputs[0]["type"] == "string"
+    assert outputs[1]["type"] == "array" and outputs[1]["items"]["type"] == "object"
+    assert {name: spec["type"] for name, spec in outputs[1]["items"]["properties"].items()} == {
+        "text": "string", "type": "string", "start": "long", "end": "long"}
 
 
 def test_the_model_declares_every_package_it_imports_pinned(store) -> None:
@@ -112,4 +143,4 @@ def test_a_registered_model_predicts_in_a_fresh_environment_built_from_its_requi
 
     alone = served(python, uri, "pretrained-head", env=environment)
 
-    assert alone["labels"] == load_bundle(bundles["pretrained-head"]).predict(TEXTS)
+    assert alone["label"] == load_bundle(bundles["pretrained-head"]).predict(TEXTS)
