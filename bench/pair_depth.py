@@ -57,7 +57,9 @@ def pairs_of(frame: pd.DataFrame, rows: int, seed: int = 0) -> pd.DataFrame:
 def source(name: str, folder: Path, rows: int) -> list[str]:
     """The `depthfinder run` arguments of one file: a pair file written to `folder`, or the built-in dataset."""
     if name == "same-topic":
-        return ["--dataset", "same-topic", "--task", "pairs", "--dataset-rows", str(rows)]
+        config = folder / "data.yaml"  # a built-in dataset's size is a setting of the config file, no flag
+        config.write_text(f"data: {{dataset: same-topic, task: pairs, dataset_rows: {rows}}}\n", encoding="utf-8")
+        return ["--config", str(config)]
     if name == "same-sentiment":
         singles = pd.read_csv(DATA / "uci_sentiment_sentences.csv", dtype=str)
     else:
