@@ -37,9 +37,9 @@ class EncodedSplit(Dataset):
     holds each row's (tokens,) class ids."""
 
     def __init__(self, ids: list[list[int]], targets: np.ndarray | list[np.ndarray],
-                 teacher_logits: np.ndarray | None = None) -> None:
-        if teacher_logits is not None and teacher_logits.shape[0] != len(ids):
-            raise ValueError(f"teacher logits for {teacher_logits.shape[0]} rows, but the split has {len(ids)}")
+                 teacher_logits: np.ndarray | list[np.ndarray] | None = None) -> None:
+        if teacher_logits is not None and len(teacher_logits) != len(ids):
+            raise ValueError(f"teacher logits for {len(teacher_logits)} rows, but the split has {len(ids)}")
         self.ids = ids
         self.targets = targets
         self.teacher_logits = teacher_logits  # (n, K) or None
@@ -94,6 +94,20 @@ class BucketBatchSampler(Sampler[list[int]]):
             yield batches[b]
 
 
+def per_token(ids: list[list[int]], firsts: list[list[int]], words: np.ndarray) -> list[np.ndarray]:
+    """A teacher's logits per word (rows, words, K; NaN past a row's words or where the teacher read none) placed at
+    the first piece the student reads each word at (`firsts`: encoder.serving.encode_words'), NaN at every other
+    token and for a word the student's cut left out."""
+    placed = []
+    for row, (pieces, first) in enumerate(zip(ids, firsts, strict=True)):
+        values = np.full((len(pieces), words.shape[-1]), np.nan, dtype=np.float32)
+        for word, position in enumerate(first):
+            if position >= 0:
+                values[position] = words[row, word]
+        placed.append(values)
+    return placed
+
+
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     """Indices sorted by length (stable), cut into consecutive batches."""
     order = np.argsort(np.asarray(lengths), kind="stable")
@@ -116,7 +130,12 @@ class Collate:
         else:
             labels = torch.tensor([example[1] for example in examples], dtype=torch.long)
         batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
-        if len(examples[0]) == 3:
+        if len(examples[0]) == 3 and labels.dim() == 2:  # a teacher's logits per token: NaN where it has none
+            teacher = torch.full((*input_ids.shape, examples[0][2].shape[-1]), float("nan"))
+            for row, example in enumerate(examples):
+                teacher[row, : len(example[2])] = torch.from_numpy(example[2])
+            batch["teacher_logits"] = teacher
+        elif len(examples[0]) == 3:
             batch["teacher_logits"] = torch.from_numpy(np.stack([example[2] for example in examples]))
         return batch
 
@@ -135,7 +154,8 @@ class TextDataModule(L.LightningDataModule):
         num_workers: DataLoader worker processes.
         pad_id: the tokenizer's padding id.
         teacher_logits: for a student, a teacher's logits (n_train, K) on the train rows in the frame's order
-            (encoder.distillation); its train batches then carry them.
+            (encoder.distillation); its train batches then carry them. With `tokens`, each word's (n_train, words,
+            K), carried at the word's first piece.
         unlabeled: for a student, a transfer set (encoder.distillation): texts and the teacher's logits on them,
             added to the train split with the class id UNLABELLED (their soft labels are their only target).
         tokens: label every token: `labels` are tags, and a row's `label` its words' tags joined by spaces (a token
@@ -182,8 +202,8 @@ class TextDataModule(L.LightningDataModule):
             raise ValueError(f"teacher logits for {unlabeled[1].shape[0]} unlabelled texts, but {len(unlabeled[0])} "
                              "texts")
         self.unlabeled = unlabeled
-        if tokens and (teacher_logits is not None or unlabeled is not None):
-            raise ValueError("soft labels are of whole texts; a network of token labels learns from its tags alone")
+        if tokens and unlabeled is not None:
+            raise ValueError("a network of token labels learns from tagged sentences: no unlabelled transfer set")
         self.tokens = tokens
         self.splits: dict[str, EncodedSplit] = {}
 
@@ -198,8 +218,10 @@ class TextDataModule(L.LightningDataModule):
         for split in SPLITS:
             rows = self.frame[self.frame["split"] == split]
             if self.tokens:
-                ids, targets = self._tagged(rows, class_ids)
-                self.splits[split] = EncodedSplit(ids, targets)
+                ids, targets, firsts = self._tagged(rows, class_ids)
+                teacher = self.teacher_logits if split == "train" else None
+                self.splits[split] = EncodedSplit(ids, targets, None if teacher is None else per_token(ids, firsts,
+                                                                                                      teacher))
                 continue
             ids = encode_texts(self.tokenizer, model_inputs(rows), self.max_len)
             targets = rows["label"].astype(str).map(class_ids).to_numpy(dtype=np.int64)
@@ -214,9 +236,11 @@ class TextDataModule(L.LightningDataModule):
             if len(self.splits[split]) == 0:
                 raise ValueError(f"the {split!r} split is empty; every run needs train and val rows")
 
-    def _tagged(self, rows: pd.DataFrame, class_ids: dict[str, int]) -> tuple[list[list[int]], list[np.ndarray]]:
-        """Token ids of each row's words and each token's class id: its word's tag at the word's first piece."""
-        ids, targets = [], []
+    def _tagged(self, rows: pd.DataFrame, class_ids: dict[str, int]
+                ) -> tuple[list[list[int]], list[np.ndarray], list[list[int]]]:
+        """Token ids of each row's words, each token's class id (its word's tag at the word's first piece) and the
+        position of each word's first piece (-1: cut)."""
+        ids, targets, firsts = [], [], []
         for (pieces, first), tags in zip(encode_words(self.tokenizer, rows["text"].astype(str).tolist(), self.max_len),
                                          rows["label"].astype(str).str.split(), strict=True):
             target = np.full(len(pieces), UNLABELLED, dtype=np.int64)
@@ -225,7 +249,8 @@ class TextDataModule(L.LightningDataModule):
                     target[position] = class_ids[tag]
             ids.append(pieces)
             targets.append(target)
-        return ids, targets
+            firsts.append(first)
+        return ids, targets, firsts
 
     def token_lengths(self, split: str) -> np.ndarray:
         """Token count of every labelled text of a split, after truncation, [CLS] included: a student's unlabelled

@@ -53,8 +53,8 @@ def distillation_loss(
     """`alpha * T^2 * KL(teacher || student) + (1 - alpha) * CE(student, labels)`, averaged over the batch.
 
     Args:
-        student: the student's logits (B, K).
-        teacher: the teacher's logits (B, K) on the same rows.
+        student: the student's logits (B, K); for token labels, of every token (tokens, K).
+        teacher: the teacher's logits (B, K) on the same rows; NaN on a row (a token) it teaches nothing about.
         labels: class ids (B,); UNLABELLED for a transfer text, which only the soft term sees (the cross-entropy is
             the mean over the labelled rows, 0 in a batch of none).
         temperature: T, of both softmaxes.
@@ -66,7 +66,11 @@ def distillation_loss(
         else student.sum() * 0.0
     if alpha == 0:  # exactly the plain loss: a student at alpha 0 trains as its plain twin
         return hard
-    soft = F.kl_div(F.log_softmax(student / temperature, dim=-1), F.log_softmax(teacher.float() / temperature, dim=-1),
+    taught = ~torch.isnan(teacher).any(dim=-1)  # a token the teacher read no word at has no soft label
+    if not taught.any():
+        return (1 - alpha) * hard + student.sum() * 0.0
+    soft = F.kl_div(F.log_softmax(student[taught] / temperature, dim=-1),
+                    F.log_softmax(teacher[taught].float() / temperature, dim=-1),
                     log_target=True, reduction="batchmean")
     return alpha * temperature**2 * soft + (1 - alpha) * hard
 

@@ -134,6 +134,8 @@ class DepthClassifier(L.LightningModule):
         logits = self(batch["input_ids"], batch["attention_mask"]).float()  # (B, n_classes)
         if logits.dim() == 3:  # a class per token, (B, T, n_classes): every scored token counts as one example
             logits, labels = logits.flatten(0, 1), labels.flatten()
+            if "teacher_logits" in batch:
+                batch = {**batch, "teacher_logits": batch["teacher_logits"].flatten(0, 1)}
         if stage == "train" and "teacher_logits" in batch:
             loss = distillation_loss(logits, batch["teacher_logits"], labels, self.distill_temperature,
                                      self.distill_alpha, weight=self.class_weights)

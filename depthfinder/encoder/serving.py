@@ -254,7 +254,15 @@ class TextClassifier:
         return self._batched(texts, batch_size, lambda logits: torch.softmax(logits, dim=-1))
 
     def predict_logits(self, texts: Sequence[ModelInput], batch_size: int = 64) -> np.ndarray:
-        """The network's logits (N, K), rows in input order: a teacher's soft labels before any temperature."""
+        """The network's logits (N, K), rows in input order: a teacher's soft labels before any temperature; for a
+        network of token labels each word's (N, most words, K), NaN past a text's words (`word_logits`)."""
+        if labels_tokens(self.network.cfg):
+            words = self.word_logits(texts, batch_size)
+            padded = np.full((len(words), max((len(w) for w in words), default=0), len(self.labels)), np.nan,
+                             dtype=np.float32)
+            for row, values in enumerate(words):
+                padded[row, : len(values)] = values
+            return padded
         return self._batched(texts, batch_size, lambda logits: logits)
 
     def _batched(self, texts: Sequence[ModelInput], batch_size: int, output) -> np.ndarray:
@@ -282,19 +290,26 @@ class TextClassifier:
     def predict_tags(self, texts: Sequence[str], batch_size: int = 64) -> list[list[str]]:
         """For a network of token labels: the most probable tag of each word (whitespace-separated) of each text,
         read at the word's first piece, in input order; a word past max_len is tagged O."""
+        return [[self.labels[int(np.argmax(word))] if not np.isnan(word[0]) else OUTSIDE for word in words]
+                for words in self.word_logits(texts, batch_size)]
+
+    def word_logits(self, texts: Sequence[str], batch_size: int = 64) -> list[np.ndarray]:
+        """For a network of token labels: each text's logits per word (words, K), read at each word's first piece, in
+        input order; NaN for a word past max_len (which no piece of the network reads)."""
         if not labels_tokens(self.network.cfg):
             raise ValueError("this model labels whole texts, not tokens: use predict")
         encoded = encode_words(self.tokenizer, texts, self.network.cfg.max_len)
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
-        tags: list[list[str]] = [[] for _ in encoded]
+        words: list[np.ndarray] = [np.empty((0, len(self.labels)), dtype=np.float32) for _ in encoded]
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 input_ids, attention_mask = pad_batch([encoded[i][0] for i in rows], self.network.cfg.pad_id)
-                classes = self.network(input_ids, attention_mask).argmax(dim=-1).numpy()  # (B, T)
-                for row, per_token in zip(rows, classes, strict=True):
-                    tags[row] = [self.labels[per_token[p]] if p >= 0 else OUTSIDE for p in encoded[row][1]]
-        return tags
+                logits = self.network(input_ids, attention_mask).float().numpy()  # (B, T, K)
+                for row, per_token in zip(rows, logits, strict=True):
+                    first = np.asarray(encoded[row][1], dtype=np.int64)
+                    words[row] = np.where((first >= 0)[:, None], per_token[np.maximum(first, 0)], np.nan)
+        return [values.astype(np.float32) for values in words]
 
 
 def read_bundle_config(directory: Path) -> tuple[NetworkConfig, list[str]]:

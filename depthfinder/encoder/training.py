@@ -40,7 +40,7 @@ from depthfinder.encoder.trainer import (
     restore_network_weights,
 )
 from depthfinder.evidence.entities import entity_rows, entity_types
-from depthfinder.evidence.metrics import classification_metrics, entity_metrics
+from depthfinder.evidence.metrics import ENTITY_METRICS, classification_metrics, entity_metrics
 from depthfinder.expectations.table.shape import model_inputs
 
 if TYPE_CHECKING:
@@ -245,12 +245,13 @@ def _data_module(data: TrainingData, network: Network, train_cfg: TrainConfig) -
 def _start_if_not_beaten(network: Network, start_from: Path, best: dict[str, Any], data: TrainingData
                          ) -> dict[str, Any] | None:
     """The starting weights' scores, restored into `network`, when no epoch trained from them beat them on the
-    validation rows (by MONITOR's metric; a tie keeps the start): a student's early stopping counts where it started,
-    so it never ends below the twin it started from there. None (the best epoch's weights left in place) otherwise."""
+    validation rows (by MONITOR's metric, a tagger's by entity F1; a tie keeps the start): a student's early
+    stopping counts where it started, so it never ends below the twin it started from there. None (the best epoch's
+    weights left in place) otherwise."""
     trained = {key: value.detach().clone() for key, value in network.state_dict().items()}
     network.load_state_dict(torch.load(Path(start_from) / WEIGHTS_FILE, map_location="cpu", weights_only=True))
     started = _scores(network, data)
-    metric = MONITOR.removeprefix("val/")
+    metric = ENTITY_METRICS[0] if labels_tokens(network.cfg) else MONITOR.removeprefix("val/")  # as served
     if started["metrics"][metric] >= best["metrics"][metric]:
         return {**best, **started, "kept_start": True}
     network.load_state_dict(trained)

@@ -232,7 +232,6 @@ class RunConfig(BaseModel):
                 f"{self.sweep.metric} scores token labels (--task tokens)"))
         if tokens:
             refused = {"--strategy search (its probes read whole texts)": self.sweep.strategy == "search",
-                       "--distill on (soft labels are of whole texts)": self.sweep.distill.mode == "on",
                        "--unlabeled (a pool of texts without tags)": self.sweep.pool.unlabeled is not None}
             if given := [setting for setting, on in refused.items() if on]:
                 raise ValueError(f"--task tokens does not take {', '.join(given)}")

@@ -147,13 +147,14 @@ class Teacher:
     temperature: float
     alpha: float
     unlabeled: PoolTexts | None = None
-    # (depth, seed, bundle): the trained plain twin each student starts from (sweep.distill.start twin); none: its
-    # initialisation, as the twin started.
-    twins: tuple[tuple[int, int, str], ...] = ()
+    # (family, depth, seed, bundle): the trained plain twin each student starts from (sweep.distill.start twin);
+    # none: its initialisation, as the twin started.
+    twins: tuple[tuple[str, int, int, str], ...] = ()
 
-    def twin_of(self, depth: int, seed: int) -> str | None:
-        """The bundle of the plain twin the student (depth, seed) starts from, or None."""
-        return next((bundle for d, s, bundle in self.twins if (d, s) == (depth, seed)), None)
+    def twin_of(self, family: str, depth: int, seed: int) -> str | None:
+        """The bundle of the plain twin the student (family, depth, seed) starts from, or None: of its own family,
+        where several have a candidate of that depth."""
+        return next((bundle for f, d, s, bundle in self.twins if (f, d, s) == (family, depth, seed)), None)
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,8 @@ def candidate_key(training: Training, depth: int, seed: int) -> str:
         **({"unlabeled": training.teacher.unlabeled.digest} if training.teacher and training.teacher.unlabeled
            else {}),
         # Started from its trained twin, whose own key the rest of this one decides.
-        **({"start": "twin"} if training.teacher and training.teacher.twin_of(depth, seed) else {}),
+        **({"start": "twin"} if training.teacher and training.teacher.twin_of(training.family.name, depth, seed)
+           else {}),
     })
 
 
@@ -305,7 +307,7 @@ def _train_and_measure(training: Training, depth: int, run_id: str, candidate_di
     from depthfinder.evidence.bootstrap import save_predictions
 
     train, dataset = training.train, training.dataset
-    twin = None if training.teacher is None else training.teacher.twin_of(depth, train.seed)
+    twin = None if training.teacher is None else training.teacher.twin_of(training.family.name, depth, train.seed)
     if twin is not None:  # a student from its trained twin: a restarted schedule at half the peak, as an extension
         from depthfinder.encoder.module import RESTART_PEAK
 
@@ -404,4 +406,4 @@ def make_teacher(candidate: Candidate, label: str, temperature: float, alpha: fl
 
     return Teacher(bundle=candidate.bundle, digest=bundle_digest(Path(candidate.bundle)), label=label,
                    seed=candidate.seed, temperature=temperature, alpha=alpha, unlabeled=unlabeled,
-                   twins=tuple((twin.depth, twin.seed, twin.bundle) for twin in twins if twin.bundle))
+                   twins=tuple((twin.family, twin.depth, twin.seed, twin.bundle) for twin in twins if twin.bundle))

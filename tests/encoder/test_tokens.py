@@ -105,3 +105,36 @@ def test_spans_are_the_entities_of_the_tags_with_their_character_offsets() -> No
                      {"text": "Kyoto", "type": "LOC", "start": 34, "end": 39}]
     assert [s["text"] for s in spans_of("a b c d", ["S-PER", "B-LOC", "E-LOC", "I-ORG"])] == ["a", "b c", "d"]
     assert [s["text"] for s in spans_of("a b", ["B-PER", "B-PER"])] == ["a", "b"]  # two mentions side by side
+
+
+def test_a_student_tagger_learns_each_words_soft_label_from_its_teacher(tmp_path, tagged) -> None:
+    from depthfinder.encoder.distillation import SoftLabels, train_texts
+
+    table, tokenizer = tagged
+    labels = class_labels(table)
+    model = ModelConfig(d_model=32, n_heads=2, d_ff=64, max_len=32, pooling="tokens")
+    train = TrainConfig(max_epochs=3, min_epochs=3, batch_size=16, learning_rate=3e-3)
+    teacher = TextClassifier(train_candidate(TrainingData(table, labels, tokenizer), 2, model, train,
+                                             TrainingSetup(tmp_path / "teacher", progress=False)).network,
+                             tokenizer, labels)
+    texts = train_texts(table)
+    logits = teacher.predict_logits(texts)  # per word, NaN past each sentence's words
+    words = [len(text.split()) for text in texts]
+    assert logits.shape == (len(texts), max(words), len(labels))
+    assert all(np.isnan(row[n:]).all() and not np.isnan(row[:n]).any() for row, n in zip(logits, words, strict=True))
+    assert [[labels[k] for k in row[:n].argmax(axis=1)] for row, n in zip(logits, words, strict=True)] == \
+        teacher.predict_tags(texts)
+
+    lesson = SoftLabels(logits=logits, temperature=2.0, alpha=0.5)
+    data = TextDataModule(table, tokenizer, labels, 32, 8, seed=0, tokens=True, teacher_logits=logits)
+    data.setup()
+    ids, target, soft = data.splits["train"][0]
+    assert np.isnan(soft[target == UNLABELLED]).all()  # [CLS] and later pieces are taught nothing
+    assert np.allclose(soft[target != UNLABELLED], logits[0, : (target != UNLABELLED).sum()])
+    student = train_candidate(TrainingData(table, labels, tokenizer, soft_labels=lesson), 1, model, train,
+                              TrainingSetup(tmp_path / "student", progress=False))
+    plain = train_candidate(TrainingData(table, labels, tokenizer), 1, model, train,
+                            TrainingSetup(tmp_path / "plain", progress=False))
+    assert student.metrics["entity_f1"] > 0.5
+    weights = [next(iter(candidate.network.state_dict().values())) for candidate in (student, plain)]
+    assert not torch.equal(*weights)  # the soft labels changed what it learnt

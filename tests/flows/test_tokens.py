@@ -1,6 +1,7 @@
 """Token labels end to end: a CoNLL file trains scratch and pretrained depths (a BERT's own token-classification
-head), the rule chooses by entity F1 resampled by sentence, the chosen depth is registered and its forms are judged by
-the same metric; settings a tagger cannot take are one line and exit 2."""
+head) and students the best teaches word by word, the rule chooses by entity F1 resampled by sentence, the chosen
+depth is registered and its forms are judged by the same metric; settings a tagger cannot take are one line and
+exit 2."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ data: {{path: names.conll, task: tokens}}
 model: {{d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 40, pretrained: {checkpoint}}}
 train: {{max_epochs: 2, min_epochs: 2, patience: 1, batch_size: 16, learning_rate: 0.003, finetune_max_epochs: 1,
         finetune_min_epochs: 1, finetune_patience: 1}}
-sweep: {{depths: [1, 2], families: [scratch, pretrained], crossfit: off, halving: off}}
+sweep: {{depths: [1, 2], families: [scratch, pretrained], crossfit: off, halving: off, distill: on}}
 """
 
 
@@ -47,8 +48,10 @@ def run(prefect_server, tmp_path_factory) -> tuple[Path, RunSummary]:
 
 def test_a_tagger_trains_scratch_and_pretrained_depths_chosen_by_entity_f1_and_registered(run) -> None:
     _, summary = run
-    assert sorted((c.family, c.depth) for c in summary.candidates) == [
-        ("bert", 1), ("bert", 2), ("scratch", 1), ("scratch", 2)]
+    plain = [c for c in summary.candidates if " distilled from " not in c.family]
+    assert sorted((c.family, c.depth) for c in plain) == [("bert", 1), ("bert", 2), ("scratch", 1), ("scratch", 2)]
+    students = [c for c in summary.candidates if " distilled from " in c.family]
+    assert students  # taught per word by the best (distill: on), each judged beside the plain ones
     assert all(c.status == "trained" and {"entity_f1", "entity_macro_f1"} <= set(c.metrics)
                for c in summary.candidates)
     assert summary.rule.metric == "entity_f1" and "entity_f1" in summary.rule.reason
@@ -69,6 +72,7 @@ def test_the_table_shows_each_depths_entity_f1(run, capsys) -> None:
 @pytest.mark.parametrize(("flags", "says"), [
     (["--metric", "macro_f1"], "token labels are scored by their entities"),
     (["--strategy", "search"], "--task tokens does not take --strategy search"),
+    (["--unlabeled", "pool.csv"], "--task tokens does not take --unlabeled"),
     (["--pretrained-pooling", "head"], "a model of token labels labels every token"),
 ])
 def test_settings_a_tagger_cannot_take_are_one_line_and_exit_2(tmp_path, capsys, flags, says) -> None:

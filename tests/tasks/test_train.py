@@ -41,3 +41,12 @@ def test_a_students_key_holds_its_teachers_content_and_recipe_not_its_path_or_na
 
 class Data:
     data_hash = "d" * 16
+
+
+def test_a_student_starts_from_the_twin_of_its_own_family() -> None:
+    """Two families hold a depth 1: each student of depth 1 starts from its own family's twin, never the other's
+    (whose weights do not fit its network)."""
+    teacher = Teacher("/t", "c" * 16, "bert depth 2", 1, 2.0, 0.5,
+                      twins=(("scratch", 1, 1, "/scratch-1"), ("bert", 1, 1, "/bert-1")))
+    assert teacher.twin_of("bert", 1, 1) == "/bert-1" and teacher.twin_of("scratch", 1, 1) == "/scratch-1"
+    assert teacher.twin_of("bert", 1, 2) is None
