@@ -26,6 +26,11 @@ SCRATCH_DEPTHS = [1, 2, 4, 6]  # the scratch family's default depths
 SEED_MAX = 2**32 - 1
 
 
+# The pooling of a network of token labels (--task tokens): a head on every token. encoder.serving, which travels with
+# every model and imports nothing of depthfinder, declares the same.
+TOKENS_POOLING = "tokens"
+
+
 class ModelConfig(BaseModel):
     """The encoder: depthfinder's own (its width; depth is swept), and a pretrained checkpoint to truncate."""
 

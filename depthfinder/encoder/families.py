@@ -22,7 +22,14 @@ import torch
 from tokenizers import Tokenizer
 
 from depthfinder.encoder.checkpoint import PretrainedCheckpoint, open_tokenizer, resolve_checkpoint
-from depthfinder.encoder.config import SCRATCH_DEPTHS, FamilyKind, FamilyName, ModelConfig, TrainConfig
+from depthfinder.encoder.config import (
+    SCRATCH_DEPTHS,
+    TOKENS_POOLING,
+    FamilyKind,
+    FamilyName,
+    ModelConfig,
+    TrainConfig,
+)
 from depthfinder.encoder.model import EncoderClassifier, EncoderConfig
 from depthfinder.encoder.pretrained import load_truncated
 from depthfinder.encoder.serving import Network, NetworkConfig, family_name
@@ -363,6 +370,8 @@ def unapplied_settings(families: list[Family], model: ModelConfig, train: TrainC
 
     def given(setting: str) -> bool:
         section, _, name = setting.partition(".")
+        if value(setting) == TOKENS_POOLING:  # what --task tokens sets for every family alike, not a user's choice
+            return False
         return value(setting) != type(sections[section]).model_fields[name].get_default(call_default_factory=True)
 
     def known(what: str) -> bool:
@@ -375,10 +384,8 @@ def unapplied_settings(families: list[Family], model: ModelConfig, train: TrainC
 
     notes: dict[str, dict[str, list[str]]] = {}  # setting -> what stands in its place -> the families concerned
     for family in families:
-        substituted = {s: what for s, what in family.substitutes.items()  # a stand-in set alike changes nothing
-                       if not (known(what) and value(what) == value(s))}
-        unused = substituted | {s: what for s, what in family.ignores.items()
-                                if all(s in f.ignores or s in f.substitutes for f in families)}
+        unused = family.substitutes | {s: what for s, what in family.ignores.items()
+                                       if all(s in f.ignores or s in f.substitutes for f in families)}
         for setting, what in ({s: instead(w) for s, w in unused.items()} | family.unapplied(train)).items():
             if given(setting):
                 notes.setdefault(setting, {}).setdefault(what, []).append(family.name)

@@ -53,7 +53,8 @@ TOKENIZER_FILE = "tokenizer.json"
 TAGS_COLUMN = "tags"  # a token model's output: each word's tag, joined by spaces
 SPANS_COLUMN = "spans"  # and its entities: text, type, start and end (character offsets in the text)
 OUTSIDE = "O"
-# A network's pooling that labels every token, not the text: its output is (B, T, n_classes).
+# A network's pooling that labels every token, not the text: its output is (B, T, n_classes) (encoder.config's, which
+# this file cannot import).
 TOKENS_POOLING = "tokens"
 # The network's computation changed with the depth-scaled residual branches (format 2):
 # weights of another format would load without error and compute something else.

@@ -16,8 +16,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
-from depthfinder.encoder.config import SCRATCH_DEPTHS, SEED_MAX, FamilyKind, ModelConfig, TrainConfig
-from depthfinder.encoder.serving import TOKENS_POOLING
+from depthfinder.encoder.config import SCRATCH_DEPTHS, SEED_MAX, TOKENS_POOLING, FamilyKind, ModelConfig, TrainConfig
 from depthfinder.evidence.metrics import ENTITY_METRICS
 from depthfinder.expectations.audit.config import AuditConfig
 from depthfinder.expectations.changes.config import ChangesConfig

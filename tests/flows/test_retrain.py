@@ -68,7 +68,7 @@ def test_summary_reports_every_depth_and_the_decision(sweep) -> None:
                            if c["depth"] == summary["selected_depth"])
     assert summary["model"] == {"name": "depthfinder", "version": "1", "uri": "models:/depthfinder/1",
                                 "family": "scratch", "depth": summary["selected_depth"], "size_mb": size,
-                                "inputs": ["text"]}
+                                "inputs": ["text"], "outputs": ["label", "confidence", "proba_<label>"]}
     assert summary["promoted"] is True and summary["champion_version"] == "1"
     assert len(summary["data_hash"]) == 16
 
