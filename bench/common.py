@@ -51,6 +51,24 @@ def run_depthfinder(source: list[str], depths: str, folder: Path, *options: str,
             "summary": summary}
 
 
+def family_runs(arguments: list[str], folder: Path, checkpoint: Path | None) -> dict[str, dict]:
+    """`run_depthfinder` of one data source for the scratch family (depths 1, 2, 4) and, with `checkpoint`, for
+    MiniLM's bottom k layers (depths 1, 2, 4, 6), each in its own subfolder of `folder`: the runs by family."""
+    sweeps = {"scratch": ([], "1,2,4"), **({"minilm": (["--pretrained", str(checkpoint)], "1,2,4,6")}
+                                           if checkpoint is not None else {})}
+    runs = {}
+    for family, (options, depths) in sweeps.items():
+        (folder / family).mkdir()
+        runs[family] = run_depthfinder([*arguments, *options], depths, folder / family)
+    return runs
+
+
+def best_result(name: str, runs: dict[str, dict]) -> str:
+    """`<name>=<family> <depth> test <F1>` of the family whose shipped model scores best on test."""
+    family, run = max(runs.items(), key=lambda item: item[1]["test_f1"] or 0)
+    return f"{name}={family} {run['depth']} test {run['test_f1']:.3f}"
+
+
 def f1_of(summary: dict) -> str:
     """The F1 a run's tables report: macro-F1 of a label per text, entity F1 of token labels."""
     return "entity_f1" if summary["rule"]["metric"].startswith("entity_") else "macro_f1"

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.common import DATA, add_cache_argument, depth_table, docstrings_file, minilm, run_depthfinder
+from bench.common import DATA, add_cache_argument, best_result, depth_table, docstrings_file, family_runs, minilm
 
 FILES = ("same-sentiment", "same-package", "same-topic")
 
@@ -84,16 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.files.split(","):
             folder = Path(root) / name
             folder.mkdir()
-            arguments = source(name, folder, args.rows)
-            (folder / "scratch").mkdir()
-            runs = {"scratch": run_depthfinder(arguments, "1,2,4", folder / "scratch")}
-            if checkpoint is not None and name in args.pretrained_files.split(","):
-                (folder / "minilm").mkdir()
-                runs["minilm"] = run_depthfinder([*arguments, "--pretrained", str(checkpoint)], "1,2,4,6",
-                                                 folder / "minilm")
+            runs = family_runs(source(name, folder, args.rows), folder,
+                               checkpoint if name in args.pretrained_files.split(",") else None)
             lines += depth_table(f"{name} ({args.rows} pairs)", runs)
-            best = max(runs.items(), key=lambda item: item[1]["test_f1"] or 0)
-            results.append(f"{name}={best[0]} {best[1]['depth']} test {best[1]['test_f1']:.3f}")
+            results.append(best_result(name, runs))
     print("\n".join(lines))
     print("RESULT " + " ".join(results))
     return 0
