@@ -219,14 +219,18 @@ def _plan(settle: list[Arm], best: Arm, candidates: list[Candidate], folds: int,
 def assign_folds(labels: Sequence[str], folds: int) -> np.ndarray:
     """Each row's fold (0 .. folds-1), stratified by label (scikit-learn's StratifiedKFold, shuffled with a fixed
     seed: the same rows in the same fold on every run). A class with fewer rows than folds is spread as far as it
-    goes."""
-    from sklearn.model_selection import StratifiedKFold
+    goes; where no label has as many rows as folds (a token table's, whose label is a sentence's tags, nearly each its
+    own), unstratified (KFold, the same seed)."""
+    from sklearn.model_selection import KFold, StratifiedKFold
 
     labels = np.asarray([str(label) for label in labels])
     if len(labels) < folds:
         raise ValueError(f"cross-fitting needs at least {folds} train and validation rows, got {len(labels)}")
     assigned = np.empty(len(labels), dtype=np.int32)
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=FOLD_SEED)
+    if np.unique(labels, return_counts=True)[1].max() < folds:  # nothing to stratify (a token table's labellings)
+        splitter = KFold(n_splits=folds, shuffle=True, random_state=FOLD_SEED)
+    else:
+        splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=FOLD_SEED)
     with warnings.catch_warnings():  # "The least populated class in y has only 2 members": spread as it goes
         warnings.simplefilter("ignore", UserWarning)
         for fold, (_, held_out) in enumerate(splitter.split(np.zeros(len(labels)), labels)):
