@@ -33,12 +33,13 @@ def load_config(args: argparse.Namespace) -> RunConfig:
     """Validate the config, the input table and the unlabelled texts before any run starts (bad input: exit 2)."""
     from depthfinder.expectations.table.load import load_table
     from depthfinder.expectations.table.pool import check_pool
+    from depthfinder.expectations.table.shape import PAIR_COLUMN
 
     config = without_credentials(load_run_config(args.config, settings_given(args)))
     table = load_table(config.data)
     if config.sweep.pool.unlabeled is not None:
         check_pool(config.sweep.pool.unlabeled, config.sweep.pool.labels, config.data, set(table["label"]),
-                   labelled=table[[c for c in ("text", "split") if c in table]],
+                   labelled=table[[c for c in ("text", PAIR_COLUMN, "split") if c in table]],
                    threshold=config.audit.near_duplicate_threshold)
     return config
 

@@ -242,12 +242,6 @@ class RunConfig(BaseModel):
             raise ValueError("sweep.families holds pretrained but no checkpoint is given (--pretrained)")
         return self
 
-    @model_validator(mode="after")
-    def _a_pool_holds_single_texts(self) -> RunConfig:
-        if self.data.task == "pairs" and self.sweep.pool.unlabeled is not None:
-            raise ValueError("an unlabelled pool (--unlabeled) holds single texts; with --task pairs leave it out")
-        return self
-
     @property
     def families(self) -> list[FamilyKind]:
         """The kinds of family this run sweeps, in order: as configured, else the one the model settings imply

@@ -168,8 +168,8 @@ def retrain(
                         "candidates": candidates, "selected_depth": decision.selected_depth, "rule": decision,
                         "halving": halving, "lr_check": lr_check, "deployment": deployment, "search": searches,
                         "budget": budget, "crossfit": crossfit, "pool": used,
-                        "rows_to_label": str(write_rows_to_label(pool, to_label, folder / ROWS_TO_LABEL).resolve())
-                        if to_label else None,
+                        "rows_to_label": str(write_rows_to_label(pool, to_label, folder / ROWS_TO_LABEL,
+                                                                 data).resolve()) if to_label else None,
                         **dict(registration)})  # the summary has each field of the registration
                     record_decision(config, run, summary)
                     describe_model(run, registration.model.name, registration.model.version,

@@ -38,15 +38,17 @@ class PoolConfig(SweepPart):
 
     unlabeled: Path | None = Field(
         None, description="Texts from the same source as the labelled rows, without labels (any format --data takes, "
-        "texts in --text-col): a cheaper depth the labelled rows cannot settle is shown within the tolerance when the "
-        "share of these texts on which it disagrees with the best bounds its difference within it; where it does "
-        "not, the texts whose labels would settle it are written to rows_to_label.csv in the run's folder "
-        "(docs/selection.md). Never trained on; texts also in the labelled table are left out.",
+        "texts in --text-col; for --task pairs, pairs in --text-col and --pair-col): a cheaper depth the labelled "
+        "rows cannot settle is shown within the tolerance when the share of these texts on which it disagrees with "
+        "the best bounds its difference within it; where it does not, the texts whose labels would settle it are "
+        "written to rows_to_label.csv in the run's folder, with the data's column names (docs/selection.md). Never "
+        "trained on; texts also in the labelled table are left out (a pair: one sharing a text with a validation or "
+        "test pair, or copying a train pair).",
         json_schema_extra={"flag": "--unlabeled"},
     )
     labels: Path | None = Field(
         None, description="Labels for some of the unlabelled texts (rows_to_label.csv once filled in, or any file with "
-        "--text-col and --label-col): they tighten the bound, as evidence only; nothing is trained on them or "
+        "the input columns and --label-col): they tighten the bound, as evidence only; nothing is trained on them or "
         "retrained for them. Needs --unlabeled.",
         json_schema_extra={"flag": "--labels"},
     )

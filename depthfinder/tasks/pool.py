@@ -24,6 +24,7 @@ from depthfinder.expectations.table.pool import (
     load_texts,
     refuse_unknown_labels,
 )
+from depthfinder.expectations.table.shape import PAIR_COLUMN, ModelInput, model_inputs, read_inputs, side_texts
 from depthfinder.runtime.files import written_whole
 from depthfinder.selection.candidate import Candidate
 from depthfinder.tasks.data import PreparedData
@@ -34,7 +35,8 @@ SAMPLE_SEED = 20261204
 
 @dataclass(frozen=True)
 class PoolTexts:
-    """The pool's texts as the run uses them, on disk (`text`, and `label` where one was given, else empty)."""
+    """The pool's examples as the run uses them, on disk (`text`, a pair's `pair`, and `label` where one was given,
+    else empty)."""
 
     path: str
     digest: str  # of the texts, in order: what their predictions are kept by
@@ -52,8 +54,8 @@ def prepare_pool(unlabeled: Path, labels: Path | None, most: int, data: DataConf
     validation or test texts, and of train texts, left out and counted; a fixed sample of `most` of the rest) and the
     labels given for some of them, written once per content; ValueError (one line) on a bad file, a pool with no new
     text or a label that is not one of the dataset's classes."""
-    texts = load_texts(unlabeled, data.text_col)
-    audit = audit_pool(texts, pd.read_parquet(dataset.path, columns=["text", "split"]), threshold)
+    texts = load_texts(unlabeled, data)
+    audit = audit_pool(texts, read_inputs(dataset.path, "split"), threshold)
     if not audit.new:
         raise ValueError(f"{unlabeled}: every text is a copy or near-copy of a labelled text; give texts the models "
                          "never saw")
@@ -62,9 +64,9 @@ def prepare_pool(unlabeled: Path, labels: Path | None, most: int, data: DataConf
     if len(fresh) > most:
         keep = np.sort(np.random.default_rng(SAMPLE_SEED).choice(len(fresh), most, replace=False))
         sample = [fresh[i] for i in keep]
-    given = load_text_labels(labels, data.text_col, data.label_col) if labels is not None else {}
+    given = load_text_labels(labels, data) if labels is not None else {}
     refuse_unknown_labels(labels, given, set(dataset.labels))
-    frame = pd.DataFrame({"text": sample, "label": [given.get(text, "") for text in sample]})
+    frame = _examples(sample).assign(label=[given.get(example, "") for example in sample])
     _say(unlabeled, len(texts), audit, len(sample), len(set(given) - set(sample)))
     return replace(_written(frame, workdir), read=len(texts), of_held_out=audit.of_held_out, of_train=audit.of_train)
 
@@ -94,17 +96,21 @@ def predict_pool(candidate: Candidate, pool: PoolTexts, classes: list[str], work
     if path.is_file():
         return str(path)
     get_run_logger().info("%s predicts %d unlabelled texts", candidate.name, pool.rows)
-    texts = pd.read_parquet(pool.path, columns=["text"])["text"].tolist()
-    predicted = load_bundle(Path(candidate.bundle)).predict(texts)
+    predicted = load_bundle(Path(candidate.bundle)).predict(pool_examples(pool))
     ids = np.array([classes.index(label) for label in predicted], dtype=np.int64)
     with written_whole(path) as partial, partial.open("wb") as file:
         np.save(file, ids)
     return str(path)
 
 
+def pool_examples(pool: PoolTexts) -> list[ModelInput]:
+    """The pool's examples, in order: what a model reads (a text, or a pair)."""
+    return model_inputs(read_inputs(pool.path))
+
+
 def pool_texts(pool: PoolTexts | None) -> list[str]:
-    """The pool's texts, in order; none without a pool."""
-    return [] if pool is None else pd.read_parquet(pool.path, columns=["text"])["text"].astype(str).tolist()
+    """Every text of the pool, each side of a pair on its own (what a vocabulary keeps); none without a pool."""
+    return [] if pool is None else side_texts(read_inputs(pool.path))
 
 
 def pool_labels(pool: PoolTexts, classes: list[str]) -> np.ndarray:
@@ -127,11 +133,13 @@ def class_shares(dataset: PreparedData, confidence: float) -> np.ndarray:
     return np.maximum(shares - z * np.sqrt(shares * (1 - shares) / rows), 0.5 / rows)
 
 
-def write_rows_to_label(pool: PoolTexts, rows: list[int], path: Path) -> Path:
-    """The pool's `rows`, in that order, as a CSV of `text` and an empty `label` to fill in, written atomically."""
-    texts = pd.read_parquet(pool.path, columns=["text"])["text"]
+def write_rows_to_label(pool: PoolTexts, rows: list[int], path: Path, data: DataConfig) -> Path:
+    """The pool's `rows`, in that order, as a CSV of the data's input columns (--text-col, and --pair-col for pairs)
+    and an empty --label-col to fill in, written atomically: given back as --labels, it reads as the data does."""
+    examples = read_inputs(pool.path).iloc[rows]
+    names = {"text": data.text_col, PAIR_COLUMN: data.pair_col}
     with written_whole(path) as partial:
-        pd.DataFrame({"text": texts.iloc[rows].tolist(), "label": ""}).to_csv(partial, index=False)
+        examples.rename(columns=names).assign(**{data.label_col: ""}).to_csv(partial, index=False)
     return path
 
 
@@ -153,10 +161,18 @@ def _labels_digest(frame: pd.DataFrame) -> str:
     return hashlib.sha256(json.dumps(frame["label"].tolist()).encode()).hexdigest()[:8]
 
 
+def _examples(examples: list[ModelInput]) -> pd.DataFrame:
+    """Examples as the prepared table holds them: `text`, and `pair` where they are pairs."""
+    if examples and isinstance(examples[0], tuple):
+        return pd.DataFrame(examples, columns=["text", PAIR_COLUMN])
+    return pd.DataFrame({"text": examples})
+
+
 def _written(frame: pd.DataFrame, workdir: Path) -> PoolTexts:
-    """Pool texts (`text`, `label`) on disk, once per content, named by their texts and their labels."""
-    texts = frame["text"].tolist()
-    digest = hashlib.sha256(json.dumps(texts).encode()).hexdigest()[:16]
+    """Pool examples (`text`, a pair's `pair`, `label`) on disk, once per content, named by their examples and their
+    labels."""
+    examples = model_inputs(frame)
+    digest = hashlib.sha256(json.dumps(examples).encode()).hexdigest()[:16]
     path = Path(workdir) / "pool" / f"{digest}-{_labels_digest(frame)}.parquet"
     if not path.is_file():
         with written_whole(path) as partial:

@@ -35,7 +35,7 @@ from depthfinder.runtime.interrupt import Interrupted
 from depthfinder.runtime.retries import RETRIES
 from depthfinder.selection.candidate import DISTILLED, Candidate, Cost, arm_label, student_family
 from depthfinder.tasks.data import LABELLED_COLUMNS, PreparedData
-from depthfinder.tasks.pool import PoolTexts
+from depthfinder.tasks.pool import PoolTexts, pool_examples
 from depthfinder.tracking.runs import (
     EPOCH_CURVES,
     SweepRun,
@@ -289,7 +289,7 @@ def _soft_labels(training: Training, frame: pd.DataFrame) -> Any:
                             cache)
     if teacher.unlabeled is None:
         return SoftLabels(logits=logits, temperature=teacher.temperature, alpha=teacher.alpha)
-    texts = tuple(pd.read_parquet(teacher.unlabeled.path, columns=["text"])["text"].astype(str))
+    texts = tuple(pool_examples(teacher.unlabeled))
     return SoftLabels(logits=logits, temperature=teacher.temperature, alpha=teacher.alpha, unlabeled_texts=texts,
                       unlabeled_logits=teacher_logits(Path(teacher.bundle), teacher.digest, list(texts),
                                                       f"unlabeled-{teacher.unlabeled.digest}", cache))

@@ -85,6 +85,21 @@ def test_unlabelled_texts_join_the_train_batches_with_their_soft_labels_and_no_c
         TextDataModule(frame, tokenizer, LABELS, 32, 8, seed=3, unlabeled=(extra, extra_logits))
 
 
+def test_unlabelled_pairs_join_a_pair_models_train_batches_read_as_its_pairs_are() -> None:
+    from depthfinder.encoder.serving import encode_texts
+
+    frame = keyword_frame(120)
+    frame["pair"] = frame["text"].iloc[::-1].to_numpy()
+    tokenizer = train_tokenizer(frame["text"], vocab_size=200)
+    n_train = int((frame["split"] == "train").sum())
+    extra = list(zip(keyword_frame(20, seed=5)["text"], keyword_frame(20, seed=6)["text"], strict=True))
+    data = TextDataModule(frame, tokenizer, LABELS, 32, 8, seed=3, teacher_logits=np.zeros((n_train, 3), np.float32),
+                          unlabeled=(extra, np.zeros((len(extra), 3), np.float32)))
+    data.setup()
+    assert data.splits["train"].ids[n_train:] == encode_texts(tokenizer, extra, 32)  # both texts, one sequence
+    assert data.splits["train"].ids[n_train:] != encode_texts(tokenizer, [first for first, _ in extra], 32)
+
+
 def test_a_student_learns_from_unlabelled_texts_what_its_few_labelled_rows_cannot_teach(tmp_path: Path) -> None:
     """Nine labelled train rows and a teacher that knows the task: a student that also learns the teacher's soft labels
     on 300 unlabelled texts beats one taught on the nine alone, and one given those texts with soft labels that say

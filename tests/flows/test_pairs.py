@@ -1,7 +1,8 @@
 """A pairs task end to end: a table of two texts and the pair's label trains scratch and pretrained depths (a BERT
 whose token types tell the two texts apart), registers the chosen one, and the registered model labels pairs from
-raw text where depthfinder cannot be imported; `depthfinder predict` takes a pair per --text and --pair; what the
-pairs task cannot read yet is one line and exit 2."""
+raw text where depthfinder cannot be imported; `depthfinder predict` takes a pair per --text and --pair; an
+unlabelled pool of pairs is audited like a split (a pair sharing a text with a validation or test pair, or copying a
+train pair in either order, left out); a pool without the pair column is one line and exit 2."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from depthfinder.cli.main import main
@@ -23,7 +25,7 @@ data: {{path: pairs.csv, task: pairs, text_col: first, pair_col: second}}
 model: {{d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 40, pretrained: {checkpoint}}}
 train: {{max_epochs: 1, min_epochs: 1, patience: 1, batch_size: 16, learning_rate: 0.003, finetune_max_epochs: 1,
         finetune_min_epochs: 1, finetune_patience: 1}}
-sweep: {{depths: [1, 2], families: [scratch, pretrained], crossfit: off, halving: off}}
+sweep: {{depths: [1, 2], families: [scratch, pretrained], crossfit: off, halving: off, distill: off}}
 """
 # Load the registered model with depthfinder made unimportable, and label the pairs given as JSON.
 ALONE = """
@@ -46,17 +48,24 @@ PAIRS = [["the chef baked a chocolate cake", "the baker roasted the garlic"],
          ["the pilot booked the night bus", "the sysadmin updated the kernel"]]
 
 
+PLANTED = 30  # labelled pairs planted in the pool, swapped and shouted
+
+
 @pytest.fixture(scope="module")
 def run(prefect_server, tmp_path_factory) -> tuple[Path, RunSummary]:
     folder = tmp_path_factory.mktemp("pairs")
     table = DATASETS["same-topic"].generate(240, 1).rename(columns={"text": "first", "pair": "second"})
     table.to_csv(folder / "pairs.csv", index=False)
+    fresh = DATASETS["same-topic"].generate(150, 2)  # other draws: some share a text with a labelled pair
+    planted = pd.DataFrame({"first": table["second"][:PLANTED].str.upper(), "second": table["first"][:PLANTED]})
+    pd.concat([fresh.rename(columns={"text": "first", "pair": "second"})[["first", "second"]], planted]).to_csv(
+        folder / "pool.csv", index=False)
     texts = [*table["first"], *table["second"]]
     checkpoint = tiny_checkpoint(folder / "bert", texts, layers=2, type_vocab_size=2)
     (folder / "run.yaml").write_text(CONFIG.format(checkpoint=checkpoint))
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        assert main(["run", "--config", "run.yaml", "--summary-json", "summary.json"]) == 0
+        assert main(["run", "--config", "run.yaml", "--unlabeled", "pool.csv", "--summary-json", "summary.json"]) == 0
     return folder, RunSummary.from_dict(json.loads((folder / "summary.json").read_text()))
 
 
@@ -99,11 +108,31 @@ def test_predict_takes_a_pair_per_text_and_refuses_a_lone_text(run, capsys, monk
     assert "reads pairs: give --pair with each --text" in capsys.readouterr().err
 
 
-def test_an_unlabelled_pool_with_pairs_is_one_line_and_exit_2(run, capsys, monkeypatch) -> None:
+def test_the_pool_of_pairs_leaves_out_every_pair_sharing_a_text_with_a_held_out_pair_and_copies_of_train_pairs(
+        run) -> None:
+    from depthfinder.expectations.table.normalize import normalize_text
+
+    folder, summary = run
+    assert summary.pool.texts == 150 + PLANTED
+    assert summary.pool.of_held_out + summary.pool.of_train >= PLANTED
+    assert summary.pool.used == summary.pool.texts - summary.pool.of_held_out - summary.pool.of_train > 0
+    (prepared,) = (folder / ".depthfinder" / "data").glob("*.parquet")
+    labelled = pd.read_parquet(prepared)
+    held_out = {normalize_text(text) for column in ("text", "pair")
+                for text in labelled.loc[labelled["split"] != "train", column]}
+    train = {frozenset(map(normalize_text, pair)) for pair in zip(labelled["text"], labelled["pair"], strict=True)}
+    (used,) = [path for path in (folder / ".depthfinder" / "pool").glob("*.parquet")]
+    pool = pd.read_parquet(used)
+    assert len(pool) == summary.pool.used
+    for pair in zip(pool["text"], pool["pair"], strict=True):
+        sides = frozenset(map(normalize_text, pair))
+        assert not sides & held_out and sides not in train
+
+
+def test_an_unlabelled_pool_without_the_pair_column_is_one_line_and_exit_2(run, capsys, monkeypatch) -> None:
     folder, _ = run
     monkeypatch.chdir(folder)
-    (folder / "pool.csv").write_text("text\nthe chef baked\n")
-    assert main(["run", "--config", "run.yaml", "--unlabeled", "pool.csv"]) == 2
+    (folder / "lone.csv").write_text("first\nthe chef baked\n")
+    assert main(["run", "--config", "run.yaml", "--unlabeled", "lone.csv"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].endswith(
-        "an unlabelled pool (--unlabeled) holds single texts; with --task pairs leave it out")
+    assert len(lines) == 1 and lines[0].endswith("lone.csv: no column 'second' (columns: first); set --pair-col")

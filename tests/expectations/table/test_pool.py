@@ -57,3 +57,40 @@ def test_a_pool_of_nothing_new_is_refused_in_one_line(tmp_path: Path) -> None:
         check_pool(path, None, DataConfig(path=tmp_path / "data.csv"), {"a", "b"}, labelled=LABELLED)
     assert "\n" not in str(refused.value)
     check_pool(path, None, DataConfig(path=tmp_path / "data.csv"), {"a", "b"})  # no table to compare with: read only
+
+
+PAIRS = pd.DataFrame({
+    "text": ["the battery died after a week of light use", "great screen and the speakers are loud enough",
+             "shipping took three weeks and the box was crushed"],
+    "pair": ["i would buy this charger again for my car", "the keyboard feels cheap but works fine",
+             "customer service never answered my two emails"],
+    "split": ["train", "val", "test"],
+})
+
+
+def test_a_pool_pair_sharing_either_text_with_a_held_out_pair_is_left_out_and_a_train_pair_swapped_too() -> None:
+    pool = [
+        (NEW[2], "The keyboard feels cheap, but works fine."),  # the val pair's second text, beside a new one
+        ("Customer service never answered my two emails!", NEW[2]),  # the test pair's second text, first here
+        ("i would buy this charger again for my car", "the battery died after a week of light use"),  # train, swapped
+        ("the battery died after a week of light use", NEW[2]),  # a train text paired anew: a new example
+        ("the battery died after a week of light use", "i would buy this charger again for my car"),  # train, as is
+        ("the battery died after a week of light use", "great screen and the speakers are loud enough"),  # val text
+    ]
+    audit = audit_pool(pool, PAIRS)
+    assert audit.new == [3]
+    assert (audit.of_held_out, audit.of_train) == (3, 2)
+
+
+def test_a_pool_of_pairs_reads_both_columns_and_a_missing_pair_column_is_one_line(tmp_path: Path) -> None:
+    from depthfinder.expectations.table.pool import load_text_labels, load_texts
+
+    data = DataConfig(path=tmp_path / "data.csv", task="pairs", text_col="first", pair_col="second")
+    path = tmp_path / "pool.csv"
+    pd.DataFrame({"first": ["a cat", "  ", "a dog"], "second": ["a hat", "a log", "a frog"],
+                  "label": ["same", "", "other"]}).to_csv(path, index=False)
+    assert load_texts(path, data) == [("a cat", "a hat"), ("a dog", "a frog")]
+    assert load_text_labels(path, data) == {("a cat", "a hat"): "same", ("a dog", "a frog"): "other"}
+    pd.DataFrame({"first": ["a cat"]}).to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"pool.csv: no column 'second' \(columns: first\); set --pair-col"):
+        load_texts(path, data)
