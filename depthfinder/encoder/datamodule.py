@@ -202,8 +202,6 @@ class TextDataModule(L.LightningDataModule):
             raise ValueError(f"teacher logits for {unlabeled[1].shape[0]} unlabelled texts, but {len(unlabeled[0])} "
                              "texts")
         self.unlabeled = unlabeled
-        if tokens and unlabeled is not None:
-            raise ValueError("a network of token labels learns from tagged sentences: no unlabelled transfer set")
         self.tokens = tokens
         self.splits: dict[str, EncodedSplit] = {}
 
@@ -218,10 +216,7 @@ class TextDataModule(L.LightningDataModule):
         for split in SPLITS:
             rows = self.frame[self.frame["split"] == split]
             if self.tokens:
-                ids, targets, firsts = self._tagged(rows, class_ids)
-                teacher = self.teacher_logits if split == "train" else None
-                self.splits[split] = EncodedSplit(ids, targets, None if teacher is None else per_token(ids, firsts,
-                                                                                                      teacher))
+                self.splits[split] = self._tagged_split(rows, class_ids, split == "train")
                 continue
             ids = encode_texts(self.tokenizer, model_inputs(rows), self.max_len)
             targets = rows["label"].astype(str).map(class_ids).to_numpy(dtype=np.int64)
@@ -235,6 +230,21 @@ class TextDataModule(L.LightningDataModule):
         for split in ("train", "val"):
             if len(self.splits[split]) == 0:
                 raise ValueError(f"the {split!r} split is empty; every run needs train and val rows")
+
+    def _tagged_split(self, rows: pd.DataFrame, class_ids: dict[str, int], train: bool) -> EncodedSplit:
+        """A split of tagged sentences; a student's train split with its teacher's logits per word placed at its
+        pieces, and the unlabelled sentences (the transfer set) after them: soft labels per word, no tag."""
+        ids, targets, firsts = self._tagged(rows, class_ids)
+        if not train or self.teacher_logits is None:
+            return EncodedSplit(ids, targets)
+        logits = per_token(ids, firsts, self.teacher_logits)
+        if self.unlabeled is not None:
+            texts, words = self.unlabeled
+            encoded = encode_words(self.tokenizer, list(texts), self.max_len)
+            ids += [pieces for pieces, _ in encoded]
+            targets += [np.full(len(pieces), UNLABELLED, dtype=np.int64) for pieces, _ in encoded]
+            logits += per_token([pieces for pieces, _ in encoded], [first for _, first in encoded], words)
+        return EncodedSplit(ids, targets, logits)
 
     def _tagged(self, rows: pd.DataFrame, class_ids: dict[str, int]
                 ) -> tuple[list[list[int]], list[np.ndarray], list[list[int]]]:
@@ -257,8 +267,8 @@ class TextDataModule(L.LightningDataModule):
         texts are left out, so its cost per example is measured on the rows its plain twin's is."""
         self.setup()
         data = self.splits[split]
-        if self.tokens:
-            return data.lengths
+        if self.tokens:  # a tagged sentence scores its first word at least
+            return data.lengths[[bool((targets != UNLABELLED).any()) for targets in data.targets]]
         return data.lengths[data.targets != UNLABELLED]
 
     def train_dataloader(self) -> DataLoader:

@@ -230,8 +230,12 @@ class RunConfig(BaseModel):
                 f"token labels are scored by their entities: {' or '.join(ENTITY_METRICS)}" if tokens else
                 f"{self.sweep.metric} scores token labels (--task tokens)"))
         if tokens:
+            pool = self.sweep.pool.unlabeled is not None
             refused = {"--strategy search (its probes read whole texts)": self.sweep.strategy == "search",
-                       "--unlabeled (a pool of texts without tags)": self.sweep.pool.unlabeled is not None}
+                       "--labels (a tagger's pool teaches students; it bounds no depth)": self.sweep.pool.labels
+                       is not None,
+                       "--unlabeled with --distill off (a tagger's pool teaches students alone)":
+                           pool and self.sweep.distill.mode == "off"}
             if given := [setting for setting, on in refused.items() if on]:
                 raise ValueError(f"--task tokens does not take {', '.join(given)}")
         return self

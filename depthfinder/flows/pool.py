@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from prefect import get_run_logger
 
+from depthfinder.evidence.metrics import ENTITY_METRICS
 from depthfinder.flows.config import SweepConfig
 from depthfinder.selection.candidate import Candidate
 from depthfinder.selection.decision import Decision
@@ -22,7 +23,7 @@ def pool_evidence(sweep: SweepConfig, texts: PoolTexts | None, candidates: list[
     """The pool's predictions by the best and the cheaper depths `decision` left unsettled (every seed), the labels
     given for it and the classes' shares; None without a pool or when nothing is unsettled."""
     arms = arms_to_bound(decision)
-    if texts is None or not arms:
+    if texts is None or not arms or sweep.metric in ENTITY_METRICS:  # the bound is one of a label per text
         return None
     predicting = [c for c in candidates if c.usable and c.bundle and (c.family, c.depth) in arms]
     get_run_logger().info("Bounding %d cheaper depths on %d unlabelled texts (%d labelled)", len(arms) - 1,

@@ -138,3 +138,24 @@ def test_a_student_tagger_learns_each_words_soft_label_from_its_teacher(tmp_path
     assert student.metrics["entity_f1"] > 0.5
     weights = [next(iter(candidate.network.state_dict().values())) for candidate in (student, plain)]
     assert not torch.equal(*weights)  # the soft labels changed what it learnt
+
+
+def test_untagged_sentences_join_a_student_taggers_train_split_with_their_soft_labels_per_word(tagged) -> None:
+    table, tokenizer = tagged
+    labels = class_labels(table)
+    n_train = int((table["split"] == "train").sum())
+    extra = ["Omar met Priya in Lima", "the board flew to Kyoto yesterday"]
+    words = np.full((len(extra), 6, len(labels)), np.nan, dtype=np.float32)
+    for row, text in enumerate(extra):
+        words[row, : len(text.split())] = np.arange(len(text.split()))[:, None]  # word w says w for every tag
+    data = TextDataModule(table, tokenizer, labels, 32, 8, seed=0, tokens=True,
+                          teacher_logits=np.zeros((n_train, 40, len(labels)), np.float32), unlabeled=(extra, words))
+    data.setup()
+    assert len(data.splits["train"]) == n_train + len(extra)
+    for row, ((pieces, first),) in enumerate(encode_words(tokenizer, [text], 32) for text in extra):
+        ids, target, soft = data.splits["train"][n_train + row]
+        assert ids == pieces and (target == UNLABELLED).all()  # no tag: the teacher's word alone teaches
+        assert [soft[position, 0] for position in first] == list(range(len(first)))
+        assert np.isnan(np.delete(soft, first, axis=0)).all()
+    plain = TextDataModule(table, tokenizer, labels, 32, 8, seed=0, tokens=True)
+    assert np.array_equal(data.token_lengths("train"), plain.token_lengths("train"))  # cost: the tagged rows'

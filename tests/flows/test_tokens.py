@@ -1,7 +1,7 @@
 """Token labels end to end: a CoNLL file trains scratch and pretrained depths (a BERT's own token-classification
 head) and students the best teaches word by word, the rule chooses by entity F1 resampled by sentence, the chosen
-depth is registered and its forms are judged by the same metric; settings a tagger cannot take are one line and
-exit 2."""
+depth is registered and its forms are judged by the same metric; an unlabelled pool of untagged sentences is audited
+like a split and taught to the students word by word; settings a tagger cannot take are one line and exit 2."""
 
 from __future__ import annotations
 
@@ -34,15 +34,22 @@ def write_conll(path: Path, sentences: int, seed: int) -> list[str]:
     return [" ".join(tokens) for tokens in table["tokens"]]
 
 
+PLANTED = 20  # labelled sentences planted in the pool, shouted
+
+
 @pytest.fixture(scope="module")
 def run(prefect_server, tmp_path_factory) -> tuple[Path, RunSummary]:
     folder = tmp_path_factory.mktemp("tokens")
     texts = write_conll(folder / "names.conll", 240, 1)
+    fresh = [" ".join(tokens) for tokens in DATASETS["names-in-context"].generate(120, 9)["tokens"]]
+    pool = [*fresh, *(text.upper() for text in texts[:PLANTED])]  # a token per line, no tag: a pool's CoNLL
+    (folder / "pool.conll").write_text("\n\n".join("\n".join(text.split()) for text in pool) + "\n")
     checkpoint = tiny_checkpoint(folder / "bert", texts, layers=2)
     (folder / "run.yaml").write_text(CONFIG.format(checkpoint=checkpoint))
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        assert main(["run", "--config", "run.yaml", "--summary-json", "summary.json"]) == 0
+        assert main(["run", "--config", "run.yaml", "--unlabeled", "pool.conll", "--summary-json",
+                     "summary.json"]) == 0
     return folder, RunSummary.from_dict(json.loads((folder / "summary.json").read_text()))
 
 
@@ -60,6 +67,15 @@ def test_a_tagger_trains_scratch_and_pretrained_depths_chosen_by_entity_f1_and_r
                                                   for variant in summary.deployment.variants)
 
 
+def test_the_pool_leaves_out_copies_of_labelled_sentences_and_teaches_the_students_its_new_ones(run) -> None:
+    _, summary = run
+    pool = summary.pool
+    assert pool.texts == 120 + PLANTED and pool.of_held_out + pool.of_train >= PLANTED
+    students = [c for c in summary.candidates if " distilled from " in c.family]
+    assert pool.taught > 0 and all(c.taught_texts == pool.taught for c in students)
+    assert summary.rows_to_label is None  # a tagger's pool teaches: it bounds no depth, so asks for no labels
+
+
 def test_the_table_shows_each_depths_entity_f1(run, capsys) -> None:
     from depthfinder.flows.report import candidate_rows
 
@@ -72,7 +88,8 @@ def test_the_table_shows_each_depths_entity_f1(run, capsys) -> None:
 @pytest.mark.parametrize(("flags", "says"), [
     (["--metric", "macro_f1"], "token labels are scored by their entities"),
     (["--strategy", "search"], "--task tokens does not take --strategy search"),
-    (["--unlabeled", "pool.csv"], "--task tokens does not take --unlabeled"),
+    (["--unlabeled", "pool.conll", "--distill", "off"], "--task tokens does not take --unlabeled with --distill off"),
+    (["--unlabeled", "pool.conll", "--labels", "labels.csv"], "--task tokens does not take --labels"),
     (["--pretrained-pooling", "head"], "a model of token labels labels every token"),
 ])
 def test_settings_a_tagger_cannot_take_are_one_line_and_exit_2(tmp_path, capsys, flags, says) -> None:

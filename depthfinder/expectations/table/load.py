@@ -105,7 +105,7 @@ def _size(path: Path) -> str:
     return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
 
 
-def _read_utf8(path: Path) -> str:
+def read_utf8(path: Path) -> str:
     """The file's text; ValueError if it is empty, binary or not UTF-8."""
     data = path.read_bytes()
     if not data.strip():
@@ -129,7 +129,7 @@ def _read_utf8(path: Path) -> str:
 
 def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
     """CSV/TSV with every value read as written ("0" stays "0"); only empty fields are missing."""
-    text = _read_utf8(path)
+    text = read_utf8(path)
     kind = "TSV" if sep == "\t" else "CSV"
     try:
         header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
@@ -173,7 +173,7 @@ def _field_count_mismatch(text: str, sep: str) -> str:
 def _read_jsonl(path: Path) -> pd.DataFrame:
     """One JSON object per line; blank lines are skipped."""
     records = []
-    for number, line in enumerate(_read_utf8(path).splitlines(), start=1):
+    for number, line in enumerate(read_utf8(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -221,7 +221,7 @@ _READERS: dict[str, Callable[[Path], pd.DataFrame]] = {
     ".pq": _read_parquet,
     ".jsonl": _read_jsonl,
     ".ndjson": _read_jsonl,
-    **{suffix: (lambda path: read_conll(path, _read_utf8(path))) for suffix in CONLL_SUFFIXES},
+    **{suffix: (lambda path: read_conll(path, read_utf8(path))) for suffix in CONLL_SUFFIXES},
 }
 
 

@@ -13,10 +13,11 @@ import pandas as pd
 
 from depthfinder.expectations.table.config import DataConfig
 from depthfinder.expectations.table.labels import normalize_labels
-from depthfinder.expectations.table.load import as_strings, as_texts, read_table
+from depthfinder.expectations.table.load import as_strings, as_texts, read_table, read_utf8
 from depthfinder.expectations.table.near_duplicates import DEFAULT_THRESHOLD, near_duplicate_pairs
 from depthfinder.expectations.table.normalize import normalized_texts_and_keys
 from depthfinder.expectations.table.shape import PAIR_COLUMN, ModelInput, input_columns, model_inputs
+from depthfinder.expectations.table.tokens import TOKENS_COLUMN, is_conll, read_conll, sentence_tokens
 
 
 def load_texts(path: Path, data: DataConfig) -> list[ModelInput]:
@@ -26,6 +27,8 @@ def load_texts(path: Path, data: DataConfig) -> list[ModelInput]:
     Raises:
         ValueError: one line naming the file and what is wrong (missing, unreadable, no such column, no texts).
     """
+    if data.task == "tokens":
+        return _sentences(Path(path), data)
     frame = _inputs(read_table(Path(path)), path, data)
     frame = frame[(frame[input_columns(frame)].apply(lambda side: side.str.strip()) != "").all(axis=1)]
     if frame.empty:
@@ -59,6 +62,19 @@ def load_text_labels(path: Path, data: DataConfig) -> dict[ModelInput, str]:
         raise ValueError(f"{path}: the {'pair' if isinstance(example, tuple) else 'text'} {str(example)[:60]!r} is "
                          f"given two labels; give each one")
     return dict(zip(examples, given["label"], strict=True))
+
+
+def _sentences(path: Path, data: DataConfig) -> list[str]:
+    """The sentences of a pool of --task tokens, each its tokens joined by spaces (as the token table's `text`, which
+    a tagger reads its words from): a CoNLL file's tokens (a token per line, a tag after it ignored), or a table's
+    --tokens-col lists."""
+    if is_conll(path):
+        if not path.is_file():
+            read_table(path)  # its one line for a missing file or a folder
+        column = read_conll(path, read_utf8(path), tagged=False)[TOKENS_COLUMN]
+    else:
+        column = _column(read_table(path), path, data.tokens_col, "--tokens-col")
+    return [" ".join(words) for words in sentence_tokens(column, str(path), data.tokens_col)]
 
 
 def is_pair_task(data: DataConfig) -> bool:

@@ -39,9 +39,10 @@ def is_conll(path: Path) -> bool:
     return Path(path).suffix.lower() in CONLL_SUFFIXES
 
 
-def read_conll(path: Path, text: str) -> pd.DataFrame:
+def read_conll(path: Path, text: str, tagged: bool = True) -> pd.DataFrame:
     """The sentences of a CoNLL file's `text` as `tokens` and `tags` lists, in file order; ValueError naming the
-    first line at fault."""
+    first line at fault. Untagged (an unlabelled pool's sentences): `tokens` alone, each line's first field (a tag
+    after it is ignored)."""
     sentences: list[tuple[list[str], list[str]]] = []
     tokens: list[str] = []
     tags: list[str] = []
@@ -52,7 +53,7 @@ def read_conll(path: Path, text: str) -> pd.DataFrame:
                 sentences.append((tokens, tags))
             tokens, tags = [], []
             continue
-        if len(fields) < 2:
+        if len(fields) < 2 and tagged:
             raise ValueError(f"{path}: line {number} holds one field ({fields[0]!r}); a CoNLL line is a token and "
                              "its tag (the last field), and a blank line ends a sentence")
         tokens.append(fields[0])
@@ -60,8 +61,9 @@ def read_conll(path: Path, text: str) -> pd.DataFrame:
     if tokens:
         sentences.append((tokens, tags))
     if not sentences:
-        raise ValueError(f"{path}: no sentence (a CoNLL file holds a token and its tag per line)")
-    return pd.DataFrame(sentences, columns=[TOKENS_COLUMN, TAGS_COLUMN])
+        raise ValueError(f"{path}: no sentence (a CoNLL file holds a token {'and its tag ' if tagged else ''}per line)")
+    frame = pd.DataFrame(sentences, columns=[TOKENS_COLUMN, TAGS_COLUMN])
+    return frame if tagged else frame[[TOKENS_COLUMN]]
 
 
 def token_table(raw: pd.DataFrame, config: DataConfig, source: str) -> pd.DataFrame:
@@ -74,18 +76,12 @@ def token_table(raw: pd.DataFrame, config: DataConfig, source: str) -> pd.DataFr
             raise ValueError(f"{source}: no column {column!r} (columns: {', '.join(columns) or 'none'}); set {flag}")
     if len(raw) == 0:
         raise ValueError(f"{source}: table has no sentences")
-    tokens = [_strings(value, source, config.tokens_col, row) for row, value in enumerate(raw[config.tokens_col])]
+    tokens = sentence_tokens(raw[config.tokens_col], source, config.tokens_col)
     tags = [_strings(value, source, config.tags_col, row) for row, value in enumerate(raw[config.tags_col])]
     for row, (words, labels) in enumerate(zip(tokens, tags, strict=True)):
-        if not words:
-            raise ValueError(f"{source}: sentence {row} has no tokens; every sentence needs one")
         if len(words) != len(labels):
             raise ValueError(f"{source}: sentence {row} has {len(words)} tokens but {len(labels)} tags; each token "
                              "needs its tag")
-        for position, word in enumerate(words):  # a model reads a sentence's words from its text, split at spaces
-            if not word or len(word.split()) != 1:
-                raise ValueError(f"{source}: sentence {row} token {position} is {word!r}; a token is one word, with "
-                                 "no space in it (split it into words, each with its tag)")
     tag_scheme(tags, source)
     table = pd.DataFrame({TOKENS_COLUMN: tokens, TAGS_COLUMN: tags})
     table["text"] = [" ".join(words) for words in tokens]
@@ -99,6 +95,21 @@ def token_table(raw: pd.DataFrame, config: DataConfig, source: str) -> pd.DataFr
                                  f"({', '.join(sorted(reserved))}); rename it")
             table[column] = raw[column].to_numpy()
     return table
+
+
+def sentence_tokens(column: pd.Series, source: str, name: str) -> list[list[str]]:
+    """Each sentence's tokens of a column of token lists; ValueError naming the first sentence with none, a value
+    that is not a list of strings, or a token that is not one word (a model reads a sentence's words from its text,
+    split at spaces)."""
+    tokens = [_strings(value, source, name, row) for row, value in enumerate(column)]
+    for row, words in enumerate(tokens):
+        if not words:
+            raise ValueError(f"{source}: sentence {row} has no tokens; every sentence needs one")
+        for position, word in enumerate(words):
+            if not word or len(word.split()) != 1:
+                raise ValueError(f"{source}: sentence {row} token {position} is {word!r}; a token is one word, with "
+                                 "no space in it (split it into words, each with its tag)")
+    return tokens
 
 
 def tag_scheme(tags: list[list[str]], source: str) -> str:

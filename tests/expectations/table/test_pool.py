@@ -94,3 +94,19 @@ def test_a_pool_of_pairs_reads_both_columns_and_a_missing_pair_column_is_one_lin
     pd.DataFrame({"first": ["a cat"]}).to_csv(path, index=False)
     with pytest.raises(ValueError, match=r"pool.csv: no column 'second' \(columns: first\); set --pair-col"):
         load_texts(path, data)
+
+
+def test_a_pool_of_untagged_sentences_reads_conll_tokens_or_a_tokens_column_and_refuses_a_token_with_a_space(
+        tmp_path: Path) -> None:
+    from depthfinder.expectations.table.pool import load_texts
+
+    data = DataConfig(path=tmp_path / "data.conll", task="tokens")
+    (tmp_path / "pool.conll").write_text("Omar\nflew\nto Kyoto\n\n-DOCSTART-\nLima\n")  # a tag after a token: ignored
+    assert load_texts(tmp_path / "pool.conll", data) == ["Omar flew to", "Lima"]
+    (tmp_path / "pool.jsonl").write_text('{"tokens": ["Omar", "flew"]}\n{"tokens": ["to", "Lima"]}\n')
+    assert load_texts(tmp_path / "pool.jsonl", data) == ["Omar flew", "to Lima"]
+    (tmp_path / "bad.jsonl").write_text('{"tokens": ["New York", "is"]}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl: sentence 0 token 0 is 'New York'; a token is one word"):
+        load_texts(tmp_path / "bad.jsonl", data)
+    with pytest.raises(ValueError, match=r"missing.conll: no such file"):
+        load_texts(tmp_path / "missing.conll", data)
