@@ -23,7 +23,7 @@ def pool_evidence(sweep: SweepConfig, texts: PoolTexts | None, candidates: list[
     """The pool's predictions by the best and the cheaper depths `decision` left unsettled (every seed), the labels
     given for it and the classes' shares; None without a pool or when nothing is unsettled."""
     arms = arms_to_bound(decision)
-    if texts is None or not arms or sweep.metric in ENTITY_METRICS:  # the bound is one of a label per text
+    if texts is None or not arms or not is_evidence(sweep):
         return None
     predicting = [c for c in candidates if c.usable and c.bundle and (c.family, c.depth) in arms]
     get_run_logger().info("Bounding %d cheaper depths on %d unlabelled texts (%d labelled)", len(arms) - 1,
@@ -42,13 +42,20 @@ def texts_to_label(decision: Decision, bounds: Pool | None, metric: str) -> list
                          (decision.selected_family, decision.selected_depth), bounds, metric)
 
 
-def pool_use(prepared: PoolTexts | None, taught: PoolTexts | None) -> PoolUse | None:
-    """What the run made of its unlabelled texts (None without any): the copies left out, the new texts used and how
-    many of them students were taught on."""
+def pool_use(sweep: SweepConfig, prepared: PoolTexts | None, taught: PoolTexts | None) -> PoolUse | None:
+    """What the run made of its unlabelled texts (None without any): the copies left out, the new texts used, how
+    many of them students were taught on, and whether the rest is evidence (not for a tagger)."""
     if prepared is None:
         return None
     return PoolUse(texts=prepared.read, of_held_out=prepared.of_held_out, of_train=prepared.of_train,
-                   used=prepared.rows, taught=taught.rows if taught is not None else 0, labelled=prepared.labelled)
+                   used=prepared.rows, taught=taught.rows if taught is not None else 0, labelled=prepared.labelled,
+                   evidence=is_evidence(sweep))
+
+
+def is_evidence(sweep: SweepConfig) -> bool:
+    """Whether the pool bounds depths for this run's rule: not for a tagger's, the bound being one of a label per
+    text."""
+    return sweep.metric not in ENTITY_METRICS
 
 
 def split_pool(sweep: SweepConfig, pool: PoolTexts | None, dataset: PreparedData,

@@ -143,7 +143,7 @@ def retrain(
                     if students := distill(config.sweep, trainings, candidates, decision, teaching):
                         candidates += students  # each judged beside the plain depths
                         decision = choose_depth(candidates, config.sweep)
-                    used = pool_use(unlabeled, teaching if students else None)
+                    used = pool_use(config.sweep, unlabeled, teaching if students else None)
                     pool = evidence if students else unlabeled  # a student agrees with its teacher where it was taught
                     out_of_fold, crossfit = cross_fit(config.sweep, trainings, candidates, decision)
                     if out_of_fold is not None:

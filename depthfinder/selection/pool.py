@@ -77,13 +77,20 @@ class PoolUse(Record):
     used: int = Field(description="New texts used (a fixed sample of at most sweep.pool.rows of them).")
     taught: int = Field(0, description="Of those, taught to students with the teacher's soft labels: not evidence.")
     labelled: int = Field(0, description="Of the evidence, texts given a label (sweep.pool.labels).")
+    evidence: bool = Field(True, description="Whether the texts not taught are evidence for the rule: not for a tagger "
+                           "(the disagreement bound is one of a label per text), whose pool teaches alone.")
 
     def sentence(self) -> str:
         """`Unlabelled pool: 900 texts; left out 312 copies or near-copies of validation or test texts (never taught
-        on, never evidence) and 36 of train texts; 552 new texts used, 276 taught to students, 276 as evidence.`"""
+        on, never evidence) and 36 of train texts; 552 new texts used, 276 taught to students, 276 as evidence.`
+        A tagger's: `...; 552 new texts, 276 taught to students (a tagger's pool teaches; it is no evidence).`"""
         left = [f"{self.of_held_out:,} copies or near-copies of validation or test texts (never taught on, never "
                 "evidence)" if self.of_held_out else "", f"{self.of_train:,} of train texts" if self.of_train else ""]
         left_out = f"; left out {' and '.join(filter(None, left))}" if any(left) else ""
+        if not self.evidence:
+            taught = f"{self.taught:,} taught to students" if self.taught else "none taught, no student trained"
+            return (f"Unlabelled pool: {self.texts:,} texts{left_out}; {self.used:,} new texts, {taught} (a tagger's "
+                    "pool teaches; it is no evidence).")
         use = (f", {self.taught:,} taught to students, {self.used - self.taught:,} as evidence" if self.taught
                else " as evidence")
         return f"Unlabelled pool: {self.texts:,} texts{left_out}; {self.used:,} new texts used{use}."

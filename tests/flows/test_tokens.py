@@ -74,6 +74,8 @@ def test_the_pool_leaves_out_copies_of_labelled_sentences_and_teaches_the_studen
     students = [c for c in summary.candidates if " distilled from " in c.family]
     assert pool.taught > 0 and all(c.taught_texts == pool.taught for c in students)
     assert summary.rows_to_label is None  # a tagger's pool teaches: it bounds no depth, so asks for no labels
+    assert not pool.evidence and summary.pool.sentence().endswith(
+        f"{pool.taught:,} taught to students (a tagger's pool teaches; it is no evidence).")
 
 
 def test_the_table_shows_each_depths_entity_f1(run, capsys) -> None:

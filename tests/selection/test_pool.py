@@ -113,3 +113,13 @@ def test_labelled_texts_leave_the_list_to_label_and_the_depth_with_the_fewest_co
     labelled[sorted(few_rows)] = 0
     again = rows_to_label(scores, ("scratch", 3), ("scratch", 3), Pool(pool.predicted, labelled, SHARES), "accuracy")
     assert set(again) == set(range(80)) - few_rows
+
+
+def test_a_taggers_pool_is_said_to_teach_and_never_to_be_evidence() -> None:
+    from depthfinder.selection.pool import PoolUse
+
+    said = PoolUse(texts=200, of_held_out=3, of_train=0, used=197, evidence=False).sentence()
+    assert said == ("Unlabelled pool: 200 texts; left out 3 copies or near-copies of validation or test texts (never "
+                    "taught on, never evidence); 197 new texts, none taught, no student trained (a tagger's pool "
+                    "teaches; it is no evidence).")
+    assert "as evidence" in PoolUse(texts=200, of_held_out=0, of_train=0, used=200).sentence()
