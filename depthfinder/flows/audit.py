@@ -129,7 +129,7 @@ def publish_rows(key: str, what: str, checks: list[CheckResult], first_line: int
 # The columns of a Prefect table of suspect rows, in the order a reader needs them: which check, where the row is,
 # its label (and the one the check expects), then its text, last and shortened (the Prefect UI never wraps a cell,
 # so a long text would push every column after it off the page; the CSV holds it whole).
-SHOWN_COLUMNS = ("check", "line", "row", "label", "likely_label", "text")
+SHOWN_COLUMNS = ("check", "line", "row", "label", "likely_label", "text", "pair")  # pair: a pairs table's second text
 
 
 def shown_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -138,7 +138,8 @@ def shown_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     columns = [column for column in SHOWN_COLUMNS if any(row[column] not in (None, "") for row in rows)]
     if len({row["check"] for row in rows}) == 1:
         columns.remove("check")
-    return [{column: shortened(row[column]) if column == "text" else row[column] for column in columns} for row in rows]
+    return [{column: shortened(row[column]) if column in ("text", "pair") else row[column] for column in columns}
+            for row in rows]
 
 
 def shortened(text: str | None) -> str | None:

@@ -173,3 +173,15 @@ def test_the_unchanged_version_is_the_champion_or_challenger_whose_tags_match(sw
     assert (champion.alias, champion.version, champion.depth) == ("champion", "1", "2")
     assert (challenger.alias, challenger.version) == ("challenger", "2")
     assert find_unchanged_version(client, "m", {"data_hash": "c"}) is None
+
+
+def test_the_flagged_rows_of_a_pairs_table_hold_each_pairs_second_text() -> None:
+    from depthfinder.expectations.audit.report import suspect_rows, suspects_csv
+    from depthfinder.flows.audit import shown_rows
+
+    check = CheckResult(name="swapped_pairs", category="leakage", severity="error", success=False,
+                        observed={"rows": 1}, examples=[], failing_rows=[3],
+                        suspects=[{"row": 3, "text": "a cat", "pair": "a hat", "label": "same"}])
+    rows = suspect_rows([check], first_line=2)
+    assert suspects_csv(rows) == "check,line,row,text,pair,label,likely_label\nswapped_pairs,5,3,a cat,a hat,same,\n"
+    assert shown_rows(rows) == [{"line": 5, "row": 3, "label": "same", "text": "a cat", "pair": "a hat"}]

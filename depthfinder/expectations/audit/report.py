@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from depthfinder.expectations.table.labels import LabelNormalization
+from depthfinder.expectations.table.shape import PAIR_COLUMN
 from depthfinder.runtime.records import Record
 
 # The audit's categories, then those of the comparison with the champion's table (expectations/changes).
@@ -22,6 +23,7 @@ EXAMPLE_WIDTH = 100  # characters of an example's value in a table (its text: wh
 FLAGGED_ROWS = "audit/flagged_rows.csv"  # the parent run's artifact with every row a check flagged
 FOREIGN_ROWS = "changes/foreign_rows.csv"  # ... and with every row added the comparison flagged foreign
 SUSPECT_COLUMNS = ("check", "line", "row", "text", "label", "likely_label")
+PAIR_SUSPECT_COLUMNS = ("check", "line", "row", "text", PAIR_COLUMN, "label", "likely_label")  # of a pairs table
 # How a suspect row is located, said wherever the rows are listed.
 LINES = ("line: the row's line in the input file, 1-based with the header line counted (the first data row of a CSV "
          "is line 2, of a JSON-lines file line 1; a quoted text that spans lines moves the rows after it down; none "
@@ -175,26 +177,29 @@ def audit_markdown(report: AuditReport) -> str:
 
 def suspect_rows(checks: list[CheckResult], first_line: int | None) -> list[dict[str, Any]]:
     """Every row the checks suspect, as SUSPECT_COLUMNS: its file line (`row + first_line`, the 1-based line of the
-    file's first data row; None without lines), row, text, label and likely label where the check knows one."""
+    file's first data row; None without lines), row, text (and a pair's second text), label and likely label where
+    the check knows one."""
     rows = []
     for check in checks:
         for suspect in check.suspects:
             row = int(suspect["row"])
             rows.append({"check": check.name, "line": None if first_line is None else row + first_line, "row": row,
-                         "text": suspect.get("text"), "label": suspect.get("label"),
-                         "likely_label": suspect.get("likely_label")})
+                         "text": suspect.get("text"), PAIR_COLUMN: suspect.get(PAIR_COLUMN),
+                         "label": suspect.get("label"), "likely_label": suspect.get("likely_label")})
     return rows
 
 
 def suspects_csv(rows: list[dict[str, Any]]) -> str:
-    """The suspect rows as CSV (SUSPECT_COLUMNS; empty fields where a value is unknown)."""
+    """The suspect rows as CSV (SUSPECT_COLUMNS, or PAIR_SUSPECT_COLUMNS where a row is a pair; empty fields where a
+    value is unknown)."""
     import csv
     import io
 
+    columns = PAIR_SUSPECT_COLUMNS if any(row.get(PAIR_COLUMN) is not None for row in rows) else SUSPECT_COLUMNS
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=SUSPECT_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
-    writer.writerows({key: "" if row[key] is None else row[key] for key in SUSPECT_COLUMNS} for row in rows)
+    writer.writerows({key: "" if row.get(key) is None else row[key] for key in columns} for row in rows)
     return out.getvalue()
 
 
