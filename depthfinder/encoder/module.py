@@ -142,8 +142,8 @@ class DepthClassifier(L.LightningModule):
         else:
             loss = F.cross_entropy(logits, labels, weight=self.class_weights)
         if self.probes is not None:  # their inputs are detached: this trains the probes alone
-            probe_loss = sum(F.cross_entropy(probe, labels, weight=self.class_weights)
-                             for probe in self.probes.logits())
+            probe_loss = sum(F.cross_entropy(probe.flatten(0, 1) if probe.dim() == 3 else probe, labels,
+                                             weight=self.class_weights) for probe in self.probes.logits())
             self.log(f"{stage}/probe_loss", probe_loss, on_step=False, on_epoch=True, batch_size=labels.shape[0])
             loss = loss + probe_loss
         metrics = getattr(self, f"{stage}_metrics")

@@ -28,10 +28,12 @@ def layer_list(network: nn.Module) -> nn.ModuleList:
 
 
 class LayerProbes(nn.Module):
-    """One probe per layer below the last: a LayerNorm and a linear head over the layer's mean-pooled output."""
+    """One probe per layer below the last: a LayerNorm and a linear head over the layer's mean-pooled output, or, for a
+    network of token labels (`per_token`), over each token's output."""
 
-    def __init__(self, network: nn.Module, n_classes: int) -> None:
+    def __init__(self, network: nn.Module, n_classes: int, per_token: bool = False) -> None:
         super().__init__()
+        self.per_token = per_token
         layers = layer_list(network)
         width = _width(network)
         self.probes = nn.ModuleList(nn.Sequential(nn.LayerNorm(width), nn.Linear(width, n_classes))
@@ -52,12 +54,16 @@ class LayerProbes(nn.Module):
         self._mask = attention_mask
 
     def logits(self) -> list[torch.Tensor]:
-        """Each probe's logits (B, n_classes) on the batch the network last saw, layer 1 first."""
+        """Each probe's logits (B, n_classes), or per token (B, T, n_classes), on the batch the network last saw,
+        layer 1 first."""
         mask = self._mask.unsqueeze(-1)  # (B, T, 1)
         result = []
         for probe, hidden in zip(self.probes, self._outputs, strict=True):
             if hidden.shape[1] != mask.shape[1]:  # a layer that drops padding (unpadded attention) is not probed
                 raise ValueError(f"layer output of {hidden.shape[1]} tokens for a batch of {mask.shape[1]}")
+            if self.per_token:
+                result.append(probe(hidden.float()))
+                continue
             weights = mask.to(hidden.dtype)
             pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)  # (B, C)
             result.append(probe(pooled.float()))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -291,26 +291,41 @@ class TextClassifier:
     def predict_tags(self, texts: Sequence[str], batch_size: int = 64) -> list[list[str]]:
         """For a network of token labels: the most probable tag of each word (whitespace-separated) of each text,
         read at the word's first piece, in input order; a word past max_len is tagged O."""
-        return [[self.labels[int(np.argmax(word))] if not np.isnan(word[0]) else OUTSIDE for word in words]
-                for words in self.word_logits(texts, batch_size)]
+        return [self.tags_of(words) for words in self.word_logits(texts, batch_size)]
+
+    def tags_of(self, words: np.ndarray) -> list[str]:
+        """The most probable tag of each word of (words, K) logits; O for a word no piece was read of (NaN)."""
+        return [self.labels[int(np.argmax(word))] if not np.isnan(word[0]) else OUTSIDE for word in words]
 
     def word_logits(self, texts: Sequence[str], batch_size: int = 64) -> list[np.ndarray]:
         """For a network of token labels: each text's logits per word (words, K), read at each word's first piece, in
         input order; NaN for a word past max_len (which no piece of the network reads)."""
+        outputs = self.word_outputs(texts, lambda input_ids, attention_mask: [self.network(input_ids, attention_mask)],
+                                    batch_size)
+        return outputs[0] if outputs else []  # no texts: nothing read
+
+    def word_outputs(self, texts: Sequence[str], forward: Callable[[torch.Tensor, torch.Tensor], list[torch.Tensor]],
+                     batch_size: int = 64) -> list[list[np.ndarray]]:
+        """Per output of `forward` (input_ids, attention_mask -> (B, T, K) tensors: the network's logits, or its
+        layers' probes'), each text's values per word (words, K) read at each word's first piece, in input order;
+        NaN for a word past max_len."""
         if not labels_tokens(self.network.cfg):
             raise ValueError("this model labels whole texts, not tokens: use predict")
         encoded = encode_words(self.tokenizer, texts, self.network.cfg.max_len)
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
-        words: list[np.ndarray] = [np.empty((0, len(self.labels)), dtype=np.float32) for _ in encoded]
+        outputs: list[list[np.ndarray]] = []
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 input_ids, attention_mask = pad_batch([encoded[i][0] for i in rows], self.network.cfg.pad_id)
-                logits = self.network(input_ids, attention_mask).float().numpy()  # (B, T, K)
-                for row, per_token in zip(rows, logits, strict=True):
-                    first = np.asarray(encoded[row][1], dtype=np.int64)
-                    words[row] = np.where((first >= 0)[:, None], per_token[np.maximum(first, 0)], np.nan)
-        return [values.astype(np.float32) for values in words]
+                for index, logits in enumerate(forward(input_ids, attention_mask)):
+                    if index == len(outputs):
+                        outputs.append([np.empty((0, logits.shape[-1]), dtype=np.float32) for _ in encoded])
+                    for row, per_token in zip(rows, logits.float().numpy(), strict=True):
+                        first = np.asarray(encoded[row][1], dtype=np.int64)
+                        outputs[index][row] = np.where((first >= 0)[:, None], per_token[np.maximum(first, 0)],
+                                                       np.nan).astype(np.float32)
+        return outputs
 
 
 def read_bundle_config(directory: Path) -> tuple[NetworkConfig, list[str]]:

@@ -219,11 +219,11 @@ def train_candidate(
 
 
 def _probes(network: Network, n_classes: int, seed: int) -> LayerProbes:
-    """A probe on each layer below the network's last, initialised apart: the network's random stream is left as it
-    was, so a candidate trains the same with and without them."""
+    """A probe on each layer below the network's last (on each token for a network of token labels), initialised
+    apart: the network's random stream is left as it was, so a candidate trains the same with and without them."""
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        return LayerProbes(network, n_classes)
+        return LayerProbes(network, n_classes, per_token=labels_tokens(network.cfg))
 
 
 def _data_module(data: TrainingData, network: Network, train_cfg: TrainConfig) -> TextDataModule:
@@ -280,17 +280,37 @@ def _scores(network: Network, data: TrainingData) -> dict[str, Any]:
 
 
 def _probe_results(classifier: TextClassifier, screen: LayerProbes, frame: pd.DataFrame, labels: list[str]) -> dict:
-    """Each probe's class ids on the validation rows and its validation and test metrics, layer 1 first."""
+    """Each probe's evidence rows on the validation rows (class ids; for token labels, each sentence's entity counts)
+    and its validation and test metrics, layer 1 first."""
     results: dict[str, list] = {"probe_val_predicted": [], "probe_metrics": [], "probe_test_metrics": []}
     screen.eval()
+    tagger = labels_tokens(classifier.network.cfg)
     for split, key in (("val", "probe_metrics"), ("test", "probe_test_metrics")):
         rows = frame[frame["split"] == split]
         truths = rows["label"].astype(str).tolist()
-        predicted = probe_predictions(classifier, screen, model_inputs(rows))  # (layers, n)
-        results[key] = [classification_metrics(truths, [labels[k] for k in layer]) for layer in predicted]
+        if tagger:
+            predicted = probe_tags(classifier, screen, model_inputs(rows))  # per layer, each sentence's tags
+            results[key] = [entity_metrics(truths, layer) for layer in predicted]
+            evidence = [entity_rows(truths, layer, entity_types(labels))[1] for layer in predicted]
+        else:
+            ids = probe_predictions(classifier, screen, model_inputs(rows))  # (layers, n)
+            results[key] = [classification_metrics(truths, [labels[k] for k in layer]) for layer in ids]
+            evidence = [layer.astype(np.int32) for layer in ids]
         if split == "val":
-            results["probe_val_predicted"] = [layer.astype(np.int32) for layer in predicted]
+            results["probe_val_predicted"] = evidence
     return results
+
+
+def probe_tags(classifier: TextClassifier, screen: LayerProbes, texts: list[str]) -> list[list[str]]:
+    """Each probe's tags of `texts` (a network of token labels), per layer: each sentence's tags, joined, as served:
+    read at each word's first piece, O past max_len."""
+    def forward(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[torch.Tensor]:
+        screen.watch(attention_mask)
+        classifier.network(input_ids, attention_mask)
+        return screen.logits()
+
+    layers = classifier.word_outputs(texts, forward) or [[] for _ in screen.probes]  # no texts: none read
+    return [[" ".join(classifier.tags_of(words)) for words in layer] for layer in layers]
 
 
 def probe_predictions(classifier: TextClassifier, screen: LayerProbes, texts: list[ModelInput], batch_size: int = 64

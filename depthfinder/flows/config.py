@@ -231,8 +231,7 @@ class RunConfig(BaseModel):
                 f"{self.sweep.metric} scores token labels (--task tokens)"))
         if tokens:
             pool = self.sweep.pool.unlabeled is not None
-            refused = {"--strategy search (its probes read whole texts)": self.sweep.strategy == "search",
-                       "--labels (a tagger's pool teaches students; it bounds no depth)": self.sweep.pool.labels
+            refused = {"--labels (a tagger's pool teaches students; it bounds no depth)": self.sweep.pool.labels
                        is not None,
                        "--unlabeled with --distill off (a tagger's pool teaches students alone)":
                            pool and self.sweep.distill.mode == "off"}

@@ -79,13 +79,19 @@ def test_a_pretrained_tagger_is_its_types_token_classification_model(tmp_path, t
     assert network(ids, ids != 0).shape == (1, 5, 6)
 
 
+def trained_tagger(tagged, depth: int, epochs: int, folder, **options):
+    """A scratch tagger of names-in-context trained at `depth` for `epochs` (train_candidate's `options`)."""
+    table, tokenizer = tagged
+    model = ModelConfig(d_model=32, n_heads=2, d_ff=64, max_len=32, pooling="tokens")
+    train = TrainConfig(max_epochs=epochs, min_epochs=epochs, batch_size=16, learning_rate=3e-3)
+    return train_candidate(TrainingData(table, class_labels(table), tokenizer), depth, model, train,
+                           TrainingSetup(folder, progress=False), **options)
+
+
 def test_a_tagger_trained_at_a_depth_tags_words_and_is_scored_by_its_entities(tmp_path, tagged) -> None:
     table, tokenizer = tagged
     labels = class_labels(table)
-    model = ModelConfig(d_model=32, n_heads=2, d_ff=64, max_len=32, pooling="tokens")
-    train = TrainConfig(max_epochs=4, min_epochs=4, batch_size=16, learning_rate=3e-3)
-    trained = train_candidate(TrainingData(table, labels, tokenizer), 1, model, train,
-                              TrainingSetup(tmp_path, progress=False))
+    trained = trained_tagger(tagged, 1, 4, tmp_path)
     assert {"entity_f1", "entity_macro_f1", "token_accuracy"} <= set(trained.metrics)
     assert trained.metrics["entity_f1"] > 0.5  # a majority tagger (all O) finds no entity: 0
     val = table[table["split"] == "val"]
@@ -159,3 +165,15 @@ def test_untagged_sentences_join_a_student_taggers_train_split_with_their_soft_l
         assert np.isnan(np.delete(soft, first, axis=0)).all()
     plain = TextDataModule(table, tokenizer, labels, 32, 8, seed=0, tokens=True)
     assert np.array_equal(data.token_lengths("train"), plain.token_lengths("train"))  # cost: the tagged rows'
+
+
+def test_a_screened_tagger_probes_every_layer_by_token_and_scores_each_by_its_entities(tmp_path, tagged) -> None:
+    from depthfinder.evidence.counts import f1_of_counts
+    from depthfinder.evidence.entities import row_counts
+
+    screened = trained_tagger(tagged, 3, 2, tmp_path / "screen", probes=True)
+    assert len(screened.probe_metrics) == len(screened.probe_val_predicted) == 2  # depths 1 and 2 of 3
+    for metrics, rows in zip(screened.probe_metrics, screened.probe_val_predicted, strict=True):
+        assert rows.shape == (len(screened.val_true), 2 * screened.val_true.shape[1])  # each sentence's entity counts
+        gold, predicted, hits = (counts.sum(axis=0, keepdims=True) for counts in row_counts(screened.val_true, rows))
+        assert metrics["entity_f1"] == pytest.approx(f1_of_counts(gold, predicted, hits, "micro")[0])

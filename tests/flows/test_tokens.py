@@ -89,7 +89,6 @@ def test_the_table_shows_each_depths_entity_f1(run, capsys) -> None:
 
 @pytest.mark.parametrize(("flags", "says"), [
     (["--metric", "macro_f1"], "token labels are scored by their entities"),
-    (["--strategy", "search"], "--task tokens does not take --strategy search"),
     (["--unlabeled", "pool.conll", "--distill", "off"], "--task tokens does not take --unlabeled with --distill off"),
     (["--unlabeled", "pool.conll", "--labels", "labels.csv"], "--task tokens does not take --labels"),
     (["--pretrained-pooling", "head"], "a model of token labels labels every token"),
@@ -101,6 +100,29 @@ def test_settings_a_tagger_cannot_take_are_one_line_and_exit_2(tmp_path, capsys,
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and says in err[0]
     assert not (tmp_path / "work" / "data").exists()  # refused before anything was read or written
+
+
+SEARCH = """
+data: {path: names.conll, task: tokens}
+model: {d_model: 16, n_heads: 2, d_ff: 32, vocab_size: 300, max_len: 40}
+train: {max_epochs: 2, min_epochs: 2, patience: 1, batch_size: 16, learning_rate: 0.003}
+sweep: {depths: [1, 2, 3], strategy: search, crossfit: off}
+"""
+
+
+def test_the_search_strategy_screens_a_taggers_depths_by_probes_on_each_token(prefect_server, tmp_path,
+                                                                               monkeypatch) -> None:
+    write_conll(tmp_path / "names.conll", 160, 3)
+    (tmp_path / "search.yaml").write_text(SEARCH)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--config", "search.yaml", "--summary-json", "summary.json"]) == 0
+    summary = RunSummary.from_dict(json.loads((tmp_path / "summary.json").read_text()))
+    screened = [c for c in summary.candidates if c.status == "screened"]
+    assert screened and all("entity_f1" in c.metrics for c in screened)  # a probe's tags scored by their entities
+    (search,) = summary.search
+    assert search.screened == [c.depth for c in screened] and 3 in search.confirmed
+    assert set(search.screened) | set(search.confirmed) == {1, 2, 3}
+    assert summary.rule.metric == "entity_f1" and summary.model is not None
 
 
 def test_a_token_metric_is_refused_for_a_label_per_text(tmp_path, capsys) -> None:
