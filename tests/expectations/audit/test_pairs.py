@@ -242,3 +242,20 @@ def test_noise_is_not_estimated_on_pairs_whose_label_no_bag_of_words_reads() -> 
     texts = pairs.drop(columns=["pair"]).assign(label=np.random.default_rng(0).permutation(pairs["label"]))
     shuffled = run_audit(texts, AuditConfig(), checks=[SuspectedLabelNoiseCheck]).check("suspected_label_noise")
     assert not shuffled.success and shuffled.observed["fraction"] > 0.3
+
+
+def test_noise_a_weak_pairs_baseline_estimates_warns_and_never_blocks() -> None:
+    """same-topic, 1,200 pairs of another draw: the baseline is a little above the majority class (a topic's words
+    shared by both sides), so confident learning judges it, and flags about its own error rate on labels that are
+    clean by construction: a warning that says why, not a block."""
+    from depthfinder.expectations.audit.checks.suspected_label_noise import PAIR_BLOCKING_LIFT, SuspectedLabelNoiseCheck
+    from depthfinder.expectations.table.datasets import DATASETS
+    from depthfinder.expectations.table.split import assign_splits
+
+    pairs = assign_splits(DATASETS["same-topic"].generate(1200, 2), 0.1, 0.1, 1)
+    report = run_audit(pairs, AuditConfig(), checks=[SuspectedLabelNoiseCheck])
+    noise = report.check("suspected_label_noise")
+    assert noise.observed["fraction"] > AuditConfig().max_label_noise_fraction  # it would have blocked
+    assert report.blocking_failures == [] and report.warnings == ["suspected_label_noise"]
+    assert f"closes {(noise.observed['baseline_accuracy'] - 0.5) / 0.5:.0%} of the gap" in noise.headline
+    assert (noise.observed["baseline_accuracy"] - 0.5) / 0.5 < PAIR_BLOCKING_LIFT
