@@ -7,7 +7,11 @@ Three pair files whose right answer is known, none of them one the pair code was
 - `same-package`: pairs of the first paragraphs of the docstrings of wheels the venv installs (bench.common's
   docstrings file: numpy, pandas, torch, mlflow, prefect; BSD-3 / Apache-2.0), labelled by whether both come from
   one package: a broader vocabulary than the shared files';
-- `same-topic`: depthfinder's built-in generated pairs (`--dataset same-topic`).
+- `same-topic`: depthfinder's built-in generated pairs (`--dataset same-topic`);
+- `same-message`: the shared file sms_spam.csv's messages of 12 words or more, each cut at its middle word: `same`
+  pairs a message's first half with its own second half, `different` with another message's (half each, each message
+  in one pair); whether the second half goes on from the first, next-sentence prediction's question. Spam templates
+  near-copied across splits are dropped (`--drop-leaks`).
 Each side alone says nothing of the label, by construction (the audit's one_side_baseline says so too).
 
 For each file, `depthfinder run --task pairs` of the scratch family (depths 1, 2, 4) and, unless `--skip-pretrained`,
@@ -29,7 +33,7 @@ import pandas as pd
 
 from bench.common import DATA, add_cache_argument, best_result, depth_table, docstrings_file, family_runs, minilm
 
-FILES = ("same-sentiment", "same-package", "same-topic")
+FILES = ("same-sentiment", "same-package", "same-topic", "same-message")
 
 
 def pairs_of(frame: pd.DataFrame, rows: int, seed: int = 0) -> pd.DataFrame:
@@ -54,12 +58,31 @@ def pairs_of(frame: pd.DataFrame, rows: int, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(made, columns=["text", "pair", "label"]).sample(frac=1, random_state=seed)
 
 
+def halves_of(texts: list[str], rows: int, seed: int = 0) -> pd.DataFrame:
+    """`rows` pairs of halves of `texts` (each cut at its middle word), each text in one pair: `same` a text's first
+    half with its own second half, `different` one text's first half with another's second half (half each)."""
+    rng = np.random.default_rng(seed)
+    order = iter(rng.permutation(len(texts)))
+    made = []
+    for index in range(rows):
+        first = texts[next(order)].split()
+        second = first if index % 2 == 0 else texts[next(order)].split()
+        made.append((" ".join(first[: len(first) // 2]), " ".join(second[len(second) // 2:]),
+                     "same" if index % 2 == 0 else "different"))
+    return pd.DataFrame(made, columns=["text", "pair", "label"]).sample(frac=1, random_state=seed)
+
+
 def source(name: str, folder: Path, rows: int) -> list[str]:
     """The `depthfinder run` arguments of one file: a pair file written to `folder`, or the built-in dataset."""
     if name == "same-topic":
         config = folder / "data.yaml"  # a built-in dataset's size is a setting of the config file, no flag
         config.write_text(f"data: {{dataset: same-topic, task: pairs, dataset_rows: {rows}}}\n", encoding="utf-8")
         return ["--config", str(config)]
+    if name == "same-message":
+        texts = pd.read_csv(DATA / "sms_spam.csv", dtype=str)["text"].dropna().drop_duplicates()
+        halves_of([text for text in texts if len(text.split()) >= 12], rows).to_csv(folder / f"{name}.csv",
+                                                                                   index=False)
+        return ["--data", str(folder / f"{name}.csv"), "--task", "pairs", "--drop-leaks"]
     if name == "same-sentiment":
         singles = pd.read_csv(DATA / "uci_sentiment_sentences.csv", dtype=str)
     else:
