@@ -41,10 +41,11 @@ LONGEST_FIRST = (
     "tests/tracking/test_self_contained.py", "tests/runtime/test_faults.py", "tests/flows/test_checkpoints.py",
     "tests/encoder/test_problem_depth.py", "tests/flows/test_skip.py", "tests/flows/test_changes.py",
     "tests/flows/test_task_runners.py", "tests/flows/test_pretrained.py", "tests/flows/test_crossfit.py",
-    "tests/flows/test_halving.py", "tests/flows/test_full_disk.py", "tests/selection/test_promotion.py",
-    "tests/flows/test_retrain.py", "tests/flows/test_deployment.py", "tests/flows/test_deployable.py",
-    "tests/encoder/test_training.py", "tests/expectations/changes/test_changes.py",
-    "tests/runtime/test_one_at_a_time.py", "tests/flows/test_resume.py", "tests/flows/test_convergence.py",
+    "tests/flows/test_tokens.py", "tests/flows/test_halving.py", "tests/flows/test_full_disk.py",
+    "tests/selection/test_promotion.py", "tests/flows/test_retrain.py", "tests/flows/test_deployment.py",
+    "tests/flows/test_deployable.py", "tests/flows/test_pairs.py", "tests/encoder/test_training.py",
+    "tests/expectations/changes/test_changes.py", "tests/runtime/test_one_at_a_time.py", "tests/flows/test_resume.py",
+    "tests/flows/test_convergence.py",
 )
 
 
