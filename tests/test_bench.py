@@ -31,3 +31,16 @@ def test_the_shared_helpers_import_without_the_benchmarks_that_use_them() -> Non
     import bench.common
 
     assert bench.common.DATA.name and callable(bench.common.run_depthfinder) and callable(bench.common.print_table)
+
+
+def test_same_message_pairs_a_first_half_with_its_own_second_half_or_another_messages() -> None:
+    from bench.pair_depth import halves_of
+
+    texts = [f"message {i} has words one two three four five six seven" for i in range(40)]
+    pairs = halves_of(texts, 30)
+    assert (pairs["label"].value_counts() == 15).all()
+    joined = pairs["text"] + " " + pairs["pair"]
+    assert joined[pairs["label"] == "same"].isin(texts).all()  # a message, whole again
+    assert not joined[pairs["label"] == "different"].isin(texts).any()
+    halves = [*pairs["text"], *pairs["pair"]]
+    assert len(set(halves)) == len(halves)  # each message in one pair
