@@ -61,6 +61,8 @@ def pairs_of(frame: pd.DataFrame, rows: int, seed: int = 0) -> pd.DataFrame:
 def halves_of(texts: list[str], rows: int, seed: int = 0) -> pd.DataFrame:
     """`rows` pairs of halves of `texts` (each cut at its middle word), each text in one pair: `same` a text's first
     half with its own second half, `different` one text's first half with another's second half (half each)."""
+    if len(texts) < rows + rows // 2:
+        raise SystemExit(f"same-message: {rows} pairs need {rows + rows // 2} messages, the file has {len(texts)}")
     rng = np.random.default_rng(seed)
     order = iter(rng.permutation(len(texts)))
     made = []
