@@ -36,7 +36,7 @@ def test_the_shared_helpers_import_without_the_benchmarks_that_use_them() -> Non
 def test_same_message_pairs_a_first_half_with_its_own_second_half_or_another_messages() -> None:
     from bench.pair_depth import halves_of
 
-    texts = [f"message {i} has words one two three four five six seven" for i in range(45)]
+    texts = [" ".join(f"m{i}w{j}" for j in range(12)) for i in range(45)]  # every half its message's own
     pairs = halves_of(texts, 30)
     assert (pairs["label"].value_counts() == 15).all()
     joined = pairs["text"] + " " + pairs["pair"]
