@@ -240,10 +240,10 @@ class TextDataModule(L.LightningDataModule):
         logits = per_token(ids, firsts, self.teacher_logits)
         if self.unlabeled is not None:
             texts, words = self.unlabeled
-            encoded = encode_words(self.tokenizer, list(texts), self.max_len)
-            ids += [pieces for pieces, _ in encoded]
-            targets += [np.full(len(pieces), UNLABELLED, dtype=np.int64) for pieces, _ in encoded]
-            logits += per_token([pieces for pieces, _ in encoded], [first for _, first in encoded], words)
+            pieces, first = map(list, zip(*encode_words(self.tokenizer, list(texts), self.max_len), strict=True))
+            ids += pieces
+            targets += [np.full(len(one), UNLABELLED, dtype=np.int64) for one in pieces]
+            logits += per_token(pieces, first, words)
         return EncodedSplit(ids, targets, logits)
 
     def _tagged(self, rows: pd.DataFrame, class_ids: dict[str, int]

@@ -71,10 +71,7 @@ def load_labelled_table(config: DataConfig) -> LoadedTable:
 
 def read_table(path: Path) -> pd.DataFrame:
     """The file as written (columns untouched), read by extension; ValueError on anything unreadable."""
-    if not path.exists():
-        raise ValueError(f"{path}: no such file")
-    if not path.is_file():
-        raise ValueError(f"{path}: is not a file (expected a CSV, TSV, Parquet or JSONL file)")
+    existing_file(path)
     reader = _READERS.get(path.suffix.lower())
     if reader is None:
         raise ValueError(
@@ -83,6 +80,15 @@ def read_table(path: Path) -> pd.DataFrame:
         )
     with _fits_in_memory(path):
         return reader(path)
+
+
+def existing_file(path: Path) -> Path:
+    """`path`, a file; ValueError (one line) when it is missing or not a file."""
+    if not path.exists():
+        raise ValueError(f"{path}: no such file")
+    if not path.is_file():
+        raise ValueError(f"{path}: is not a file (expected a CSV, TSV, Parquet or JSONL file)")
+    return path
 
 
 @contextlib.contextmanager

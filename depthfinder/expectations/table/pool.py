@@ -13,10 +13,10 @@ import pandas as pd
 
 from depthfinder.expectations.table.config import DataConfig
 from depthfinder.expectations.table.labels import normalize_labels
-from depthfinder.expectations.table.load import as_strings, as_texts, read_table, read_utf8
+from depthfinder.expectations.table.load import as_strings, as_texts, existing_file, read_table, read_utf8
 from depthfinder.expectations.table.near_duplicates import DEFAULT_THRESHOLD, near_duplicate_pairs
 from depthfinder.expectations.table.normalize import normalized_texts_and_keys
-from depthfinder.expectations.table.shape import PAIR_COLUMN, ModelInput, input_columns, model_inputs
+from depthfinder.expectations.table.shape import PAIR_COLUMN, ModelInput, model_inputs
 from depthfinder.expectations.table.tokens import TOKENS_COLUMN, is_conll, read_conll, sentence_tokens
 
 
@@ -30,7 +30,7 @@ def load_texts(path: Path, data: DataConfig) -> list[ModelInput]:
     if data.task == "tokens":
         return _sentences(Path(path), data)
     frame = _inputs(read_table(Path(path)), path, data)
-    frame = frame[(frame[input_columns(frame)].apply(lambda side: side.str.strip()) != "").all(axis=1)]
+    frame = frame[(frame.apply(lambda side: side.str.strip()) != "").all(axis=1)]  # every text of an example
     if frame.empty:
         raise ValueError(f"{path}: column {data.text_col!r} holds no texts (expected unlabelled "
                          f"{'pairs' if is_pair_task(data) else 'texts'}, one per row)")
@@ -69,9 +69,7 @@ def _sentences(path: Path, data: DataConfig) -> list[str]:
     a tagger reads its words from): a CoNLL file's tokens (a token per line, a tag after it ignored), or a table's
     --tokens-col lists."""
     if is_conll(path):
-        if not path.is_file():
-            read_table(path)  # its one line for a missing file or a folder
-        column = read_conll(path, read_utf8(path), tagged=False)[TOKENS_COLUMN]
+        column = read_conll(path, read_utf8(existing_file(path)), tagged=False)[TOKENS_COLUMN]
     else:
         column = _column(read_table(path), path, data.tokens_col, "--tokens-col")
     return [" ".join(words) for words in sentence_tokens(column, str(path), data.tokens_col)]
